@@ -1,0 +1,351 @@
+//! The `cluster:` section: how many virtual nodes, and the model each one follows.
+//!
+//! The same struct tree is read by `mock-node --config FILE.yaml` and embedded in
+//! stampede run profiles, so a fleet described once behaves the same everywhere.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// A fleet of virtual orchestrator nodes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClusterConfig {
+    /// Number of virtual nodes, named `node-00`, `node-01`, ... Default 10.
+    pub nodes: usize,
+    /// Seed of every random choice the fleet makes (latency, failures, baselines).
+    /// In a run profile, absent means "derive from the profile's `seed`". Default none (0).
+    pub seed: Option<u64>,
+    /// Model every node follows unless overridden.
+    pub node: NodeSpec,
+    /// Per-node overrides, keyed by node id (`node-03`). Only the fields given change.
+    pub overrides: BTreeMap<String, NodeOverride>,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        Self {
+            nodes: 10,
+            seed: None,
+            node: NodeSpec::default(),
+            overrides: BTreeMap::new(),
+        }
+    }
+}
+
+impl ClusterConfig {
+    /// Id of node `k` (`node-00`, `node-01`, ...; wider when there are over 100 nodes).
+    pub fn node_id(&self, k: usize) -> String {
+        node_id(k, self.nodes)
+    }
+
+    /// The effective spec of node `k`: the shared model with that node's override applied.
+    pub fn spec_for(&self, k: usize) -> NodeSpec {
+        let id = self.node_id(k);
+        match self.overrides.get(&id) {
+            Some(o) => o.apply(&self.node),
+            None => self.node.clone(),
+        }
+    }
+
+    /// Ids named in `overrides` that are not nodes of this cluster (a likely typo).
+    pub fn unknown_override_ids(&self) -> Vec<String> {
+        let ids: Vec<String> = (0..self.nodes).map(|k| self.node_id(k)).collect();
+        self.overrides
+            .keys()
+            .filter(|k| !ids.contains(k))
+            .cloned()
+            .collect()
+    }
+}
+
+/// Id of node `k` in a fleet of `n`: two digits at least, more when `n` needs them.
+pub fn node_id(k: usize, n: usize) -> String {
+    let width = n.saturating_sub(1).max(1).to_string().len().max(2);
+    format!("node-{k:0width$}")
+}
+
+/// The model of one orchestrator node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NodeSpec {
+    /// vCPUs the node reports (`metric_cpu_count`). Must be > 0. Default 16.
+    pub cpu_count: u32,
+    /// Memory in MiB (`metric_memory_total_bytes`). Default 65536.
+    pub memory_mib: u64,
+    /// Create is refused when allocated + requested vCPU > `overcommit` * `cpu_count`.
+    /// 0 disables the rule. Default 4.0.
+    pub overcommit: f64,
+    /// Running sandboxes at which Create is refused (E2B `max-sandboxes-per-node`). Default 200.
+    pub max_sandboxes: u32,
+    /// Creates in progress at which Create is refused (E2B
+    /// `max-starting-instances-per-node`); 0 = unlimited. Default 3.
+    pub max_starting: u32,
+    /// Time a Create takes. Default constant 1ms.
+    pub create_latency: LatencyDist,
+    /// Time a Delete takes. Default constant 0ms.
+    pub delete_latency: LatencyDist,
+    /// Injected RPC failures, each drawn independently per call. Default none.
+    pub failures: Vec<FailureRule>,
+    /// Allocated vCPU already on the node at start (not sandboxes of this run), drawn
+    /// uniformly in `[min, max]` per node. Default 0..0.
+    pub baseline_vcpu: VcpuRange,
+    /// Fraction of allocated vCPU that is busy, for `metric_cpu_percent`. Default 0.5.
+    pub busy_fraction: f64,
+    /// ServiceInfo serves a snapshot refreshed every `metrics_lag`; 0 = live. Default 0s.
+    #[serde(with = "humantime_serde")]
+    pub metrics_lag: Duration,
+}
+
+impl Default for NodeSpec {
+    fn default() -> Self {
+        Self {
+            cpu_count: 16,
+            memory_mib: 65536,
+            overcommit: 4.0,
+            max_sandboxes: 200,
+            max_starting: 3,
+            create_latency: LatencyDist::Constant {
+                value: Duration::from_millis(1),
+            },
+            delete_latency: LatencyDist::Constant {
+                value: Duration::ZERO,
+            },
+            failures: Vec::new(),
+            baseline_vcpu: VcpuRange::default(),
+            busy_fraction: 0.5,
+            metrics_lag: Duration::ZERO,
+        }
+    }
+}
+
+/// Per-node override of a [`NodeSpec`]: every field optional.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NodeOverride {
+    /// See [`NodeSpec::cpu_count`].
+    pub cpu_count: Option<u32>,
+    /// See [`NodeSpec::memory_mib`].
+    pub memory_mib: Option<u64>,
+    /// See [`NodeSpec::overcommit`].
+    pub overcommit: Option<f64>,
+    /// See [`NodeSpec::max_sandboxes`].
+    pub max_sandboxes: Option<u32>,
+    /// See [`NodeSpec::max_starting`].
+    pub max_starting: Option<u32>,
+    /// See [`NodeSpec::create_latency`].
+    pub create_latency: Option<LatencyDist>,
+    /// See [`NodeSpec::delete_latency`].
+    pub delete_latency: Option<LatencyDist>,
+    /// See [`NodeSpec::failures`].
+    pub failures: Option<Vec<FailureRule>>,
+    /// See [`NodeSpec::baseline_vcpu`].
+    pub baseline_vcpu: Option<VcpuRange>,
+    /// See [`NodeSpec::busy_fraction`].
+    pub busy_fraction: Option<f64>,
+    /// See [`NodeSpec::metrics_lag`].
+    #[serde(with = "humantime_serde")]
+    pub metrics_lag: Option<Duration>,
+}
+
+impl NodeOverride {
+    /// `base` with every field this override sets replaced.
+    pub fn apply(&self, base: &NodeSpec) -> NodeSpec {
+        let b = base.clone();
+        NodeSpec {
+            cpu_count: self.cpu_count.unwrap_or(b.cpu_count),
+            memory_mib: self.memory_mib.unwrap_or(b.memory_mib),
+            overcommit: self.overcommit.unwrap_or(b.overcommit),
+            max_sandboxes: self.max_sandboxes.unwrap_or(b.max_sandboxes),
+            max_starting: self.max_starting.unwrap_or(b.max_starting),
+            create_latency: self.create_latency.clone().unwrap_or(b.create_latency),
+            delete_latency: self.delete_latency.clone().unwrap_or(b.delete_latency),
+            failures: self.failures.clone().unwrap_or(b.failures),
+            baseline_vcpu: self.baseline_vcpu.unwrap_or(b.baseline_vcpu),
+            busy_fraction: self.busy_fraction.unwrap_or(b.busy_fraction),
+            metrics_lag: self.metrics_lag.unwrap_or(b.metrics_lag),
+        }
+    }
+}
+
+/// An inclusive range of whole vCPUs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VcpuRange {
+    /// Lowest value drawn.
+    pub min: u32,
+    /// Highest value drawn (inclusive).
+    pub max: u32,
+}
+
+/// A seeded latency distribution. YAML: `{dist: uniform, min: 0ms, max: 2ms}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "dist", rename_all = "lowercase", deny_unknown_fields)]
+pub enum LatencyDist {
+    /// Always `value`.
+    Constant {
+        /// The latency.
+        #[serde(with = "humantime_serde")]
+        value: Duration,
+    },
+    /// Uniform in `[min, max]`.
+    Uniform {
+        /// Lower bound.
+        #[serde(with = "humantime_serde")]
+        min: Duration,
+        /// Upper bound.
+        #[serde(with = "humantime_serde")]
+        max: Duration,
+    },
+    /// Exponential with the given mean.
+    Exponential {
+        /// Mean latency.
+        #[serde(with = "humantime_serde")]
+        mean: Duration,
+    },
+    /// Log-normal with the given median and shape `sigma` (of the underlying normal).
+    Lognormal {
+        /// Median latency (`exp(mu)`).
+        #[serde(with = "humantime_serde")]
+        median: Duration,
+        /// Standard deviation of the underlying normal.
+        sigma: f64,
+    },
+}
+
+/// Which RPC a failure rule applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RpcKind {
+    /// `SandboxService/Create`.
+    Create,
+    /// `SandboxService/Delete`.
+    Delete,
+    /// `SandboxService/List`.
+    List,
+    /// `InfoService/ServiceInfo`.
+    ServiceInfo,
+    /// Every RPC above.
+    Any,
+}
+
+/// gRPC status codes a failure rule may inject.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureCode {
+    /// UNAVAILABLE.
+    Unavailable,
+    /// INTERNAL.
+    Internal,
+    /// RESOURCE_EXHAUSTED.
+    ResourceExhausted,
+    /// DEADLINE_EXCEEDED.
+    DeadlineExceeded,
+    /// UNKNOWN.
+    Unknown,
+}
+
+/// Fail a fraction of calls of one RPC with a given code.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FailureRule {
+    /// The RPC the rule applies to.
+    pub rpc: RpcKind,
+    /// Probability in `[0, 1]` that a call fails.
+    pub probability: f64,
+    /// Status code returned.
+    pub code: FailureCode,
+}
+
+/// A problem with a cluster section, naming the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct SpecError {
+    /// Dotted path of the bad field, e.g. `cluster.node.cpu_count`.
+    pub field: String,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+impl ClusterConfig {
+    /// Every semantic problem of the section (types are checked by serde already);
+    /// `prefix` is prepended to field paths (`cluster` in a run profile).
+    pub fn validate(&self, prefix: &str) -> Vec<SpecError> {
+        let mut errs = Vec::new();
+        if self.nodes == 0 {
+            errs.push(err(prefix, "nodes", "must be at least 1"));
+        }
+        for id in self.unknown_override_ids() {
+            errs.push(err(
+                prefix,
+                &format!("overrides.{id}"),
+                "no such node in this cluster",
+            ));
+        }
+        self.node.validate_into(&format!("{prefix}.node"), &mut errs);
+        for (id, o) in &self.overrides {
+            o.apply(&self.node)
+                .validate_into(&format!("{prefix}.overrides.{id}"), &mut errs);
+        }
+        errs
+    }
+}
+
+impl NodeSpec {
+    fn validate_into(&self, path: &str, errs: &mut Vec<SpecError>) {
+        if self.cpu_count == 0 {
+            errs.push(err(path, "cpu_count", "must be > 0"));
+        }
+        if !(self.overcommit >= 0.0 && self.overcommit.is_finite()) {
+            errs.push(err(path, "overcommit", "must be a finite number >= 0"));
+        }
+        if !(0.0..=1.0).contains(&self.busy_fraction) {
+            errs.push(err(path, "busy_fraction", "must be in [0, 1]"));
+        }
+        if self.baseline_vcpu.min > self.baseline_vcpu.max {
+            errs.push(err(path, "baseline_vcpu", "min must be <= max"));
+        }
+        for (name, d) in [
+            ("create_latency", &self.create_latency),
+            ("delete_latency", &self.delete_latency),
+        ] {
+            if let Err(m) = d.check() {
+                errs.push(err(path, name, &m));
+            }
+        }
+        for (i, f) in self.failures.iter().enumerate() {
+            if !(0.0..=1.0).contains(&f.probability) {
+                errs.push(err(
+                    path,
+                    &format!("failures[{i}].probability"),
+                    "must be in [0, 1]",
+                ));
+            }
+        }
+    }
+}
+
+impl LatencyDist {
+    /// Whether the parameters describe a real distribution.
+    pub fn check(&self) -> Result<(), String> {
+        match self {
+            LatencyDist::Uniform { min, max } if min > max => Err("min must be <= max".into()),
+            LatencyDist::Lognormal { sigma, .. } if !(*sigma >= 0.0 && sigma.is_finite()) => {
+                Err("sigma must be a finite number >= 0".into())
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+fn err(prefix: &str, field: &str, message: &str) -> SpecError {
+    SpecError {
+        field: if prefix.is_empty() {
+            field.to_string()
+        } else {
+            format!("{prefix}.{field}")
+        },
+        message: message.to_string(),
+    }
+}

@@ -1,0 +1,4 @@
+//! `mock-node`: a fleet of virtual E2B orchestrator nodes, each a real gRPC endpoint.
+#![deny(missing_docs)]
+
+pub mod config;

@@ -1,0 +1,9 @@
+//! E2B-compatible orchestrator protos (no proto package, as upstream), compiled with
+//! protox at build time. Both the gRPC client and server sides are generated.
+#![allow(missing_docs)]
+#![allow(clippy::all, clippy::pedantic)]
+
+include!(concat!(env!("OUT_DIR"), "/_.rs"));
+
+/// Path of the directory holding the `.proto` sources, for tools that want them.
+pub const PROTO_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/proto");

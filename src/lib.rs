@@ -1,0 +1,4 @@
+//! stampede: a load-testing and chaos harness for sandbox placement services.
+#![deny(missing_docs)]
+
+pub mod placement;
