@@ -7,3 +7,6 @@ include!(concat!(env!("OUT_DIR"), "/_.rs"));
 
 /// Path of the directory holding the `.proto` sources, for tools that want them.
 pub const PROTO_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/proto");
+
+/// Re-exported so users of the generated types need no direct dependency.
+pub use prost_types;
