@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 /// A fleet of virtual orchestrator nodes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct ClusterConfig {
     /// Number of virtual nodes, named `node-00`, `node-01`, ... Default 10.
@@ -67,7 +67,7 @@ pub fn node_id(k: usize, n: usize) -> String {
 }
 
 /// The model of one orchestrator node.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct NodeSpec {
     /// vCPUs the node reports (`metric_cpu_count`). Must be > 0. Default 16.
@@ -95,6 +95,7 @@ pub struct NodeSpec {
     pub busy_fraction: f64,
     /// ServiceInfo serves a snapshot refreshed every `metrics_lag`; 0 = live. Default 0s.
     #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
     pub metrics_lag: Duration,
 }
 
@@ -121,7 +122,7 @@ impl Default for NodeSpec {
 }
 
 /// Per-node override of a [`NodeSpec`]: every field optional.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct NodeOverride {
     /// See [`NodeSpec::cpu_count`].
@@ -146,6 +147,7 @@ pub struct NodeOverride {
     pub busy_fraction: Option<f64>,
     /// See [`NodeSpec::metrics_lag`].
     #[serde(with = "humantime_serde")]
+    #[schemars(with = "Option<String>")]
     pub metrics_lag: Option<Duration>,
 }
 
@@ -170,7 +172,7 @@ impl NodeOverride {
 }
 
 /// An inclusive range of whole vCPUs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VcpuRange {
     /// Lowest value drawn.
@@ -180,34 +182,39 @@ pub struct VcpuRange {
 }
 
 /// A seeded latency distribution. YAML: `{dist: uniform, min: 0ms, max: 2ms}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "dist", rename_all = "lowercase", deny_unknown_fields)]
 pub enum LatencyDist {
     /// Always `value`.
     Constant {
         /// The latency.
         #[serde(with = "humantime_serde")]
+        #[schemars(with = "String")]
         value: Duration,
     },
     /// Uniform in `[min, max]`.
     Uniform {
         /// Lower bound.
         #[serde(with = "humantime_serde")]
+        #[schemars(with = "String")]
         min: Duration,
         /// Upper bound.
         #[serde(with = "humantime_serde")]
+        #[schemars(with = "String")]
         max: Duration,
     },
     /// Exponential with the given mean.
     Exponential {
         /// Mean latency.
         #[serde(with = "humantime_serde")]
+        #[schemars(with = "String")]
         mean: Duration,
     },
     /// Log-normal with the given median and shape `sigma` (of the underlying normal).
     Lognormal {
         /// Median latency (`exp(mu)`).
         #[serde(with = "humantime_serde")]
+        #[schemars(with = "String")]
         median: Duration,
         /// Standard deviation of the underlying normal.
         sigma: f64,
@@ -215,7 +222,7 @@ pub enum LatencyDist {
 }
 
 /// Which RPC a failure rule applies to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RpcKind {
     /// `SandboxService/Create`.
@@ -231,7 +238,7 @@ pub enum RpcKind {
 }
 
 /// gRPC status codes a failure rule may inject.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum FailureCode {
     /// UNAVAILABLE.
@@ -247,7 +254,7 @@ pub enum FailureCode {
 }
 
 /// Fail a fraction of calls of one RPC with a given code.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FailureRule {
     /// The RPC the rule applies to.

@@ -1,0 +1,371 @@
+//! The profile struct tree.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use mock_node::config::{ClusterConfig, LatencyDist};
+use serde::{Deserialize, Serialize};
+
+use crate::placement::AccountingMode;
+
+/// A run profile (`profiles/*.yaml`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    /// Short name, used in report directory names. Required.
+    pub name: String,
+    /// Free text shown in reports. Default empty.
+    #[serde(default)]
+    pub description: String,
+    /// Seed of every random choice of the run (placement sampling, latencies, failures,
+    /// chaos node picks, lifetimes). Default 0.
+    #[serde(default)]
+    pub seed: u64,
+    /// Hosts (names or IPs) that may be contacted although they are not loopback.
+    /// Default none: a run refuses every non-loopback target.
+    #[serde(default)]
+    pub allow_targets: Vec<String>,
+    /// The embedded mock-node fleet. Default: 10 nodes of the default model. Ignored
+    /// for an `external` placement unless the nodes are ours.
+    #[serde(default)]
+    pub cluster: ClusterConfig,
+    /// The placement service under test.
+    #[serde(default)]
+    pub placement: PlacementSection,
+    /// The load.
+    pub workload: WorkloadSpec,
+    /// How per-node truth is sampled.
+    #[serde(default)]
+    pub collect: CollectSpec,
+    /// Pass/fail criteria deciding the exit code.
+    #[serde(default)]
+    pub checks: Checks,
+    /// Where and how reports are written.
+    #[serde(default)]
+    pub report: ReportSpec,
+    /// Scheduled faults (chaos drills). Default none.
+    #[serde(default)]
+    pub chaos: Vec<ChaosStep>,
+}
+
+/// The system under test: stampede's embedded reference service, or an external API.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum PlacementSection {
+    /// Start `stampede serve` in-process on loopback, once per accounting mode.
+    Embedded(EmbeddedPlacement),
+    /// A running E2B-compatible API (staging).
+    External(ExternalPlacement),
+}
+
+impl Default for PlacementSection {
+    fn default() -> Self {
+        PlacementSection::Embedded(EmbeddedPlacement::default())
+    }
+}
+
+/// One accounting mode or a list of them (one run each).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum OneOrMany<T> {
+    /// A single value.
+    One(T),
+    /// Several values.
+    Many(Vec<T>),
+}
+
+impl<T: Clone> OneOrMany<T> {
+    /// The values as a list.
+    pub fn to_vec(&self) -> Vec<T> {
+        match self {
+            OneOrMany::One(v) => vec![v.clone()],
+            OneOrMany::Many(v) => v.clone(),
+        }
+    }
+}
+
+/// Settings of the embedded reference placement service.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct EmbeddedPlacement {
+    /// Accounting mode, or a list of modes (one run each). Default `optimistic`.
+    pub accounting: OneOrMany<AccountingMode>,
+    /// Best-of-K parameters.
+    pub best_of_k: BestOfK,
+    /// Attempts (non-ResourceExhausted failures) before a create fails. Default 3.
+    pub max_retries: u32,
+    /// Node sync (ServiceInfo + List) period. Default 20s.
+    #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub sync_interval: Duration,
+    /// Independent placement instances, each with its own state; the workload spreads
+    /// requests over them round-robin. Default 1.
+    pub replicas: u32,
+    /// Skip a sampled node with more than this many creates in flight. Default none.
+    pub max_starting_per_node: Option<u32>,
+    /// Overall deadline of one create request (E2B: 70s). Default 70s.
+    #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub request_timeout: Duration,
+    /// Deadline of one Create RPC to a node. Default 10s.
+    #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub create_rpc_timeout: Duration,
+}
+
+impl Default for EmbeddedPlacement {
+    fn default() -> Self {
+        Self {
+            accounting: OneOrMany::One(AccountingMode::Optimistic),
+            best_of_k: BestOfK::default(),
+            max_retries: 3,
+            sync_interval: Duration::from_secs(20),
+            replicas: 1,
+            max_starting_per_node: None,
+            request_timeout: Duration::from_secs(70),
+            create_rpc_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// E2B's Best-of-K constants.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct BestOfK {
+    /// Nodes sampled per decision. Default 3.
+    pub k: usize,
+    /// Overcommit ratio in the score's denominator. Default 4.
+    pub r: f64,
+    /// Weight of the node's CPU usage in the score. Default 0.5.
+    pub alpha: f64,
+}
+
+impl Default for BestOfK {
+    fn default() -> Self {
+        Self {
+            k: 3,
+            r: 4.0,
+            alpha: 0.5,
+        }
+    }
+}
+
+/// An E2B-compatible API that stampede does not start.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExternalPlacement {
+    /// Base URL, e.g. `https://api.staging.example.com`. Its host must be loopback or
+    /// listed in `allow_targets`.
+    pub url: String,
+    /// Env var holding the `X-API-Key`. Default `STAMPEDE_API_KEY`.
+    #[serde(default = "default_api_key_env")]
+    pub api_key_env: String,
+    /// Env var holding the admin token for `GET /nodes`. Default none.
+    #[serde(default)]
+    pub admin_token_env: Option<String>,
+    /// Orchestrator gRPC addresses to read with `List` when `/nodes` is not available.
+    #[serde(default)]
+    pub orchestrators: Vec<String>,
+    /// Admin URLs of mock-node fleets deployed for this run, read for per-node truth.
+    #[serde(default)]
+    pub mock_admin: Vec<String>,
+}
+
+fn default_api_key_env() -> String {
+    "STAMPEDE_API_KEY".into()
+}
+
+/// The load: a shape, a sandbox spec and optional deletes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSpec {
+    /// How requests are paced.
+    pub shape: Shape,
+    /// What each create asks for.
+    #[serde(default)]
+    pub sandbox: SandboxSpec,
+    /// Delete each sandbox after a lifetime drawn from this distribution. Default:
+    /// never (sandboxes live until their timeout).
+    #[serde(default)]
+    pub lifetime: Option<LatencyDist>,
+    /// Upper bound on concurrently open requests (goose users for `rate`). Default 512.
+    #[serde(default = "default_max_in_flight")]
+    pub max_in_flight: usize,
+}
+
+fn default_max_in_flight() -> usize {
+    512
+}
+
+/// Pacing of the workload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Shape {
+    /// `count` creates released together behind a start gate.
+    Burst {
+        /// Number of creates, all in flight at once.
+        count: usize,
+    },
+    /// Open model: request i is sent at t0 + i/per_second.
+    Rate {
+        /// Requests per second.
+        per_second: f64,
+        /// How long to send.
+        #[serde(with = "humantime_serde")]
+        #[schemars(with = "String")]
+        duration: Duration,
+    },
+    /// goose test-plan steps, e.g. `"10,5s;10,20s;0,5s"` (users, ramp time).
+    Plan {
+        /// goose `--test-plan` syntax.
+        steps: String,
+    },
+}
+
+/// What each create requests.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct SandboxSpec {
+    /// `templateID`. Default `base`.
+    pub template: String,
+    /// vCPUs per sandbox (`cpuCount`). Default 1.
+    pub vcpu: u32,
+    /// Memory per sandbox in MiB (`memoryMB`). Default 1024.
+    pub ram_mb: u32,
+    /// Sandbox `timeout` (seconds of life the API grants). Default 300s.
+    #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub timeout: Duration,
+}
+
+impl Default for SandboxSpec {
+    fn default() -> Self {
+        Self {
+            template: "base".into(),
+            vcpu: 1,
+            ram_mb: 1024,
+            timeout: Duration::from_secs(300),
+        }
+    }
+}
+
+/// Collector settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct CollectSpec {
+    /// Sampling period during the run. Default 1s.
+    #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub interval: Duration,
+}
+
+impl Default for CollectSpec {
+    fn default() -> Self {
+        Self {
+            interval: Duration::from_secs(1),
+        }
+    }
+}
+
+/// Bounds on a figure; either side optional.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Bound {
+    /// Fails when the figure is below this.
+    #[serde(default)]
+    pub min: Option<f64>,
+    /// Fails when the figure is above this.
+    #[serde(default)]
+    pub max: Option<f64>,
+}
+
+/// Upper bound on a latency.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LatencyBound {
+    /// Fails when the latency is above this.
+    #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub max: Duration,
+}
+
+/// Checks applied to every run (`checks:`) and, per mode, overrides (`per_mode:`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct Checks {
+    /// Coefficient of variation of per-node sandbox counts.
+    pub cv: Option<Bound>,
+    /// Busiest node's count over the mean.
+    pub max_over_mean: Option<Bound>,
+    /// Jain's fairness index.
+    pub jain: Option<Bound>,
+    /// Fraction of creates that did not get a 201.
+    pub error_rate: Option<Bound>,
+    /// p99 create latency.
+    pub p99_latency: Option<LatencyBound>,
+    /// Sandboxes lost (chaos checker).
+    pub lost: Option<Bound>,
+    /// Sandboxes duplicated (chaos checker).
+    pub duplicated: Option<Bound>,
+    /// Checks for one accounting mode only, replacing the shared ones they name.
+    pub per_mode: BTreeMap<AccountingMode, Checks>,
+}
+
+/// Report output settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReportSpec {
+    /// Parent directory of `<profile>-<UTC time>/`. Default `reports`.
+    pub dir: String,
+    /// Also write goose's HTML report per run. Default true.
+    pub goose_html: bool,
+}
+
+impl Default for ReportSpec {
+    fn default() -> Self {
+        Self {
+            dir: "reports".into(),
+            goose_html: true,
+        }
+    }
+}
+
+/// One scheduled fault of a chaos drill.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChaosStep {
+    /// Offset from the workload's start.
+    #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub at: Duration,
+    /// Fault kind, as the mock-node admin API names it (kill, hang, slow, errors,
+    /// exhaust, freeze-metrics, status, restart).
+    pub fault: String,
+    /// Which nodes.
+    pub nodes: NodeSelector,
+    /// How long before it heals; none = until the end of the workload.
+    #[serde(default, with = "humantime_serde")]
+    #[schemars(with = "Option<String>")]
+    pub duration: Option<Duration>,
+    /// Fault parameters (e.g. `latency: 200ms`, `probability: 0.3`).
+    #[serde(default)]
+    pub params: BTreeMap<String, serde_json::Value>,
+}
+
+/// Nodes a fault applies to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum NodeSelector {
+    /// Named node ids.
+    Ids(Vec<String>),
+    /// Picked among all nodes with the profile's seed.
+    Random {
+        /// How many.
+        random: usize,
+    },
+    /// A fraction of all nodes (rounded up), picked with the profile's seed.
+    Fraction {
+        /// Fraction in (0, 1].
+        fraction: f64,
+    },
+}
