@@ -172,7 +172,9 @@ impl NodeOverride {
 }
 
 /// An inclusive range of whole vCPUs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(deny_unknown_fields)]
 pub struct VcpuRange {
     /// Lowest value drawn.
@@ -290,7 +292,8 @@ impl ClusterConfig {
                 "no such node in this cluster",
             ));
         }
-        self.node.validate_into(&format!("{prefix}.node"), &mut errs);
+        self.node
+            .validate_into(&format!("{prefix}.node"), &mut errs);
         for (id, o) in &self.overrides {
             o.apply(&self.node)
                 .validate_into(&format!("{prefix}.overrides.{id}"), &mut errs);

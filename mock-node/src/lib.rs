@@ -2,3 +2,6 @@
 #![deny(missing_docs)]
 
 pub mod config;
+pub mod latency;
+pub mod model;
+pub mod snapshot;

@@ -1,0 +1,456 @@
+//! The sans-IO model of one orchestrator node: admission, inventory, expiry, metrics.
+//!
+//! No clock and no I/O: every call takes `now`, the time since fleet start. The gRPC
+//! server and the discrete-event simulator both drive this one model, so the node the
+//! simulator sees is the node the wire sees. Expiry is applied lazily at every call.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::config::{FailureCode, NodeSpec, RpcKind};
+pub use crate::snapshot::{Counters, CreateRequest, MetricsSnapshot, Sandbox, ServiceStatus};
+
+/// Why a create was refused. `reason()` is the key counted in `creates_rejected`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CreateRejection {
+    /// Malformed request (gRPC InvalidArgument).
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// The id is already running or starting on this node (gRPC AlreadyExists).
+    #[error("sandbox {0} already exists")]
+    AlreadyExists(String),
+    /// Running sandboxes reached `max_sandboxes` (gRPC ResourceExhausted).
+    #[error("max number of running sandboxes on node reached ({0}), please retry")]
+    MaxSandboxes(u32),
+    /// Creates in progress reached `max_starting` (gRPC ResourceExhausted).
+    #[error("too many sandboxes starting on this node ({0}), please retry")]
+    MaxStarting(u32),
+    /// The vCPU would exceed `overcommit * cpu_count` (gRPC ResourceExhausted).
+    #[error("not enough vCPU on node: {allocated} allocated + {requested} requested > {capacity} allowed, please retry")]
+    Overcommit {
+        /// vCPU allocated or reserved by creates in progress.
+        allocated: u64,
+        /// vCPU of this request.
+        requested: u64,
+        /// `overcommit * cpu_count`.
+        capacity: f64,
+    },
+    /// An injected `exhaust` fault refuses every create (gRPC ResourceExhausted).
+    #[error("node resources exhausted, please retry")]
+    Exhausted,
+}
+
+impl CreateRejection {
+    /// Key under which the rejection is counted.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            CreateRejection::InvalidArgument(_) => "invalid_argument",
+            CreateRejection::AlreadyExists(_) => "already_exists",
+            CreateRejection::MaxSandboxes(_) => "max_sandboxes",
+            CreateRejection::MaxStarting(_) => "max_starting",
+            CreateRejection::Overcommit { .. } => "overcommit",
+            CreateRejection::Exhausted => "fault_exhaust",
+        }
+    }
+
+    /// Whether a caller should retry elsewhere later (E2B maps these to ResourceExhausted).
+    pub fn is_resource_exhausted(&self) -> bool {
+        !matches!(
+            self,
+            CreateRejection::InvalidArgument(_) | CreateRejection::AlreadyExists(_)
+        )
+    }
+}
+
+/// A sandbox id the node does not hold (gRPC NotFound).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("sandbox {0} not found")]
+pub struct NotFound(pub String);
+
+/// One virtual orchestrator node.
+#[derive(Debug, Clone)]
+pub struct NodeModel {
+    id: String,
+    spec: NodeSpec,
+    rng: ChaCha8Rng,
+    service_id: String,
+    started_at: Duration,
+    baseline_vcpu: u32,
+    status: ServiceStatus,
+    running: BTreeMap<String, Sandbox>,
+    starting: BTreeMap<String, Sandbox>,
+    counters: Counters,
+    last_now: Duration,
+    lagged: Option<(u128, MetricsSnapshot)>,
+    frozen: Option<MetricsSnapshot>,
+}
+
+impl NodeModel {
+    /// A fresh node; every random choice it makes derives from `rng_seed`.
+    pub fn new(id: String, spec: NodeSpec, rng_seed: u64) -> Self {
+        let mut rng = ChaCha8Rng::seed_from_u64(rng_seed);
+        let b = spec.baseline_vcpu;
+        let baseline_vcpu = if b.max > b.min {
+            rng.random_range(b.min..=b.max)
+        } else {
+            b.min
+        };
+        let service_id = new_service_id(&mut rng);
+        Self {
+            id,
+            spec,
+            rng,
+            service_id,
+            started_at: Duration::ZERO,
+            baseline_vcpu,
+            status: ServiceStatus::Healthy,
+            running: BTreeMap::new(),
+            starting: BTreeMap::new(),
+            counters: Counters::default(),
+            last_now: Duration::ZERO,
+            lagged: None,
+            frozen: None,
+        }
+    }
+
+    /// Node id (`node-03`).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+    /// The spec the node follows.
+    pub fn spec(&self) -> &NodeSpec {
+        &self.spec
+    }
+    /// Id of the current incarnation; changes at every restart.
+    pub fn service_id(&self) -> &str {
+        &self.service_id
+    }
+    /// When the current incarnation started.
+    pub fn started_at(&self) -> Duration {
+        self.started_at
+    }
+    /// Warm-up vCPU drawn at construction (an allocation offset, not sandboxes).
+    pub fn baseline_vcpu(&self) -> u32 {
+        self.baseline_vcpu
+    }
+    /// Status the node reports.
+    pub fn status(&self) -> ServiceStatus {
+        self.status
+    }
+    /// Sets the status the node reports (a `status` fault).
+    pub fn set_status(&mut self, status: ServiceStatus) {
+        self.status = status;
+    }
+    /// Creates admitted and not yet finished.
+    pub fn starting_count(&self) -> usize {
+        self.starting.len()
+    }
+    /// Create/delete counters so far.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// Applies expiry and refreshes the lagged metrics snapshot when its period ended.
+    /// Every other call does this first; drivers may also call it on a timer.
+    pub fn advance(&mut self, now: Duration) {
+        let now = now.max(self.last_now);
+        self.last_now = now;
+        let expired: Vec<String> = self
+            .running
+            .iter()
+            .filter(|(_, s)| s.end.is_some_and(|e| e <= now))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in expired {
+            self.running.remove(&id);
+            self.counters.expired += 1;
+        }
+        let lag = self.spec.metrics_lag.as_nanos();
+        if lag > 0 {
+            let period = now.as_nanos() / lag;
+            if self.lagged.as_ref().is_none_or(|(p, _)| *p != period) {
+                self.lagged = Some((period, self.live_metrics(now)));
+            }
+        }
+    }
+
+    /// Removes the sandboxes whose `end_time` is at or before `now`.
+    pub fn expire(&mut self, now: Duration) {
+        self.advance(now);
+    }
+
+    /// Validates and admits a create; on success the sandbox is *starting* until
+    /// [`finish_create`](Self::finish_create) or [`abort_create`](Self::abort_create).
+    pub fn begin_create(
+        &mut self,
+        req: CreateRequest,
+        now: Duration,
+    ) -> Result<(), CreateRejection> {
+        self.advance(now);
+        let r = self.admit(&req);
+        match r {
+            Ok((vcpu, ram_mb)) => {
+                let sb = Sandbox {
+                    sandbox_id: req.sandbox_id.clone(),
+                    template_id: req.template_id,
+                    team_id: req.team_id,
+                    execution_id: req.execution_id,
+                    vcpu,
+                    ram_mb,
+                    start: self.last_now,
+                    end: req.end_time,
+                };
+                self.starting.insert(req.sandbox_id, sb);
+                Ok(())
+            }
+            Err(e) => Err(self.reject(e)),
+        }
+    }
+
+    fn admit(&self, req: &CreateRequest) -> Result<(u32, u64), CreateRejection> {
+        if req.sandbox_id.is_empty() {
+            return Err(CreateRejection::InvalidArgument(
+                "sandbox config with a non-empty sandbox_id is required".into(),
+            ));
+        }
+        let vcpu = u32::try_from(req.vcpu)
+            .ok()
+            .filter(|v| *v > 0)
+            .ok_or_else(|| {
+                CreateRejection::InvalidArgument(format!("vcpu must be > 0, got {}", req.vcpu))
+            })?;
+        let ram_mb = u64::try_from(req.ram_mb)
+            .ok()
+            .filter(|v| *v > 0)
+            .ok_or_else(|| {
+                CreateRejection::InvalidArgument(format!("ram_mb must be > 0, got {}", req.ram_mb))
+            })?;
+        if self.running.contains_key(&req.sandbox_id) || self.starting.contains_key(&req.sandbox_id)
+        {
+            return Err(CreateRejection::AlreadyExists(req.sandbox_id.clone()));
+        }
+        let s = &self.spec;
+        if s.max_sandboxes > 0 && self.running.len() >= s.max_sandboxes as usize {
+            return Err(CreateRejection::MaxSandboxes(s.max_sandboxes));
+        }
+        if s.max_starting > 0 && self.starting.len() >= s.max_starting as usize {
+            return Err(CreateRejection::MaxStarting(s.max_starting));
+        }
+        if s.overcommit > 0.0 {
+            // Creates in progress hold their vCPU too, or concurrent creates would overshoot.
+            let allocated = u64::from(self.baseline_vcpu)
+                + sum_vcpu(self.running.values())
+                + sum_vcpu(self.starting.values());
+            let capacity = s.overcommit * f64::from(s.cpu_count);
+            if (allocated + u64::from(vcpu)) as f64 > capacity {
+                return Err(CreateRejection::Overcommit {
+                    allocated,
+                    requested: u64::from(vcpu),
+                    capacity,
+                });
+            }
+        }
+        Ok((vcpu, ram_mb))
+    }
+
+    /// Counts a rejection decided outside the model (e.g. an `exhaust` fault) and returns it.
+    pub fn reject(&mut self, r: CreateRejection) -> CreateRejection {
+        *self
+            .counters
+            .creates_rejected
+            .entry(r.reason().to_string())
+            .or_default() += 1;
+        r
+    }
+
+    /// Completes an admitted create: the sandbox runs from `now`. `NotFound` when the
+    /// create is no longer in progress (the node restarted meanwhile); that counts as failed.
+    pub fn finish_create(&mut self, sandbox_id: &str, now: Duration) -> Result<Sandbox, NotFound> {
+        self.advance(now);
+        match self.starting.remove(sandbox_id) {
+            Some(mut sb) => {
+                sb.start = self.last_now;
+                self.running.insert(sb.sandbox_id.clone(), sb.clone());
+                self.counters.creates_ok += 1;
+                Ok(sb)
+            }
+            None => {
+                self.counters.creates_failed += 1;
+                Err(NotFound(sandbox_id.to_string()))
+            }
+        }
+    }
+
+    /// Abandons an admitted create (caller went away, injected failure): counted as failed.
+    pub fn abort_create(&mut self, sandbox_id: &str, now: Duration) {
+        self.advance(now);
+        if self.starting.remove(sandbox_id).is_some() {
+            self.counters.creates_failed += 1;
+        }
+    }
+
+    /// Counts a create that failed by an injected error before admission.
+    pub fn count_failed_create(&mut self) {
+        self.counters.creates_failed += 1;
+    }
+
+    /// Removes a running sandbox.
+    pub fn delete(&mut self, sandbox_id: &str, now: Duration) -> Result<Sandbox, NotFound> {
+        self.advance(now);
+        let sb = self
+            .running
+            .remove(sandbox_id)
+            .ok_or_else(|| NotFound(sandbox_id.to_string()))?;
+        self.counters.deletes_ok += 1;
+        Ok(sb)
+    }
+
+    /// Changes the expiry of a running sandbox (`None` = never).
+    pub fn update_end_time(
+        &mut self,
+        sandbox_id: &str,
+        end: Option<Duration>,
+        now: Duration,
+    ) -> Result<(), NotFound> {
+        self.advance(now);
+        let sb = self
+            .running
+            .get_mut(sandbox_id)
+            .ok_or_else(|| NotFound(sandbox_id.to_string()))?;
+        sb.end = end;
+        Ok(())
+    }
+
+    /// Running sandboxes, by id.
+    pub fn list(&mut self, now: Duration) -> Vec<Sandbox> {
+        self.advance(now);
+        self.running.values().cloned().collect()
+    }
+
+    /// What `ServiceInfo` reports now: frozen snapshot, else the lagged one, else live.
+    pub fn metrics(&mut self, now: Duration) -> MetricsSnapshot {
+        self.advance(now);
+        if let Some(f) = &self.frozen {
+            return f.clone();
+        }
+        match &self.lagged {
+            Some((_, snap)) if !self.spec.metrics_lag.is_zero() => snap.clone(),
+            _ => self.live_metrics(self.last_now),
+        }
+    }
+
+    /// The true allocation now, ignoring lag and freezes (what the admin API reports).
+    pub fn truth(&mut self, now: Duration) -> MetricsSnapshot {
+        self.advance(now);
+        self.live_metrics(self.last_now)
+    }
+
+    /// Keeps serving the metrics reported now until [`unfreeze_metrics`](Self::unfreeze_metrics).
+    pub fn freeze_metrics(&mut self, now: Duration) {
+        if self.frozen.is_none() {
+            self.frozen = Some(self.metrics(now));
+        }
+    }
+
+    /// Ends a metrics freeze.
+    pub fn unfreeze_metrics(&mut self) {
+        self.frozen = None;
+    }
+
+    /// Whether metrics are frozen.
+    pub fn metrics_frozen(&self) -> bool {
+        self.frozen.is_some()
+    }
+
+    /// A crash: every sandbox (running or starting) is lost, a new `service_id` is drawn.
+    pub fn restart(&mut self, now: Duration) {
+        self.advance(now);
+        self.running.clear();
+        self.starting.clear();
+        self.service_id = new_service_id(&mut self.rng);
+        self.started_at = self.last_now;
+        self.counters.restarts += 1;
+        self.lagged = None;
+        self.frozen = None;
+        self.advance(now);
+    }
+
+    /// Draws a create latency.
+    pub fn sample_create_latency(&mut self) -> Duration {
+        self.spec.create_latency.sample(&mut self.rng)
+    }
+
+    /// Draws a delete latency.
+    pub fn sample_delete_latency(&mut self) -> Duration {
+        self.spec.delete_latency.sample(&mut self.rng)
+    }
+
+    /// Draws the configured failure rules for one call of `rpc`: the code of the first
+    /// rule that fires, if any.
+    pub fn sample_failure(&mut self, rpc: RpcKind) -> Option<FailureCode> {
+        let mut hit = None;
+        for rule in &self.spec.failures {
+            if hit.is_none() && (rule.rpc == rpc || rule.rpc == RpcKind::Any) {
+                let p = rule.probability.clamp(0.0, 1.0);
+                if p > 0.0 && self.rng.random_bool(p) {
+                    hit = Some(rule.code);
+                }
+            }
+        }
+        hit
+    }
+
+    /// True with probability `p` (clamped to `[0, 1]`), from the node's own RNG.
+    pub fn chance(&mut self, p: f64) -> bool {
+        let p = if p.is_finite() {
+            p.clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        p > 0.0 && self.rng.random_bool(p)
+    }
+
+    fn live_metrics(&self, now: Duration) -> MetricsSnapshot {
+        let s = &self.spec;
+        let allocated = u64::from(self.baseline_vcpu) + sum_vcpu(self.running.values());
+        let allocated_vcpu = u32::try_from(allocated).unwrap_or(u32::MAX);
+        let cpu_percent = if s.cpu_count == 0 {
+            0.0
+        } else {
+            (s.busy_fraction * allocated as f64 / f64::from(s.cpu_count) * 100.0).clamp(0.0, 100.0)
+        };
+        let mem_mib: u64 = self.running.values().map(|x| x.ram_mb).sum();
+        let mem_bytes = mem_mib.saturating_mul(1 << 20);
+        MetricsSnapshot {
+            taken_at: now,
+            allocated_vcpu,
+            cpu_count: s.cpu_count,
+            cpu_percent: cpu_percent.round() as u32,
+            memory_allocated_bytes: mem_bytes,
+            memory_used_bytes: (mem_bytes as f64 * s.busy_fraction.clamp(0.0, 1.0)) as u64,
+            memory_total_bytes: s.memory_mib.saturating_mul(1 << 20),
+            sandboxes_running: u32::try_from(self.running.len()).unwrap_or(u32::MAX),
+            sandbox_ids: self.running.keys().cloned().collect(),
+        }
+    }
+}
+
+fn sum_vcpu<'a>(it: impl Iterator<Item = &'a Sandbox>) -> u64 {
+    it.map(|s| u64::from(s.vcpu)).sum()
+}
+
+fn new_service_id(rng: &mut ChaCha8Rng) -> String {
+    let x: u128 = rng.random();
+    let h = format!("{x:032x}");
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
