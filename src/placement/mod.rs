@@ -1,7 +1,22 @@
 //! The sans-IO placement core: E2B's Best-of-K with four accounting modes.
 //!
-//! No sockets, no clock, no tokio: the HTTP service and the simulator drive it.
+//! No sockets, no clock, no tokio: the HTTP service (`serve`) and the simulator drive
+//! the same [`PlacementCore`] with events (start placing, create ok / failed / refused,
+//! delete ok, sync snapshot) and a caller-provided seeded RNG.
 
+pub mod accounting;
+pub mod attempt;
+pub mod config;
+pub mod core;
 pub mod mode;
+pub mod node_view;
+pub mod sampler;
+pub mod score;
 
+pub use self::core::{NoCandidate, PlacementCore};
+pub use accounting::NodeAccounting;
+pub use attempt::{CreateOutcome, Decision, PlacementAttempt, PlacementFailure};
+pub use config::{PlacementConfig, PlacementConfigError};
 pub use mode::AccountingMode;
+pub use node_view::{NodeCounters, NodeId, NodeMetrics, NodeStatus, NodeView, SyncSnapshot};
+pub use score::score;

@@ -4,7 +4,19 @@ use serde::{Deserialize, Serialize};
 
 /// How a placement instance estimates a node's allocated vCPU between syncs
 /// (design.md section 1, "Accounting modes").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum AccountingMode {
     /// Only the heartbeat's `metric_cpu_allocated` (E2B before PR #2201).

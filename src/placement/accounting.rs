@@ -1,0 +1,159 @@
+//! The per-node accounting state machine behind the four [`AccountingMode`]s.
+//!
+//! One state keeps the bookkeeping of every mode at once (it is cheap), so a driver can
+//! report what each mode would believe; the configured mode decides what scoring reads.
+
+use std::collections::BTreeMap;
+
+use super::mode::AccountingMode;
+
+/// What one placement instance knows about one node's allocated vCPU.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NodeAccounting {
+    /// `metric_cpu_allocated` of the last applied sync.
+    reported_vcpu: u64,
+    /// This instance's creates in progress on the node: sandbox id -> vCPU.
+    in_flight: BTreeMap<String, u32>,
+    in_flight_vcpu: u64,
+    /// `optimistic`: vCPU added on create success, removed on delete; zeroed by every sync.
+    optimistic_delta: i64,
+    /// `reconciled`: ids (and vCPU) listed by the last sync that carried an id list.
+    confirmed: BTreeMap<String, u32>,
+    /// `reconciled`: created here, not yet listed by a sync: id -> (vCPU, syncs missed).
+    pending_adds: BTreeMap<String, (u32, u32)>,
+    pending_adds_vcpu: u64,
+    /// `reconciled`: deleted here, still listed by the last sync: id -> vCPU.
+    pending_removes: BTreeMap<String, u32>,
+    pending_removes_vcpu: u64,
+}
+
+impl NodeAccounting {
+    /// A create of `sandbox_id` needing `vcpu` was sent to this node.
+    pub fn start_placing(&mut self, sandbox_id: &str, vcpu: u32) {
+        if let Some(old) = self.in_flight.insert(sandbox_id.to_string(), vcpu) {
+            self.in_flight_vcpu -= u64::from(old);
+        }
+        self.in_flight_vcpu += u64::from(vcpu);
+    }
+
+    /// The create of `sandbox_id` succeeded: the sandbox now runs on the node.
+    pub fn create_succeeded(&mut self, sandbox_id: &str, vcpu: u32) {
+        self.end_in_flight(sandbox_id);
+        self.optimistic_delta += i64::from(vcpu);
+        if self.confirmed.contains_key(sandbox_id) {
+            return;
+        }
+        if let Some((old, _)) = self.pending_adds.insert(sandbox_id.to_string(), (vcpu, 0)) {
+            self.pending_adds_vcpu -= u64::from(old);
+        }
+        self.pending_adds_vcpu += u64::from(vcpu);
+    }
+
+    /// The create of `sandbox_id` failed or was refused: nothing landed.
+    pub fn create_ended_without_sandbox(&mut self, sandbox_id: &str) {
+        self.end_in_flight(sandbox_id);
+    }
+
+    /// `sandbox_id` (`vcpu`) was deleted from the node.
+    pub fn delete_succeeded(&mut self, sandbox_id: &str, vcpu: u32) {
+        self.optimistic_delta -= i64::from(vcpu);
+        if let Some((added, _)) = self.pending_adds.remove(sandbox_id) {
+            // Never seen by a sync, so never part of the reported figure.
+            self.pending_adds_vcpu -= u64::from(added);
+        } else if let Some(&listed) = self.confirmed.get(sandbox_id) {
+            if self
+                .pending_removes
+                .insert(sandbox_id.to_string(), listed)
+                .is_none()
+            {
+                self.pending_removes_vcpu += u64::from(listed);
+            }
+        }
+    }
+
+    /// A sync reported `reported_vcpu` allocated and, when the node provided one, the list
+    /// of its sandboxes. `unseen_limit` is [`PlacementConfig::reconcile_unseen_syncs`].
+    ///
+    /// Without an id list `reconciled` cannot confirm anything and falls back to
+    /// `optimistic` for this sync (every pending entry is dropped).
+    ///
+    /// [`PlacementConfig::reconcile_unseen_syncs`]: super::PlacementConfig::reconcile_unseen_syncs
+    pub fn apply_sync(
+        &mut self,
+        reported_vcpu: u64,
+        sandboxes: Option<&[(String, u32)]>,
+        unseen_limit: u32,
+    ) {
+        self.reported_vcpu = reported_vcpu;
+        self.optimistic_delta = 0;
+        match sandboxes {
+            Some(list) => {
+                self.confirmed = list.iter().cloned().collect();
+                let confirmed = &self.confirmed;
+                self.pending_removes
+                    .retain(|id, _| confirmed.contains_key(id));
+                self.pending_adds.retain(|id, (_, missed)| {
+                    if confirmed.contains_key(id) {
+                        return false;
+                    }
+                    *missed += 1;
+                    unseen_limit == 0 || *missed < unseen_limit
+                });
+            }
+            None => {
+                self.confirmed.clear();
+                self.pending_adds.clear();
+                self.pending_removes.clear();
+            }
+        }
+        self.pending_adds_vcpu = self.pending_adds.values().map(|(v, _)| u64::from(*v)).sum();
+        self.pending_removes_vcpu = self.pending_removes.values().map(|v| u64::from(*v)).sum();
+    }
+
+    /// Allocated vCPU this node has in the eyes of `mode`; never negative.
+    pub fn believed(&self, mode: AccountingMode) -> u64 {
+        let reported = self.reported_vcpu as i128;
+        let in_flight = self.in_flight_vcpu as i128;
+        let believed = match mode {
+            AccountingMode::Reported => reported,
+            AccountingMode::InFlight => reported + in_flight,
+            AccountingMode::Optimistic => reported + in_flight + i128::from(self.optimistic_delta),
+            AccountingMode::Reconciled => {
+                reported + in_flight + self.pending_adds_vcpu as i128
+                    - self.pending_removes_vcpu as i128
+            }
+        };
+        u64::try_from(believed.max(0)).unwrap_or(u64::MAX)
+    }
+
+    /// `metric_cpu_allocated` of the last applied sync.
+    pub fn reported_vcpu(&self) -> u64 {
+        self.reported_vcpu
+    }
+
+    /// Number of this instance's creates in progress on the node.
+    pub fn in_flight_count(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// vCPU of this instance's creates in progress on the node.
+    pub fn in_flight_vcpu(&self) -> u64 {
+        self.in_flight_vcpu
+    }
+
+    /// `reconciled`: creates not yet confirmed by a sync.
+    pub fn pending_adds(&self) -> usize {
+        self.pending_adds.len()
+    }
+
+    /// `reconciled`: deletes not yet confirmed by a sync.
+    pub fn pending_removes(&self) -> usize {
+        self.pending_removes.len()
+    }
+
+    fn end_in_flight(&mut self, sandbox_id: &str) {
+        if let Some(v) = self.in_flight.remove(sandbox_id) {
+            self.in_flight_vcpu -= u64::from(v);
+        }
+    }
+}

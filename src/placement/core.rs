@@ -1,0 +1,238 @@
+//! [`PlacementCore`]: the facade the drivers (HTTP service, simulator) talk to.
+
+use std::collections::BTreeSet;
+
+use indexmap::IndexMap;
+use rand::Rng;
+
+use super::config::PlacementConfig;
+use super::node_view::{NodeId, NodeStatus, NodeView, SyncSnapshot};
+use super::sampler::Sampler;
+use super::score::score;
+
+/// Why no node was chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NoCandidate {
+    /// No node is ready with a usable `cpu_count` (empty fleet, all draining/unhealthy).
+    #[error("no compatible node: none is ready with cpu_count > 0")]
+    NoCompatibleNode,
+    /// Ready nodes exist, but every one is excluded for this request or over the
+    /// `max_starting_per_node` filter.
+    #[error("no capacity: every ready node is excluded or busy starting sandboxes")]
+    CapacityUnavailable,
+}
+
+/// One placement instance's view of the fleet and its Best-of-K decision: no I/O, no
+/// clock. Nodes iterate in insertion order, so a seeded run is reproducible.
+#[derive(Debug, Clone)]
+pub struct PlacementCore {
+    config: PlacementConfig,
+    nodes: IndexMap<NodeId, NodeView>,
+    sampler: Sampler,
+}
+
+impl PlacementCore {
+    /// An instance with no nodes.
+    pub fn new(config: PlacementConfig) -> Self {
+        Self {
+            config,
+            nodes: IndexMap::new(),
+            sampler: Sampler::default(),
+        }
+    }
+
+    /// The parameters in use.
+    pub fn config(&self) -> &PlacementConfig {
+        &self.config
+    }
+
+    /// Track a node (status `connecting` until its first sync). False if already known.
+    pub fn add_node(&mut self, id: impl Into<NodeId>) -> bool {
+        let id = id.into();
+        if self.nodes.contains_key(&id) {
+            return false;
+        }
+        self.nodes.insert(id.clone(), NodeView::new(id));
+        true
+    }
+
+    /// Stop tracking a node; returns what was known about it.
+    pub fn remove_node(&mut self, id: &str) -> Option<NodeView> {
+        self.nodes.shift_remove(id)
+    }
+
+    /// One node's view.
+    pub fn node(&self, id: &str) -> Option<&NodeView> {
+        self.nodes.get(id)
+    }
+
+    /// Every node, in insertion order.
+    pub fn nodes(&self) -> impl Iterator<Item = &NodeView> {
+        self.nodes.values()
+    }
+
+    /// Number of nodes tracked.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether no node is tracked.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// Overwrite a node's status (a failed sync marks it `unhealthy`). Unknown ids are
+    /// ignored, as are all events below.
+    pub fn set_status(&mut self, id: &str, status: NodeStatus) {
+        if let Some(n) = self.nodes.get_mut(id) {
+            n.set_status(status);
+        }
+    }
+
+    /// Apply a sync: status and metrics overwritten, accounting reconciled per mode.
+    pub fn apply_sync(&mut self, id: &str, snapshot: SyncSnapshot) {
+        let unseen = self.config.reconcile_unseen_syncs;
+        if let Some(n) = self.nodes.get_mut(id) {
+            n.apply_sync(snapshot, unseen);
+        }
+    }
+
+    /// Best-of-K: sample up to K distinct nodes that can accept (ready, not in
+    /// `excluded`, passing the starting filter), return the lowest score. Nodes scoring
+    /// `+inf` (`cpu_count == 0`) are never returned.
+    pub fn choose<R: Rng + ?Sized>(
+        &mut self,
+        vcpu: u32,
+        excluded: &BTreeSet<NodeId>,
+        rng: &mut R,
+    ) -> Option<NodeId> {
+        self.try_choose(vcpu, excluded, rng).ok()
+    }
+
+    /// [`choose`](Self::choose), saying why nothing was chosen.
+    pub fn try_choose<R: Rng + ?Sized>(
+        &mut self,
+        vcpu: u32,
+        excluded: &BTreeSet<NodeId>,
+        rng: &mut R,
+    ) -> Result<NodeId, NoCandidate> {
+        let cfg = &self.config;
+        let nodes = &self.nodes;
+        let picked = self.sampler.sample(
+            nodes.len(),
+            cfg.k,
+            |i| {
+                nodes
+                    .get_index(i)
+                    .is_some_and(|(_, n)| can_accept(cfg, n, excluded))
+            },
+            rng,
+        );
+        let mut best: Option<(usize, f64)> = None;
+        for &i in picked {
+            let Some((_, n)) = nodes.get_index(i) else {
+                continue;
+            };
+            let s = score_node(cfg, n, vcpu);
+            // Strictly below the best so far, starting from +inf: E2B's tie rule.
+            if s < best.map_or(f64::INFINITY, |(_, b)| b) {
+                best = Some((i, s));
+            }
+        }
+        match best.and_then(|(i, _)| nodes.get_index(i)) {
+            Some((id, _)) => Ok(id.clone()),
+            None => Err(self.why_none()),
+        }
+    }
+
+    /// The score `id` would get for a `vcpu` request now (`None` for an unknown node).
+    pub fn score_of(&self, id: &str, vcpu: u32) -> Option<f64> {
+        self.nodes
+            .get(id)
+            .map(|n| score_node(&self.config, n, vcpu))
+    }
+
+    /// A create of `sandbox_id` (`vcpu`) was sent to `node`.
+    pub fn start_placing(&mut self, node: &str, sandbox_id: &str, vcpu: u32) {
+        if let Some(n) = self.nodes.get_mut(node) {
+            n.accounting_mut().start_placing(sandbox_id, vcpu);
+        }
+    }
+
+    /// The create of `sandbox_id` (`vcpu`) on `node` succeeded.
+    pub fn create_succeeded(&mut self, node: &str, sandbox_id: &str, vcpu: u32) {
+        if let Some(n) = self.nodes.get_mut(node) {
+            n.accounting_mut().create_succeeded(sandbox_id, vcpu);
+            n.counters_mut().create_successes += 1;
+        }
+    }
+
+    /// The create of `sandbox_id` on `node` failed (any error but ResourceExhausted).
+    pub fn create_failed(&mut self, node: &str, sandbox_id: &str) {
+        if let Some(n) = self.nodes.get_mut(node) {
+            n.accounting_mut().create_ended_without_sandbox(sandbox_id);
+            n.counters_mut().create_fails += 1;
+        }
+    }
+
+    /// The create of `sandbox_id` on `node` was refused with ResourceExhausted.
+    pub fn create_refused(&mut self, node: &str, sandbox_id: &str) {
+        if let Some(n) = self.nodes.get_mut(node) {
+            n.accounting_mut().create_ended_without_sandbox(sandbox_id);
+            n.counters_mut().create_refusals += 1;
+        }
+    }
+
+    /// `sandbox_id` (`vcpu`) was deleted from `node`.
+    pub fn delete_succeeded(&mut self, node: &str, sandbox_id: &str, vcpu: u32) {
+        if let Some(n) = self.nodes.get_mut(node) {
+            n.accounting_mut().delete_succeeded(sandbox_id, vcpu);
+        }
+    }
+
+    /// Allocated vCPU the configured mode believes `node` has.
+    pub fn believed_allocated_vcpu(&self, node: &str) -> Option<u64> {
+        self.nodes
+            .get(node)
+            .map(|n| n.believed_allocated_vcpu(self.config.mode))
+    }
+
+    /// This instance's creates in progress on `node`.
+    pub fn in_flight(&self, node: &str) -> Option<usize> {
+        self.nodes.get(node).map(NodeView::in_flight)
+    }
+
+    fn why_none(&self) -> NoCandidate {
+        let usable = self
+            .nodes
+            .values()
+            .any(|n| n.status() == NodeStatus::Ready && n.metrics().cpu_count > 0);
+        if usable {
+            NoCandidate::CapacityUnavailable
+        } else {
+            NoCandidate::NoCompatibleNode
+        }
+    }
+}
+
+fn can_accept(cfg: &PlacementConfig, n: &NodeView, excluded: &BTreeSet<NodeId>) -> bool {
+    if n.status() != NodeStatus::Ready || excluded.contains(n.id()) {
+        return false;
+    }
+    match cfg.max_starting_per_node {
+        Some(max) => n.in_flight() <= max as usize,
+        None => true,
+    }
+}
+
+fn score_node(cfg: &PlacementConfig, n: &NodeView, vcpu: u32) -> f64 {
+    let m = n.metrics();
+    score(
+        vcpu,
+        n.believed_allocated_vcpu(cfg.mode),
+        m.cpu_percent,
+        m.cpu_count,
+        cfg.r,
+        cfg.alpha,
+    )
+}

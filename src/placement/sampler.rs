@@ -1,0 +1,72 @@
+//! Best-of-K candidate sampling: up to K distinct nodes, uniformly, among those passing a
+//! filter (E2B draws from a shrinking pool of indices and skips the ineligible ones).
+
+use rand::Rng;
+
+/// Reusable buffers so that a decision allocates nothing once warmed up.
+#[derive(Debug, Clone, Default)]
+pub struct Sampler {
+    pool: Vec<usize>,
+    picked: Vec<usize>,
+}
+
+impl Sampler {
+    /// Draw up to `k` distinct indices in `0..n` for which `eligible` holds, each drawn
+    /// uniformly from the indices not drawn yet. Fewer than `k` come back only when fewer
+    /// than `k` indices are eligible. The result is valid until the next call.
+    pub fn sample<R, F>(&mut self, n: usize, k: usize, mut eligible: F, rng: &mut R) -> &[usize]
+    where
+        R: Rng + ?Sized,
+        F: FnMut(usize) -> bool,
+    {
+        self.picked.clear();
+        if k == 0 || n == 0 {
+            return &self.picked;
+        }
+        self.pool.clear();
+        self.pool.extend(0..n);
+        let mut remaining = n;
+        while self.picked.len() < k && remaining > 0 {
+            let j = rng.random_range(0..remaining);
+            let pick = self.pool[j];
+            self.pool.swap(j, remaining - 1);
+            remaining -= 1;
+            if eligible(pick) {
+                self.picked.push(pick);
+            }
+        }
+        &self.picked
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Sampler;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    #[test]
+    fn k_distinct_eligible_indices() {
+        let mut s = Sampler::default();
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        for _ in 0..1000 {
+            let got = s.sample(10, 3, |i| i % 2 == 0, &mut rng).to_vec();
+            assert_eq!(got.len(), 3);
+            let mut d = got.clone();
+            d.sort_unstable();
+            d.dedup();
+            assert_eq!(d.len(), 3, "{got:?} has duplicates");
+            assert!(got.iter().all(|i| i % 2 == 0));
+        }
+    }
+
+    #[test]
+    fn fewer_eligible_than_k() {
+        let mut s = Sampler::default();
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let got = s.sample(10, 3, |i| i == 4, &mut rng).to_vec();
+        assert_eq!(got, vec![4]);
+        assert!(s.sample(0, 3, |_| true, &mut rng).is_empty());
+        assert!(s.sample(5, 0, |_| true, &mut rng).is_empty());
+    }
+}
