@@ -1,5 +1,7 @@
 //! stampede: a load-testing and chaos harness for sandbox placement services.
 #![deny(missing_docs)]
 
+pub mod collect;
 pub mod placement;
 pub mod profile;
+pub mod workload;

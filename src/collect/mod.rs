@@ -1,0 +1,31 @@
+//! The collector: per-node truth (what the nodes really run) and belief (what a
+//! placement instance thinks they run), sampled during a run and once at its end.
+
+mod believed;
+mod sampler;
+mod truth;
+
+pub use believed::{fetch_believed, ApiNode};
+pub use sampler::{Sample, Sampler};
+pub use truth::{fetch_truth, NodeSample, Truth, TruthSource};
+
+/// Why a collection failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CollectError {
+    /// The HTTP call failed.
+    #[error("GET {url}: {message}")]
+    Http {
+        /// The URL read.
+        url: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// A gRPC `List` failed.
+    #[error("List on {addr}: {message}")]
+    Grpc {
+        /// The orchestrator address.
+        addr: String,
+        /// What went wrong.
+        message: String,
+    },
+}

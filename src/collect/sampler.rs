@@ -1,0 +1,93 @@
+//! Periodic sampling of truth and belief while a run is under way.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+use super::believed::fetch_believed;
+use super::truth::{fetch_truth, Truth, TruthSource};
+use crate::workload::ApiKey;
+
+/// Truth (and belief, per placement replica) at one instant.
+#[derive(Debug, Clone)]
+pub struct Sample {
+    /// Milliseconds since the sampler started.
+    pub t_ms: f64,
+    /// The nodes' truth.
+    pub truth: Truth,
+    /// Per replica: believed allocated vCPU per node id.
+    pub believed: Vec<BTreeMap<String, f64>>,
+}
+
+impl Sample {
+    /// Mean |believed - true| allocated vCPU over nodes and replicas, if any belief
+    /// was read.
+    pub fn accounting_error(&self) -> Option<(f64, f64)> {
+        let mut sum = 0.0;
+        let mut max: f64 = 0.0;
+        let mut n = 0usize;
+        for b in &self.believed {
+            for node in &self.truth.nodes {
+                if let Some(v) = b.get(&node.id) {
+                    let e = (v - node.allocated_vcpu).abs();
+                    sum += e;
+                    max = max.max(e);
+                    n += 1;
+                }
+            }
+        }
+        (n > 0).then(|| (sum / n as f64, max))
+    }
+}
+
+/// Samples every `interval` until cancelled.
+#[derive(Debug, Clone)]
+pub struct Sampler {
+    /// Where truth comes from.
+    pub source: TruthSource,
+    /// Placement instances whose belief is read (`GET /nodes`); may be empty.
+    pub believers: Vec<String>,
+    /// Admin token for the believers' `/nodes`, if they need one.
+    pub admin_token: Option<ApiKey>,
+    /// Sampling period.
+    pub interval: Duration,
+}
+
+impl Sampler {
+    /// One sample now; `start` anchors `t_ms`.
+    pub async fn sample(&self, client: &reqwest::Client, start: Instant) -> Option<Sample> {
+        let truth = fetch_truth(client, &self.source).await.ok()?;
+        let mut believed = Vec::new();
+        for b in &self.believers {
+            if let Ok(m) = fetch_believed(client, b, self.admin_token.as_ref()).await {
+                believed.push(m);
+            }
+        }
+        Some(Sample {
+            t_ms: start.elapsed().as_secs_f64() * 1000.0,
+            truth,
+            believed,
+        })
+    }
+
+    /// Samples until `stop` fires; failed reads are skipped (a node being killed is
+    /// what chaos runs are for), and the samples are returned in time order.
+    pub async fn run(self, start: Instant, stop: CancellationToken) -> Vec<Sample> {
+        let client = reqwest::Client::new();
+        let mut out = Vec::new();
+        let mut tick = tokio::time::interval(self.interval);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => break,
+                _ = tick.tick() => {
+                    if let Some(s) = self.sample(&client, start).await {
+                        out.push(s);
+                    }
+                }
+            }
+        }
+        out
+    }
+}

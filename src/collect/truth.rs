@@ -1,0 +1,148 @@
+//! Reading per-node truth from mock-node admin APIs, an E2B API's `/nodes`, or
+//! orchestrators' `SandboxService/List` over gRPC.
+
+use std::time::Duration;
+
+use mock_node::api::NodesResponse;
+use serde::{Deserialize, Serialize};
+use stampede_proto::sandbox_service_client::SandboxServiceClient;
+
+use super::believed::fetch_api_nodes;
+use super::CollectError;
+use crate::workload::ApiKey;
+
+/// Where node truth comes from.
+#[derive(Debug, Clone)]
+pub enum TruthSource {
+    /// mock-node admin base URLs (`GET /nodes`): exact counts, allocations and ids.
+    MockAdmin(Vec<String>),
+    /// An E2B API's `GET /nodes` with an admin token: counts and allocations, no ids.
+    E2bApi {
+        /// API base URL.
+        url: String,
+        /// `X-Admin-Token`.
+        admin_token: Option<ApiKey>,
+    },
+    /// Orchestrator gRPC addresses (`host:port`), read with `List`.
+    Orchestrators(Vec<String>),
+}
+
+/// One node's truth at one instant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeSample {
+    /// Node id.
+    pub id: String,
+    /// Running sandboxes.
+    pub sandboxes: u64,
+    /// Allocated vCPU (baseline included where the source knows it).
+    pub allocated_vcpu: f64,
+    /// Sandbox ids, when the source lists them.
+    pub ids: Option<Vec<String>>,
+    /// Node status as the source names it.
+    pub status: String,
+    /// Incarnation id (changes when a node restarts), when known.
+    pub service_id: Option<String>,
+}
+
+/// Every node's truth at one instant, in node order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Truth {
+    /// Per node.
+    pub nodes: Vec<NodeSample>,
+}
+
+/// Reads the truth once. `client` is reused across calls.
+pub async fn fetch_truth(
+    client: &reqwest::Client,
+    source: &TruthSource,
+) -> Result<Truth, CollectError> {
+    match source {
+        TruthSource::MockAdmin(urls) => {
+            let mut nodes = Vec::new();
+            for base in urls {
+                nodes.extend(fetch_mock(client, base).await?);
+            }
+            Ok(Truth { nodes })
+        }
+        TruthSource::E2bApi { url, admin_token } => {
+            let api = fetch_api_nodes(client, url, admin_token.as_ref()).await?;
+            Ok(Truth {
+                nodes: api
+                    .into_iter()
+                    .map(|n| NodeSample {
+                        sandboxes: n.sandbox_count,
+                        allocated_vcpu: n.allocated_cpu(),
+                        id: n.id,
+                        ids: None,
+                        status: n.status,
+                        service_id: None,
+                    })
+                    .collect(),
+            })
+        }
+        TruthSource::Orchestrators(addrs) => {
+            let mut nodes = Vec::new();
+            for a in addrs {
+                nodes.push(list_over_grpc(a).await?);
+            }
+            Ok(Truth { nodes })
+        }
+    }
+}
+
+async fn fetch_mock(client: &reqwest::Client, base: &str) -> Result<Vec<NodeSample>, CollectError> {
+    let url = format!("{}/nodes", base.trim_end_matches('/'));
+    let http = |message: String| CollectError::Http {
+        url: url.clone(),
+        message,
+    };
+    let resp = client
+        .get(&url)
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .map_err(|e| http(e.to_string()))?;
+    if !resp.status().is_success() {
+        return Err(http(format!("status {}", resp.status())));
+    }
+    let body: NodesResponse = resp.json().await.map_err(|e| http(e.to_string()))?;
+    Ok(body
+        .nodes
+        .into_iter()
+        .map(|n| NodeSample {
+            id: n.id,
+            sandboxes: n.sandbox_count as u64,
+            allocated_vcpu: n.allocated_vcpu as f64,
+            ids: Some(n.sandbox_ids),
+            status: n.status,
+            service_id: Some(n.service_id),
+        })
+        .collect())
+}
+
+/// Reads one orchestrator's running sandboxes with `SandboxService/List`.
+pub async fn list_over_grpc(addr: &str) -> Result<NodeSample, CollectError> {
+    let grpc = |message: String| CollectError::Grpc {
+        addr: addr.to_string(),
+        message,
+    };
+    let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .map_err(|e| grpc(e.to_string()))?
+        .connect_timeout(Duration::from_secs(5))
+        .timeout(Duration::from_secs(10));
+    let channel = endpoint.connect().await.map_err(|e| grpc(e.to_string()))?;
+    let list = SandboxServiceClient::new(channel)
+        .list(())
+        .await
+        .map_err(|e| grpc(e.to_string()))?
+        .into_inner();
+    let vcpu: i64 = list.sandboxes.iter().map(|s| s.vcpu).sum();
+    Ok(NodeSample {
+        id: addr.to_string(),
+        sandboxes: list.sandboxes.len() as u64,
+        allocated_vcpu: vcpu as f64,
+        ids: Some(list.sandboxes.into_iter().map(|s| s.sandbox_id).collect()),
+        status: "ready".into(),
+        service_id: None,
+    })
+}

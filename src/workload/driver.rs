@@ -1,0 +1,275 @@
+//! Runs the workload through goose and folds every outcome into a [`Ledger`].
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use goose::config::{GooseConfiguration, GooseDefault, GooseDefaultType};
+use goose::prelude::*;
+use mock_node::config::LatencyDist;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use tokio::sync::{mpsc, Barrier};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use super::ledger::{Ledger, LedgerEntry, Outcome};
+use super::pacing::{Pacing, SlotCounter};
+use super::request::{create, create_body, delete};
+use super::secret::ApiKey;
+use crate::profile::SandboxSpec;
+
+/// Everything one workload run needs.
+#[derive(Debug, Clone)]
+pub struct WorkloadRun {
+    /// Base URLs of the placement service (one per replica; requests round-robin).
+    pub targets: Vec<String>,
+    /// Sent as `X-API-Key`.
+    pub api_key: ApiKey,
+    /// How requests are paced.
+    pub pacing: Pacing,
+    /// What each create asks for.
+    pub sandbox: SandboxSpec,
+    /// Delete each sandbox after a lifetime drawn from this; `None`: never.
+    pub lifetime: Option<LatencyDist>,
+    /// Seed of the lifetimes.
+    pub seed: u64,
+    /// Client deadline of one request.
+    pub request_timeout: Duration,
+    /// Where goose writes its HTML report, if anywhere.
+    pub goose_report: Option<PathBuf>,
+    /// Stops the run early (Ctrl-C); what was recorded so far is kept.
+    pub cancel: CancellationToken,
+}
+
+/// What a workload run produced.
+#[derive(Debug)]
+pub struct WorkloadOutput {
+    /// Every request and outcome.
+    pub ledger: Ledger,
+    /// When the start gate opened (slot times are relative to it).
+    pub gate: Option<Instant>,
+    /// Whether the run was cut short by its cancel token.
+    pub cancelled: bool,
+}
+
+/// Why a workload could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkloadError {
+    /// No target URL was given.
+    #[error("workload has no target URL")]
+    NoTargets,
+    /// goose refused the configuration or failed.
+    #[error("goose: {0}")]
+    Goose(String),
+}
+
+enum Event {
+    Created(LedgerEntry),
+    Deleted(usize, Outcome),
+}
+
+struct Shared {
+    run: WorkloadRun,
+    body: serde_json::Value,
+    slots: SlotCounter,
+    barrier: Barrier,
+    gate: OnceLock<Instant>,
+    events: mpsc::UnboundedSender<Event>,
+    deletes: std::sync::Mutex<JoinSet<()>>,
+    delete_client: reqwest::Client,
+}
+
+/// Runs the workload to completion (or cancellation) and returns its ledger. Gate
+/// release is announced on `gate_tx` so that a chaos schedule can align with it.
+pub async fn run_workload(
+    run: WorkloadRun,
+    gate_tx: Option<tokio::sync::oneshot::Sender<Instant>>,
+) -> Result<WorkloadOutput, WorkloadError> {
+    if run.targets.is_empty() {
+        return Err(WorkloadError::NoTargets);
+    }
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let workers = run.pacing.workers();
+    let shared = Arc::new(Shared {
+        body: create_body(&run.sandbox),
+        slots: SlotCounter::default(),
+        barrier: Barrier::new(workers.max(1)),
+        gate: OnceLock::new(),
+        events: tx,
+        deletes: std::sync::Mutex::new(JoinSet::new()),
+        delete_client: reqwest::Client::new(),
+        run,
+    });
+    let fold = tokio::spawn(async move {
+        let mut ledger = Ledger::new();
+        while let Some(ev) = rx.recv().await {
+            match ev {
+                Event::Created(e) => ledger.record(e),
+                Event::Deleted(i, o) => ledger.record_delete(i, o),
+            }
+        }
+        ledger
+    });
+
+    let gate_watch = {
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            loop {
+                if let Some(g) = shared.gate.get() {
+                    if let Some(tx) = gate_tx {
+                        let _ = tx.send(*g);
+                    }
+                    return;
+                }
+                if shared.run.cancel.is_cancelled() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        })
+    };
+
+    let attack = build_attack(shared.clone())?;
+    let cancel = shared.run.cancel.clone();
+    let result = tokio::select! {
+        r = attack.execute() => r.map(|_| ()).map_err(|e| WorkloadError::Goose(e.to_string())),
+        _ = cancel.cancelled() => Ok(()),
+    };
+    gate_watch.abort();
+    // Pending deletes finish (or stop on cancel) before the ledger closes.
+    let mut deletes = std::mem::take(&mut *shared.deletes.lock().expect("delete set lock"));
+    tokio::select! {
+        _ = async { while deletes.join_next().await.is_some() {} } => {}
+        _ = cancel.cancelled() => deletes.abort_all(),
+    }
+    let gate = shared.gate.get().copied();
+    drop(shared);
+    let mut ledger = fold
+        .await
+        .map_err(|e| WorkloadError::Goose(e.to_string()))?;
+    ledger.finish();
+    result?;
+    Ok(WorkloadOutput {
+        ledger,
+        gate,
+        cancelled: cancel.is_cancelled(),
+    })
+}
+
+fn build_attack(shared: Arc<Shared>) -> Result<GooseAttack, WorkloadError> {
+    let g = |e: GooseError| WorkloadError::Goose(e.to_string());
+    let mut config = GooseConfiguration::default();
+    config.host = Some(shared.run.targets[0].clone());
+    config.no_print_metrics = true;
+    config.no_error_summary = true;
+    config.no_telnet = true;
+    config.no_websocket = true;
+    config.quiet = 1;
+    config.timeout = Some(format!("{:.3}", shared.run.request_timeout.as_secs_f64()));
+    if let Some(path) = &shared.run.goose_report {
+        config.report_file = vec![path.display().to_string()];
+    }
+    let is_plan = matches!(shared.run.pacing, Pacing::Plan { .. });
+    let mut attack = GooseAttack::initialize_with_config(config).map_err(g)?;
+    match &shared.run.pacing {
+        Pacing::Plan { steps } => {
+            attack = *attack
+                .set_default(GooseDefault::TestPlan, steps.as_str())
+                .map_err(g)?;
+        }
+        _ => {
+            let users = shared.run.pacing.workers();
+            attack = *attack.set_default(GooseDefault::Users, users).map_err(g)?;
+            attack = *attack
+                .set_default(GooseDefault::IncreaseRate, "5000")
+                .map_err(g)?;
+            attack = *attack.set_default(GooseDefault::Iterations, 1).map_err(g)?;
+        }
+    }
+    let s = shared.clone();
+    let tx: goose::goose::TransactionFunction = Arc::new(move |user| {
+        let s = s.clone();
+        Box::pin(async move {
+            if is_plan {
+                plan_step(&s, user).await;
+            } else {
+                open_worker(&s, user).await;
+            }
+            Ok(())
+        })
+    });
+    let scenario =
+        scenario!("sandboxes").register_transaction(Transaction::new(tx).set_name("create"));
+    Ok(attack.register_scenario(scenario))
+}
+
+/// Burst and rate: warm a connection, wait at the gate, then claim and send slots.
+async fn open_worker(s: &Shared, user: &mut GooseUser) {
+    let _ = user.get("/health").await; // open this user's connection before the gate
+    let _ = tokio::time::timeout(Duration::from_secs(60), s.barrier.wait()).await;
+    let gate = *s.gate.get_or_init(Instant::now);
+    let total = s.run.pacing.total();
+    while !s.run.cancel.is_cancelled() {
+        let Some(i) = s.slots.claim(total) else { break };
+        let intended = gate + s.run.pacing.intended_offset(i);
+        tokio::time::sleep_until(intended.into()).await;
+        send_slot(s, user, gate, i, intended).await;
+    }
+}
+
+/// Plan: one create per goose iteration, sent now (closed model).
+async fn plan_step(s: &Shared, user: &mut GooseUser) {
+    let gate = *s.gate.get_or_init(Instant::now);
+    if s.run.cancel.is_cancelled() {
+        return;
+    }
+    if let Some(i) = s.slots.claim(None) {
+        send_slot(s, user, gate, i, Instant::now()).await;
+    }
+}
+
+async fn send_slot(s: &Shared, user: &mut GooseUser, gate: Instant, i: usize, intended: Instant) {
+    let target = i % s.run.targets.len();
+    let base = &s.run.targets[target];
+    let sent = Instant::now();
+    let r = create(user, base, &s.run.api_key, &s.body).await;
+    let done = Instant::now();
+    let ms = |t: Instant| t.saturating_duration_since(gate).as_secs_f64() * 1000.0;
+    if let (Some(id), Some(dist)) = (&r.sandbox_id, &s.run.lifetime) {
+        schedule_delete(s, i, target, id.clone(), dist);
+    }
+    let _ = s.events.send(Event::Created(LedgerEntry {
+        index: i,
+        target,
+        intended_ms: ms(intended),
+        sent_ms: ms(sent),
+        latency_us: done.saturating_duration_since(intended).as_micros() as u64,
+        outcome: r.outcome,
+        sandbox_id: r.sandbox_id,
+        node: r.node,
+        deleted: None,
+    }));
+}
+
+fn schedule_delete(s: &Shared, i: usize, target: usize, id: String, dist: &LatencyDist) {
+    // One RNG per slot: the lifetime of slot i does not depend on arrival order.
+    let mut rng =
+        ChaCha8Rng::seed_from_u64(s.run.seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let life = dist.sample(&mut rng);
+    let client = s.delete_client.clone();
+    let base = s.run.targets[target].clone();
+    let key = s.run.api_key.clone();
+    let events = s.events.clone();
+    let timeout = s.run.request_timeout;
+    let cancel = s.run.cancel.clone();
+    let mut set = s.deletes.lock().expect("delete set lock");
+    set.spawn(async move {
+        tokio::select! {
+            _ = tokio::time::sleep(life) => {}
+            _ = cancel.cancelled() => return,
+        }
+        let outcome = delete(&client, &base, &key, &id, timeout).await;
+        let _ = events.send(Event::Deleted(i, outcome));
+    });
+}

@@ -1,0 +1,184 @@
+//! The client-side ledger: every request the workload made and what came of it.
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// What the client saw for one create.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "detail")]
+pub enum Outcome {
+    /// An HTTP status came back (201 on success).
+    Status(u16),
+    /// No answer before the client's deadline: the sandbox may or may not exist.
+    Timeout,
+    /// Connection refused/reset or another transport failure.
+    TransportError(String),
+}
+
+impl Outcome {
+    /// Key used in status breakdowns (`"201"`, `"503"`, `"timeout"`, `"transport_error"`).
+    pub fn key(&self) -> String {
+        match self {
+            Outcome::Status(s) => s.to_string(),
+            Outcome::Timeout => "timeout".into(),
+            Outcome::TransportError(_) => "transport_error".into(),
+        }
+    }
+
+    /// Whether the create succeeded (201).
+    pub fn is_created(&self) -> bool {
+        matches!(self, Outcome::Status(201))
+    }
+
+    /// Whether the client cannot know if a sandbox was made (timeout, 5xx, transport).
+    pub fn is_uncertain(&self) -> bool {
+        match self {
+            Outcome::Status(s) => *s >= 500,
+            Outcome::Timeout | Outcome::TransportError(_) => true,
+        }
+    }
+}
+
+/// One create request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LedgerEntry {
+    /// Slot index (request number).
+    pub index: usize,
+    /// Placement replica the request went to.
+    pub target: usize,
+    /// When it was meant to leave, ms after the workload's start gate.
+    pub intended_ms: f64,
+    /// When it actually left, ms after the gate.
+    pub sent_ms: f64,
+    /// Latency from the intended send time (so queueing cannot hide), in microseconds.
+    pub latency_us: u64,
+    /// What came back.
+    pub outcome: Outcome,
+    /// The sandbox id on success.
+    pub sandbox_id: Option<String>,
+    /// Node the service reported placing it on, when it says (`X-Stampede-Node`).
+    pub node: Option<String>,
+    /// Set when the workload deleted the sandbox: the DELETE's outcome.
+    pub deleted: Option<Outcome>,
+}
+
+/// Every request of a run, plus an HDR histogram of create latency.
+#[derive(Debug, Clone)]
+pub struct Ledger {
+    /// Entries in slot order.
+    pub entries: Vec<LedgerEntry>,
+    /// Create latency in microseconds, measured from the intended send time.
+    pub latency_us: Histogram<u64>,
+}
+
+impl Default for Ledger {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Ledger {
+    /// An empty ledger (histogram from 1 us to 1 hour, 3 significant digits).
+    pub fn new() -> Self {
+        Ledger {
+            entries: Vec::new(),
+            latency_us: Histogram::new_with_bounds(1, 3_600_000_000, 3)
+                .expect("static histogram bounds are valid"),
+        }
+    }
+
+    /// Adds one create outcome.
+    pub fn record(&mut self, entry: LedgerEntry) {
+        self.latency_us.saturating_record(entry.latency_us.max(1));
+        self.entries.push(entry);
+    }
+
+    /// Marks the sandbox of slot `index` as deleted with `outcome`.
+    pub fn record_delete(&mut self, index: usize, outcome: Outcome) {
+        if let Some(e) = self.entries.iter_mut().find(|e| e.index == index) {
+            e.deleted = Some(outcome);
+        }
+    }
+
+    /// Sorts entries by slot so the ledger reads the same whatever the arrival order.
+    pub fn finish(&mut self) {
+        self.entries.sort_by_key(|e| e.index);
+    }
+
+    /// Count of outcomes by [`Outcome::key`].
+    pub fn statuses(&self) -> BTreeMap<String, u64> {
+        let mut m = BTreeMap::new();
+        for e in &self.entries {
+            *m.entry(e.outcome.key()).or_insert(0) += 1;
+        }
+        m
+    }
+
+    /// Creates that got a 201.
+    pub fn created(&self) -> usize {
+        self.entries
+            .iter()
+            .filter(|e| e.outcome.is_created())
+            .count()
+    }
+
+    /// Time between the first and the last send, ms (the burst's spread).
+    pub fn send_spread_ms(&self) -> Option<f64> {
+        let sent = self.entries.iter().map(|e| e.sent_ms);
+        let (lo, hi) = sent.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), t| {
+            (lo.min(t), hi.max(t))
+        });
+        (lo.is_finite() && hi.is_finite()).then_some(hi - lo)
+    }
+
+    /// How late sends were against their intended time: (p50, p99, max) in ms.
+    pub fn lateness_ms(&self) -> Option<(f64, f64, f64)> {
+        let mut late: Vec<f64> = self
+            .entries
+            .iter()
+            .map(|e| (e.sent_ms - e.intended_ms).max(0.0))
+            .collect();
+        if late.is_empty() {
+            return None;
+        }
+        late.sort_by(f64::total_cmp);
+        let at = |q: f64| late[((late.len() - 1) as f64 * q).round() as usize];
+        Some((at(0.5), at(0.99), at(1.0)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(index: usize, sent_ms: f64, outcome: Outcome) -> LedgerEntry {
+        LedgerEntry {
+            index,
+            target: 0,
+            intended_ms: index as f64 * 10.0,
+            sent_ms,
+            latency_us: 1000,
+            outcome,
+            sandbox_id: None,
+            node: None,
+            deleted: None,
+        }
+    }
+
+    #[test]
+    fn spread_lateness_and_statuses() {
+        let mut l = Ledger::new();
+        l.record(entry(1, 12.0, Outcome::Status(201)));
+        l.record(entry(0, 0.5, Outcome::Status(503)));
+        l.record(entry(2, 20.0, Outcome::Timeout));
+        l.finish();
+        assert_eq!(l.entries[0].index, 0);
+        assert_eq!(l.send_spread_ms(), Some(19.5));
+        let (p50, _, max) = l.lateness_ms().unwrap();
+        assert_eq!((p50, max), (0.5, 2.0));
+        assert_eq!(l.statuses().get("503"), Some(&1));
+        assert_eq!(l.created(), 1);
+    }
+}

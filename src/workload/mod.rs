@@ -1,0 +1,17 @@
+//! The workload: goose users creating (and optionally deleting) sandboxes against an
+//! E2B-compatible REST API, every outcome folded into one [`Ledger`].
+//!
+//! One engine takes the pacing as data ([`Pacing`]): `burst` and `rate` share the same
+//! worker loop (claim a slot, wait for its intended time, send, record); `plan` hands
+//! the pacing to goose's own test plan.
+
+mod driver;
+mod ledger;
+mod pacing;
+mod request;
+mod secret;
+
+pub use driver::{run_workload, WorkloadError, WorkloadRun};
+pub use ledger::{Ledger, LedgerEntry, Outcome};
+pub use pacing::Pacing;
+pub use secret::ApiKey;

@@ -1,0 +1,114 @@
+//! The two HTTP calls of the workload, in E2B's REST dialect.
+
+use std::time::Duration;
+
+use goose::prelude::*;
+use serde::Deserialize;
+
+use super::ledger::Outcome;
+use super::secret::ApiKey;
+use crate::profile::SandboxSpec;
+
+/// E2B's create response; only the fields the workload reads.
+#[derive(Debug, Deserialize)]
+struct CreatedSandbox {
+    #[serde(rename = "sandboxID")]
+    sandbox_id: String,
+}
+
+/// What a create returned.
+pub(crate) struct CreateResult {
+    pub outcome: Outcome,
+    pub sandbox_id: Option<String>,
+    pub node: Option<String>,
+}
+
+/// The JSON body of `POST /sandboxes` (E2B's `NewSandbox`, plus the optional
+/// `cpuCount`/`memoryMB` stampede's reference service honours).
+pub(crate) fn create_body(spec: &SandboxSpec) -> serde_json::Value {
+    serde_json::json!({
+        "templateID": spec.template,
+        "timeout": spec.timeout.as_secs(),
+        "cpuCount": spec.vcpu,
+        "memoryMB": spec.ram_mb,
+    })
+}
+
+/// `POST {base}/sandboxes` through the goose user, so goose's report counts it too.
+pub(crate) async fn create(
+    user: &mut GooseUser,
+    base: &str,
+    key: &ApiKey,
+    body: &serde_json::Value,
+) -> CreateResult {
+    let url = format!("{}/sandboxes", base.trim_end_matches('/'));
+    let rb = match user.get_request_builder(&GooseMethod::Post, &url) {
+        Ok(rb) => rb.header("X-API-Key", key.expose()).json(body),
+        Err(e) => return transport(format!("building request: {e}")),
+    };
+    let req = GooseRequest::builder()
+        .set_request_builder(rb)
+        .name("POST /sandboxes")
+        .expect_status_code(201)
+        .build();
+    let resp = match user.request(req).await {
+        Ok(r) => r.response,
+        Err(e) => return transport(format!("goose: {e}")),
+    };
+    match resp {
+        Ok(r) => {
+            let status = r.status().as_u16();
+            let node = r
+                .headers()
+                .get("x-stampede-node")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            let sandbox_id = if status == 201 {
+                r.json::<CreatedSandbox>().await.ok().map(|c| c.sandbox_id)
+            } else {
+                None
+            };
+            CreateResult {
+                outcome: Outcome::Status(status),
+                sandbox_id,
+                node,
+            }
+        }
+        Err(e) if e.is_timeout() => CreateResult {
+            outcome: Outcome::Timeout,
+            sandbox_id: None,
+            node: None,
+        },
+        Err(e) => transport(e.to_string()),
+    }
+}
+
+fn transport(msg: String) -> CreateResult {
+    CreateResult {
+        outcome: Outcome::TransportError(msg),
+        sandbox_id: None,
+        node: None,
+    }
+}
+
+/// `DELETE {base}/sandboxes/{id}` with a plain client (deletes are not paced).
+pub(crate) async fn delete(
+    client: &reqwest::Client,
+    base: &str,
+    key: &ApiKey,
+    id: &str,
+    timeout: Duration,
+) -> Outcome {
+    let url = format!("{}/sandboxes/{id}", base.trim_end_matches('/'));
+    match client
+        .delete(url)
+        .header("X-API-Key", key.expose())
+        .timeout(timeout)
+        .send()
+        .await
+    {
+        Ok(r) => Outcome::Status(r.status().as_u16()),
+        Err(e) if e.is_timeout() => Outcome::Timeout,
+        Err(e) => Outcome::TransportError(e.to_string()),
+    }
+}
