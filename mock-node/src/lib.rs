@@ -1,7 +1,16 @@
 //! `mock-node`: a fleet of virtual E2B orchestrator nodes, each a real gRPC endpoint.
 #![deny(missing_docs)]
 
+pub mod admin;
+pub mod api;
+pub mod clock;
 pub mod config;
+pub mod faults;
+pub mod fleet;
+pub mod grpc;
 pub mod latency;
 pub mod model;
+pub mod node;
+pub mod prometheus;
+pub mod serve;
 pub mod snapshot;

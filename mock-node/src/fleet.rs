@@ -1,0 +1,327 @@
+//! Starting and stopping a fleet: nodes on their addresses plus the admin endpoint.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::api::{FaultRequest, NodeTruth, NodesResponse};
+use crate::clock::FleetClock;
+use crate::config::{ClusterConfig, SpecError};
+use crate::faults::{self, FaultBook, FaultError};
+use crate::model::NodeModel;
+use crate::node::NodeRuntime;
+
+/// Where the nodes listen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Addressing {
+    /// Node k on `ip:(base_port + k)`; `base_port` 0 = each node takes a free port.
+    Ports {
+        /// IP every node binds.
+        ip: IpAddr,
+        /// Port of node 0, or 0 for free ports.
+        base_port: u16,
+    },
+    /// Node k on `127.0.1.(k+1):port`, like one orchestrator per host (Linux loopback /8).
+    LoopbackIps {
+        /// Port every node binds (E2B's default is 5008).
+        port: u16,
+    },
+}
+
+/// How to run a fleet, besides the cluster model.
+#[derive(Debug, Clone)]
+pub struct FleetOptions {
+    /// Node addresses.
+    pub addressing: Addressing,
+    /// Admin HTTP address; must be loopback unless `admin_token` is set.
+    pub admin_addr: SocketAddr,
+    /// Bearer token the admin API requires, if any.
+    pub admin_token: Option<String>,
+    /// Id of the node in a one-node fleet (`NODE_ID`), instead of `node-00`.
+    pub node_id: Option<String>,
+    /// Labels every node reports in ServiceInfo (`NODE_LABELS`).
+    pub labels: Vec<String>,
+}
+
+impl Default for FleetOptions {
+    fn default() -> Self {
+        Self {
+            addressing: Addressing::Ports {
+                ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+                base_port: 0,
+            },
+            admin_addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+            admin_token: None,
+            node_id: None,
+            labels: Vec::new(),
+        }
+    }
+}
+
+/// Why a fleet did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum FleetError {
+    /// The cluster section is invalid.
+    #[error("invalid cluster config: {}", join(.0))]
+    Config(Vec<SpecError>),
+    /// A non-loopback admin address without a token.
+    #[error("admin address {0} is not loopback: set an admin token to expose it")]
+    AdminNotLoopback(SocketAddr),
+    /// `node_id` was given for a fleet of more than one node.
+    #[error("a node id can only be set for a one-node fleet (got {0} nodes)")]
+    NodeIdNeedsOneNode(usize),
+    /// Node k's address does not exist (port or IP range exhausted).
+    #[error("node {0}: no address left in the requested range")]
+    AddressRange(String),
+    /// A node could not bind its address.
+    #[error("node {node}: cannot bind {addr}: {source}")]
+    Bind {
+        /// Node id.
+        node: String,
+        /// Address tried.
+        addr: SocketAddr,
+        /// Bind error.
+        source: std::io::Error,
+    },
+    /// The admin endpoint could not bind.
+    #[error("admin endpoint: cannot bind {addr}: {source}")]
+    AdminBind {
+        /// Address tried.
+        addr: SocketAddr,
+        /// Bind error.
+        source: std::io::Error,
+    },
+}
+
+fn join(errs: &[SpecError]) -> String {
+    errs.iter()
+        .map(|e| e.to_string())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Seed of node `k`'s RNG, derived from the cluster seed (SplitMix64 of seed + k), so that
+/// the simulator and the real fleet draw the same numbers for the same node.
+pub fn node_seed(cluster_seed: u64, k: usize) -> u64 {
+    let mut z = cluster_seed
+        .wrapping_add(k as u64)
+        .wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// State shared by the node servers, the fault book and the admin API.
+#[derive(Debug)]
+pub struct FleetShared {
+    /// Nodes in index order.
+    pub nodes: Vec<Arc<NodeRuntime>>,
+    index: BTreeMap<String, usize>,
+    /// Faults applied so far.
+    pub faults: tokio::sync::Mutex<FaultBook>,
+    /// Cancelled at shutdown.
+    pub shutdown: CancellationToken,
+}
+
+impl FleetShared {
+    /// The node with this id.
+    pub fn node(&self, id: &str) -> Option<&Arc<NodeRuntime>> {
+        self.index.get(id).map(|&k| &self.nodes[k])
+    }
+
+    /// Ground truth of every node, in node order.
+    pub fn truth(&self) -> NodesResponse {
+        NodesResponse {
+            nodes: self.nodes.iter().map(|n| node_truth(n)).collect(),
+        }
+    }
+}
+
+fn node_truth(node: &NodeRuntime) -> NodeTruth {
+    let eff = node.effect();
+    let mut m = node.model();
+    let snap = m.truth(node.clock.now());
+    let c = m.counters().clone();
+    let status = if eff.killed {
+        "killed".to_string()
+    } else {
+        m.status().as_str().to_string()
+    };
+    NodeTruth {
+        id: node.id.clone(),
+        grpc_addr: node.addr,
+        status,
+        service_id: m.service_id().to_string(),
+        cpu_count: snap.cpu_count,
+        sandbox_count: u64::from(snap.sandboxes_running),
+        allocated_vcpu: u64::from(snap.allocated_vcpu),
+        baseline_vcpu: u64::from(m.baseline_vcpu()),
+        allocated_memory_mib: snap.memory_allocated_bytes >> 20,
+        starting: m.starting_count() as u64,
+        creates_ok: c.creates_ok,
+        creates_rejected: c.creates_rejected,
+        creates_failed: c.creates_failed,
+        deletes_ok: c.deletes_ok,
+        expired: c.expired,
+        restarts: c.restarts,
+        active_faults: eff.fault_ids.iter().map(|i| i.to_string()).collect(),
+        sandbox_ids: snap.sandbox_ids,
+    }
+}
+
+/// A node's gRPC endpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeEndpoint {
+    /// Node id.
+    pub id: String,
+    /// Bound address.
+    pub addr: SocketAddr,
+}
+
+/// A running fleet. Dropping it without [`shutdown`](Self::shutdown) leaves tasks running.
+#[derive(Debug)]
+pub struct FleetHandle {
+    shared: Arc<FleetShared>,
+    admin_addr: SocketAddr,
+    admin: JoinHandle<()>,
+}
+
+impl FleetHandle {
+    /// Base URL of the admin API, e.g. `http://127.0.0.1:4567`.
+    pub fn admin_url(&self) -> String {
+        format!("http://{}", self.admin_addr)
+    }
+    /// Bound address of the admin API.
+    pub fn admin_addr(&self) -> SocketAddr {
+        self.admin_addr
+    }
+    /// Every node's endpoint, in node order.
+    pub fn nodes(&self) -> Vec<NodeEndpoint> {
+        let nodes = &self.shared.nodes;
+        nodes
+            .iter()
+            .map(|n| NodeEndpoint {
+                id: n.id.clone(),
+                addr: n.addr,
+            })
+            .collect()
+    }
+    /// Ground truth of every node, read in-process (same data as `GET /nodes`).
+    pub fn truth(&self) -> NodesResponse {
+        self.shared.truth()
+    }
+    /// Applies a fault in-process (same as `POST /faults`).
+    pub async fn apply_fault(&self, req: FaultRequest) -> Result<u64, FaultError> {
+        faults::add(&self.shared, req).await
+    }
+    /// Heals a fault in-process (same as `DELETE /faults/{id}`).
+    pub async fn heal_fault(&self, id: u64) -> Result<(), FaultError> {
+        faults::remove(&self.shared, id).await
+    }
+    /// Stops every server and frees every port.
+    pub async fn shutdown(self) {
+        self.shared.shutdown.cancel();
+        let stops = self.shared.nodes.iter().map(|n| n.stop_serving());
+        futures::future::join_all(stops).await;
+        let _ = self.admin.await;
+    }
+}
+
+fn node_addr(addressing: &Addressing, k: usize) -> Option<SocketAddr> {
+    match *addressing {
+        Addressing::Ports { ip, base_port: 0 } => Some(SocketAddr::new(ip, 0)),
+        Addressing::Ports { ip, base_port } => {
+            let port = u16::try_from(usize::from(base_port) + k).ok()?;
+            Some(SocketAddr::new(ip, port))
+        }
+        Addressing::LoopbackIps { port } => {
+            let base = u32::from(Ipv4Addr::new(127, 0, 1, 0));
+            let ip = base.checked_add(u32::try_from(k + 1).ok()?)?;
+            (ip < u32::from(Ipv4Addr::new(127, 255, 255, 255)))
+                .then(|| SocketAddr::new(IpAddr::V4(Ipv4Addr::from(ip)), port))
+        }
+    }
+}
+
+/// Starts every node and the admin endpoint; returns once all are listening.
+pub async fn start(cfg: ClusterConfig, opts: FleetOptions) -> Result<FleetHandle, FleetError> {
+    let errs = cfg.validate("cluster");
+    if !errs.is_empty() {
+        return Err(FleetError::Config(errs));
+    }
+    if opts.node_id.is_some() && cfg.nodes != 1 {
+        return Err(FleetError::NodeIdNeedsOneNode(cfg.nodes));
+    }
+    if !opts.admin_addr.ip().is_loopback() && opts.admin_token.is_none() {
+        return Err(FleetError::AdminNotLoopback(opts.admin_addr));
+    }
+    let clock = FleetClock::start_now();
+    let seed = cfg.seed.unwrap_or(0);
+    let mut listeners = Vec::with_capacity(cfg.nodes);
+    let mut nodes = Vec::with_capacity(cfg.nodes);
+    for k in 0..cfg.nodes {
+        let id = match &opts.node_id {
+            Some(id) => id.clone(),
+            None => cfg.node_id(k),
+        };
+        let addr =
+            node_addr(&opts.addressing, k).ok_or_else(|| FleetError::AddressRange(id.clone()))?;
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| FleetError::Bind {
+                node: id.clone(),
+                addr,
+                source,
+            })?;
+        let bound = listener.local_addr().map_err(|source| FleetError::Bind {
+            node: id.clone(),
+            addr,
+            source,
+        })?;
+        let model = NodeModel::new(id, cfg.spec_for(k), node_seed(seed, k));
+        nodes.push(Arc::new(NodeRuntime::new(
+            model,
+            bound,
+            opts.labels.clone(),
+            clock,
+        )));
+        listeners.push(listener);
+    }
+    let index = nodes
+        .iter()
+        .enumerate()
+        .map(|(k, n)| (n.id.clone(), k))
+        .collect();
+    let shared = Arc::new(FleetShared {
+        nodes,
+        index,
+        faults: tokio::sync::Mutex::new(FaultBook::default()),
+        shutdown: CancellationToken::new(),
+    });
+    let admin_listener =
+        TcpListener::bind(opts.admin_addr)
+            .await
+            .map_err(|source| FleetError::AdminBind {
+                addr: opts.admin_addr,
+                source,
+            })?;
+    let admin_addr = admin_listener
+        .local_addr()
+        .map_err(|source| FleetError::AdminBind {
+            addr: opts.admin_addr,
+            source,
+        })?;
+    for (node, listener) in shared.nodes.iter().zip(listeners) {
+        node.serve_on(listener).await;
+    }
+    let admin = crate::admin::spawn(shared.clone(), admin_listener, opts.admin_token);
+    Ok(FleetHandle {
+        shared,
+        admin_addr,
+        admin,
+    })
+}

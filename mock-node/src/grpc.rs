@@ -1,0 +1,254 @@
+//! The E2B orchestrator gRPC surface of one node: `SandboxService` and `InfoService`.
+//!
+//! Every RPC first passes the node's fault gate (hang, slow, injected errors), then
+//! calls the sans-IO [`NodeModel`](crate::model::NodeModel). `Pause` behaves like
+//! `Delete` (E2B's pause snapshots the sandbox and removes it from the node): the
+//! sandbox leaves the node, unknown ids get NotFound.
+
+use std::sync::Arc;
+
+use stampede_proto::info_service_server::InfoService;
+use stampede_proto::sandbox_service_server::SandboxService;
+use stampede_proto::{
+    MachineInfo, RunningSandbox, SandboxConfig, SandboxCreateRequest, SandboxCreateResponse,
+    SandboxDeleteRequest, SandboxIdList, SandboxListResponse, SandboxPauseRequest,
+    SandboxUpdateRequest, ServiceInfoResponse, ServiceInfoRole, ServiceInfoStatus,
+};
+use tonic::{Request, Response, Status};
+
+use crate::config::{FailureCode, RpcKind};
+use crate::model::{CreateRejection, CreateRequest, Sandbox, ServiceStatus};
+use crate::node::NodeRuntime;
+
+/// Both gRPC services of one node.
+#[derive(Debug, Clone)]
+pub struct NodeService {
+    node: Arc<NodeRuntime>,
+}
+
+impl NodeService {
+    /// The services of `node`.
+    pub fn new(node: Arc<NodeRuntime>) -> Self {
+        Self { node }
+    }
+
+    /// Applies hang, slow and injected errors (fault and configured rules) to one call.
+    async fn gate(&self, rpc: RpcKind) -> Result<(), Status> {
+        if self.node.effect().hung {
+            self.node.wait_unhung().await;
+        }
+        if let Some(d) = self.node.effect().slow {
+            tokio::time::sleep(d).await;
+        }
+        let eff = self.node.effect();
+        let mut m = self.node.model();
+        let fault = eff.errors.and_then(|(p, code)| m.chance(p).then_some(code));
+        match fault.or_else(|| m.sample_failure(rpc)) {
+            Some(code) => {
+                if rpc == RpcKind::Create {
+                    m.count_failed_create();
+                }
+                Err(injected(code))
+            }
+            None => Ok(()),
+        }
+    }
+
+    fn running_sandbox(&self, s: &Sandbox) -> RunningSandbox {
+        let clock = &self.node.clock;
+        let config = SandboxConfig {
+            template_id: s.template_id.clone(),
+            sandbox_id: s.sandbox_id.clone(),
+            vcpu: i64::from(s.vcpu),
+            ram_mb: i64::try_from(s.ram_mb).unwrap_or(i64::MAX),
+            team_id: s.team_id.clone(),
+            execution_id: s.execution_id.clone(),
+            ..Default::default()
+        };
+        RunningSandbox {
+            config: Some(config),
+            client_id: self.node.id.clone(),
+            start_time: Some(clock.timestamp(s.start)),
+            end_time: s.end.map(|e| clock.timestamp(e)),
+            sandbox_id: s.sandbox_id.clone(),
+            team_id: s.team_id.clone(),
+            execution_id: s.execution_id.clone(),
+            vcpu: i64::from(s.vcpu),
+            ram_mb: i64::try_from(s.ram_mb).unwrap_or(i64::MAX),
+        }
+    }
+
+    async fn remove(&self, sandbox_id: &str) -> Result<Response<()>, Status> {
+        self.gate(RpcKind::Delete).await?;
+        let latency = self.node.model().sample_delete_latency();
+        if !latency.is_zero() {
+            tokio::time::sleep(latency).await;
+        }
+        let now = self.node.clock.now();
+        match self.node.model().delete(sandbox_id, now) {
+            Ok(_) => Ok(Response::new(())),
+            Err(e) => Err(Status::not_found(e.to_string())),
+        }
+    }
+}
+
+/// Releases a create's admission slot if the RPC is dropped before it finishes
+/// (client deadline, connection reset by a kill).
+struct StartingGuard<'a> {
+    node: &'a NodeRuntime,
+    sandbox_id: Option<String>,
+}
+
+impl Drop for StartingGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(id) = self.sandbox_id.take() {
+            let now = self.node.clock.now();
+            self.node.model().abort_create(&id, now);
+        }
+    }
+}
+
+#[tonic::async_trait]
+impl SandboxService for NodeService {
+    async fn create(
+        &self,
+        request: Request<SandboxCreateRequest>,
+    ) -> Result<Response<SandboxCreateResponse>, Status> {
+        let req = request.into_inner();
+        self.gate(RpcKind::Create).await?;
+        let clock = self.node.clock;
+        let cfg = req.sandbox.unwrap_or_default();
+        let sandbox_id = cfg.sandbox_id.clone();
+        let create = CreateRequest {
+            sandbox_id: cfg.sandbox_id,
+            vcpu: cfg.vcpu,
+            ram_mb: cfg.ram_mb,
+            end_time: clock.offset_of_timestamp(req.end_time.as_ref()),
+            template_id: cfg.template_id,
+            team_id: cfg.team_id,
+            execution_id: cfg.execution_id,
+        };
+        let exhaust = self.node.effect().exhaust;
+        let latency = {
+            let mut m = self.node.model();
+            if exhaust {
+                return Err(rejection(&m.reject(CreateRejection::Exhausted)));
+            }
+            m.begin_create(create, clock.now())
+                .map_err(|r| rejection(&r))?;
+            m.sample_create_latency()
+        };
+        let mut guard = StartingGuard {
+            node: &self.node,
+            sandbox_id: Some(sandbox_id.clone()),
+        };
+        if !latency.is_zero() {
+            tokio::time::sleep(latency).await;
+        }
+        guard.sandbox_id = None;
+        let done = self.node.model().finish_create(&sandbox_id, clock.now());
+        match done {
+            Ok(_) => Ok(Response::new(SandboxCreateResponse {
+                client_id: self.node.id.clone(),
+            })),
+            Err(_) => Err(Status::unavailable(
+                "node restarted while the sandbox was starting",
+            )),
+        }
+    }
+
+    async fn update(&self, request: Request<SandboxUpdateRequest>) -> Result<Response<()>, Status> {
+        let req = request.into_inner();
+        self.gate(RpcKind::Any).await?;
+        let clock = self.node.clock;
+        let end = clock.offset_of_timestamp(req.end_time.as_ref());
+        self.node
+            .model()
+            .update_end_time(&req.sandbox_id, end, clock.now())
+            .map_err(|e| Status::not_found(e.to_string()))?;
+        Ok(Response::new(()))
+    }
+
+    async fn list(&self, _request: Request<()>) -> Result<Response<SandboxListResponse>, Status> {
+        self.gate(RpcKind::List).await?;
+        let sandboxes = self.node.model().list(self.node.clock.now());
+        let sandboxes = sandboxes.iter().map(|s| self.running_sandbox(s)).collect();
+        Ok(Response::new(SandboxListResponse { sandboxes }))
+    }
+
+    async fn delete(&self, request: Request<SandboxDeleteRequest>) -> Result<Response<()>, Status> {
+        self.remove(&request.into_inner().sandbox_id).await
+    }
+
+    async fn pause(&self, request: Request<SandboxPauseRequest>) -> Result<Response<()>, Status> {
+        self.remove(&request.into_inner().sandbox_id).await
+    }
+}
+
+#[tonic::async_trait]
+impl InfoService for NodeService {
+    async fn service_info(
+        &self,
+        _request: Request<()>,
+    ) -> Result<Response<ServiceInfoResponse>, Status> {
+        self.gate(RpcKind::ServiceInfo).await?;
+        let clock = self.node.clock;
+        let (snap, status, service_id, started) = {
+            let mut m = self.node.model();
+            let snap = m.metrics(clock.now());
+            (snap, m.status(), m.service_id().to_string(), m.started_at())
+        };
+        let status = match status {
+            ServiceStatus::Healthy => ServiceInfoStatus::Healthy,
+            ServiceStatus::Draining => ServiceInfoStatus::Draining,
+            ServiceStatus::Unhealthy => ServiceInfoStatus::Unhealthy,
+            ServiceStatus::Standby => ServiceInfoStatus::Standby,
+        };
+        Ok(Response::new(ServiceInfoResponse {
+            node_id: self.node.id.clone(),
+            service_id,
+            service_version: env!("CARGO_PKG_VERSION").to_string(),
+            service_commit: "mock-node".to_string(),
+            service_status: status as i32,
+            service_roles: vec![ServiceInfoRole::Orchestrator as i32],
+            service_startup: Some(clock.timestamp(started)),
+            machine_info: Some(MachineInfo {
+                cpu_architecture: std::env::consts::ARCH.to_string(),
+                cpu_family: "mock".to_string(),
+                cpu_model: "mock".to_string(),
+                cpu_model_name: "mock-node virtual CPU".to_string(),
+            }),
+            labels: self.node.labels.clone(),
+            metric_sandboxes_running: snap.sandboxes_running,
+            metric_cpu_percent: snap.cpu_percent,
+            metric_memory_used_bytes: snap.memory_used_bytes,
+            metric_cpu_count: snap.cpu_count,
+            metric_memory_total_bytes: snap.memory_total_bytes,
+            metric_cpu_allocated: snap.allocated_vcpu,
+            metric_memory_allocated_bytes: snap.memory_allocated_bytes,
+            metric_disk_allocated_bytes: 0,
+            stampede_sandbox_ids: Some(SandboxIdList {
+                ids: snap.sandbox_ids,
+            }),
+        }))
+    }
+}
+
+fn rejection(r: &CreateRejection) -> Status {
+    match r {
+        CreateRejection::InvalidArgument(_) => Status::invalid_argument(r.to_string()),
+        CreateRejection::AlreadyExists(_) => Status::already_exists(r.to_string()),
+        _ => Status::resource_exhausted(r.to_string()),
+    }
+}
+
+fn injected(code: FailureCode) -> Status {
+    let msg = "injected failure";
+    match code {
+        FailureCode::Unavailable => Status::unavailable(msg),
+        FailureCode::Internal => Status::internal(msg),
+        FailureCode::ResourceExhausted => Status::resource_exhausted(msg),
+        FailureCode::DeadlineExceeded => Status::deadline_exceeded(msg),
+        FailureCode::Unknown => Status::unknown(msg),
+    }
+}

@@ -1,0 +1,137 @@
+//! One node at run time: its model, the faults in force on it, and its gRPC listener.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::clock::FleetClock;
+use crate::config::FailureCode;
+use crate::model::{NodeModel, ServiceStatus};
+use crate::serve::{self, ServerTask};
+
+/// The effect of every fault in force on one node, recomputed whenever one changes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FaultEffect {
+    /// Listener closed.
+    pub killed: bool,
+    /// RPCs never answered.
+    pub hung: bool,
+    /// Added latency per RPC.
+    pub slow: Option<Duration>,
+    /// Probability and code of injected errors.
+    pub errors: Option<(f64, FailureCode)>,
+    /// Every create refused.
+    pub exhaust: bool,
+    /// ServiceInfo frozen.
+    pub frozen: bool,
+    /// Reported status override.
+    pub status: Option<ServiceStatus>,
+    /// Ids of the faults in force.
+    pub fault_ids: Vec<u64>,
+}
+
+/// A node of the fleet as the servers and the admin API share it.
+#[derive(Debug)]
+pub struct NodeRuntime {
+    /// Node id.
+    pub id: String,
+    /// Address the gRPC endpoint binds (and re-binds after a kill).
+    pub addr: SocketAddr,
+    /// Labels reported by ServiceInfo.
+    pub labels: Vec<String>,
+    /// The fleet clock.
+    pub clock: FleetClock,
+    model: Mutex<NodeModel>,
+    effect: Mutex<FaultEffect>,
+    hung: watch::Sender<bool>,
+    server: tokio::sync::Mutex<Option<ServerTask>>,
+}
+
+impl NodeRuntime {
+    /// A node that is not serving yet.
+    pub fn new(model: NodeModel, addr: SocketAddr, labels: Vec<String>, clock: FleetClock) -> Self {
+        Self {
+            id: model.id().to_string(),
+            addr,
+            labels,
+            clock,
+            model: Mutex::new(model),
+            effect: Mutex::new(FaultEffect::default()),
+            hung: watch::Sender::new(false),
+            server: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// Locks the model. Never held across an `.await`.
+    pub fn model(&self) -> MutexGuard<'_, NodeModel> {
+        self.model.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The fault effect in force.
+    pub fn effect(&self) -> FaultEffect {
+        self.effect
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Waits while a `hang` fault is in force.
+    pub async fn wait_unhung(&self) {
+        let mut rx = self.hung.subscribe();
+        // An error means the sender is gone (fleet shutting down): stop waiting.
+        let _ = rx.wait_for(|h| !*h).await;
+    }
+
+    /// Re-binds `addr` and serves gRPC on it (no-op when already serving).
+    pub async fn start_serving(self: &Arc<Self>) -> std::io::Result<()> {
+        let mut slot = self.server.lock().await;
+        if slot.is_none() {
+            let listener = tokio::net::TcpListener::bind(self.addr).await?;
+            *slot = Some(serve::spawn(self.clone(), listener).await);
+        }
+        Ok(())
+    }
+
+    /// Serves gRPC on an already bound listener (the first start, when the port was 0).
+    pub async fn serve_on(self: &Arc<Self>, listener: tokio::net::TcpListener) {
+        let mut slot = self.server.lock().await;
+        if slot.is_none() {
+            *slot = Some(serve::spawn(self.clone(), listener).await);
+        }
+    }
+
+    /// Closes the listener and resets every connection; returns once the port is free.
+    pub async fn stop_serving(&self) {
+        let task = self.server.lock().await.take();
+        if let Some(t) = task {
+            t.stop().await;
+        }
+    }
+
+    /// Installs a new fault effect, applying its edges (kill/heal, freeze/unfreeze, status).
+    pub async fn apply(self: &Arc<Self>, new: FaultEffect) -> std::io::Result<()> {
+        let old = {
+            let mut e = self.effect.lock().unwrap_or_else(|p| p.into_inner());
+            std::mem::replace(&mut *e, new.clone())
+        };
+        {
+            let now = self.clock.now();
+            let mut m = self.model();
+            m.set_status(new.status.unwrap_or_default());
+            if new.frozen && !old.frozen {
+                m.freeze_metrics(now);
+            } else if !new.frozen && old.frozen {
+                m.unfreeze_metrics();
+            }
+        }
+        self.hung.send_replace(new.hung);
+        if new.killed && !old.killed {
+            self.stop_serving().await;
+        } else if !new.killed && old.killed {
+            self.start_serving().await?;
+        }
+        Ok(())
+    }
+}
