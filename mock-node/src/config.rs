@@ -293,10 +293,10 @@ impl ClusterConfig {
             ));
         }
         self.node
-            .validate_into(&format!("{prefix}.node"), &mut errs);
+            .validate_into(&join_path(prefix, "node"), &mut errs);
         for (id, o) in &self.overrides {
             o.apply(&self.node)
-                .validate_into(&format!("{prefix}.overrides.{id}"), &mut errs);
+                .validate_into(&join_path(prefix, &format!("overrides.{id}")), &mut errs);
         }
         errs
     }
@@ -349,13 +349,17 @@ impl LatencyDist {
     }
 }
 
+fn join_path(prefix: &str, field: &str) -> String {
+    if prefix.is_empty() {
+        field.to_string()
+    } else {
+        format!("{prefix}.{field}")
+    }
+}
+
 fn err(prefix: &str, field: &str, message: &str) -> SpecError {
     SpecError {
-        field: if prefix.is_empty() {
-            field.to_string()
-        } else {
-            format!("{prefix}.{field}")
-        },
+        field: join_path(prefix, field),
         message: message.to_string(),
     }
 }

@@ -3,8 +3,10 @@
 
 pub mod admin;
 pub mod api;
+pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod config_file;
 pub mod faults;
 pub mod fleet;
 pub mod grpc;
