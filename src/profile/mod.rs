@@ -1,7 +1,24 @@
 //! Run profiles: the user's main input, one typed serde tree (`deny_unknown_fields`).
 //!
-//! Defaults are written in the doc comments; [`Profile::validate`] names the bad field.
+//! Defaults are written in the doc comments. [`load`] parses and type-checks a file,
+//! [`validate`] names every semantic problem at `file:line:col: field.path`, and
+//! [`load_and_validate`] does both. [`json_schema`] describes the format for editors.
 
+mod issue;
+mod load;
+mod locate;
+mod targets;
 mod types;
+mod validate;
 
+pub use issue::{ProfileError, ProfileErrors, ProfileIssue};
+pub use load::{load, load_and_validate, parse, Source};
+pub use locate::{Locator, Position};
+pub use targets::{check_targets, check_targets_in, host_of_address, is_loopback_host};
 pub use types::*;
+pub use validate::{validate, FAULT_KINDS};
+
+/// JSON Schema (draft 2020-12) of the profile format, for editors (`stampede schema`).
+pub fn json_schema() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(Profile)).unwrap_or(serde_json::Value::Null)
+}

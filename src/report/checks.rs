@@ -1,0 +1,147 @@
+//! A profile's `checks:` evaluated against a finished report. A figure the report
+//! lacks fails its check with a message saying so: a guard must never pass silently.
+
+use std::time::Duration;
+
+use crate::placement::AccountingMode;
+use crate::profile::{Bound, Checks};
+
+use super::model::{CheckOutcome, Report, RunResult};
+
+/// Evaluate `checks` on every run of `report`, in run order then check order
+/// (cv, max_over_mean, jain, error_rate, p99_latency, lost, duplicated). A run whose
+/// `settings["accounting"]` names a mode listed under `per_mode` uses that mode's
+/// checks in place of the shared ones they name.
+pub fn evaluate(checks: &Checks, report: &Report) -> Vec<CheckOutcome> {
+    let mut out = Vec::new();
+    for run in &report.runs {
+        let c = effective(checks, run);
+        let bounded = |out: &mut Vec<CheckOutcome>, name: &str, b: &Option<Bound>, actual| {
+            if let Some(b) = b {
+                out.push(check_bound(&run.label, name, b, actual));
+            }
+        };
+        let skew = |f: fn(&RunResult) -> f64| {
+            if run.skew.counts.is_empty() {
+                Err("no per-node counts in this run".to_string())
+            } else {
+                Ok(f(run))
+            }
+        };
+        bounded(&mut out, "cv", &c.cv, skew(|r| r.skew.cv));
+        bounded(
+            &mut out,
+            "max_over_mean",
+            &c.max_over_mean,
+            skew(|r| r.skew.max_over_mean),
+        );
+        bounded(&mut out, "jain", &c.jain, skew(|r| r.skew.jain));
+        let error_rate = if run.requests == 0 {
+            Err("no requests were sent".to_string())
+        } else {
+            Ok(run.error_rate)
+        };
+        bounded(&mut out, "error_rate", &c.error_rate, error_rate);
+        if let Some(l) = &c.p99_latency {
+            let bound = Bound {
+                min: None,
+                max: Some(l.max.as_secs_f64() * 1000.0),
+            };
+            let actual = if run.latency.count == 0 {
+                Err("no latency samples".to_string())
+            } else {
+                Ok(run.latency.p99_ms)
+            };
+            let mut o = check_bound(&run.label, "p99_latency", &bound, actual);
+            o.bound = format!("<= {}", humantime::format_duration(round_ms(l.max)));
+            out.push(o);
+        }
+        let finding = |pick: fn(&super::model::CheckerResult) -> u64, name: &str| match &run.checker
+        {
+            Some(ch) => Ok(pick(ch) as f64),
+            None => Err(format!(
+                "no checker result in this run: `{name}` cannot be checked"
+            )),
+        };
+        bounded(
+            &mut out,
+            "lost",
+            &c.lost,
+            finding(|ch| ch.lost.count, "lost"),
+        );
+        bounded(
+            &mut out,
+            "duplicated",
+            &c.duplicated,
+            finding(|ch| ch.duplicated.count, "duplicated"),
+        );
+    }
+    out
+}
+
+/// The checks that apply to `run`: shared ones with its mode's overrides applied.
+fn effective(checks: &Checks, run: &RunResult) -> Checks {
+    let mode: Option<AccountingMode> = run.setting("accounting").and_then(|m| m.parse().ok());
+    let Some(o) = mode.and_then(|m| checks.per_mode.get(&m)) else {
+        return checks.clone();
+    };
+    Checks {
+        cv: o.cv.or(checks.cv),
+        max_over_mean: o.max_over_mean.or(checks.max_over_mean),
+        jain: o.jain.or(checks.jain),
+        error_rate: o.error_rate.or(checks.error_rate),
+        p99_latency: o.p99_latency.or(checks.p99_latency),
+        lost: o.lost.or(checks.lost),
+        duplicated: o.duplicated.or(checks.duplicated),
+        per_mode: Default::default(),
+    }
+}
+
+fn round_ms(d: Duration) -> Duration {
+    Duration::from_millis(d.as_millis().min(u128::from(u64::MAX)) as u64)
+}
+
+/// `>= 0.9, <= 1` style text of a bound.
+pub fn bound_text(b: &Bound) -> String {
+    let mut parts = Vec::new();
+    if let Some(min) = b.min {
+        parts.push(format!(">= {min}"));
+    }
+    if let Some(max) = b.max {
+        parts.push(format!("<= {max}"));
+    }
+    if parts.is_empty() {
+        "none".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+fn check_bound(run: &str, name: &str, b: &Bound, actual: Result<f64, String>) -> CheckOutcome {
+    let bound = bound_text(b);
+    let (actual, passed, message) = match actual {
+        Err(why) => (None, false, format!("{name}: {why}")),
+        Ok(x) if !x.is_finite() => (Some(x), false, format!("{name} is not a finite number")),
+        Ok(x) => {
+            if let Some(min) = b.min.filter(|&m| x < m) {
+                (Some(x), false, format!("{name} {} < min {min}", fmt(x)))
+            } else if let Some(max) = b.max.filter(|&m| x > m) {
+                (Some(x), false, format!("{name} {} > max {max}", fmt(x)))
+            } else {
+                (Some(x), true, format!("{name} {} within {bound}", fmt(x)))
+            }
+        }
+    };
+    CheckOutcome {
+        run: run.to_string(),
+        check: name.to_string(),
+        bound,
+        actual,
+        passed,
+        message,
+    }
+}
+
+fn fmt(x: f64) -> String {
+    format!("{x:.4}")
+}

@@ -1,0 +1,132 @@
+//! Number and bar formatting shared by the text reporters, so that Markdown, terminal
+//! and comparison output agree to the digit.
+
+use super::model::{Report, RunResult};
+
+/// Width in characters of a full per-node bar.
+pub const BAR_WIDTH: usize = 30;
+
+/// A ratio such as CV or Jain: three decimals.
+pub fn ratio(x: f64) -> String {
+    format!("{x:.3}")
+}
+
+/// Milliseconds: one decimal below 10 s, whole numbers above.
+pub fn ms(x: f64) -> String {
+    if x.abs() >= 10_000.0 {
+        format!("{x:.0} ms")
+    } else {
+        format!("{x:.1} ms")
+    }
+}
+
+/// An optional figure in milliseconds, `-` when absent.
+pub fn opt_ms(x: Option<f64>) -> String {
+    x.map_or_else(|| "-".to_string(), ms)
+}
+
+/// A fraction as a percentage with two decimals.
+pub fn percent(x: f64) -> String {
+    format!("{:.2}%", x * 100.0)
+}
+
+/// vCPU with one decimal.
+pub fn vcpu(x: f64) -> String {
+    format!("{x:.1}")
+}
+
+/// Final sandbox count of a run (sum over nodes).
+pub fn total_sandboxes(run: &RunResult) -> u64 {
+    run.skew.counts.iter().sum()
+}
+
+/// Headline of a report: PASSED, FAILED or INCOMPLETE (with the reason).
+pub fn verdict(report: &Report) -> String {
+    if report.incomplete {
+        match &report.incomplete_reason {
+            Some(r) => format!("INCOMPLETE ({r})"),
+            None => "INCOMPLETE".to_string(),
+        }
+    } else if report.passed {
+        "PASSED".to_string()
+    } else {
+        "FAILED".to_string()
+    }
+}
+
+/// A bar of `value` out of `max`, [`BAR_WIDTH`] cells wide, padded with spaces.
+pub fn bar(value: u64, max: u64) -> String {
+    let filled = if max == 0 {
+        0
+    } else {
+        // Round to the nearest cell; any non-zero value shows at least one cell.
+        let cells = ((value as f64 / max as f64) * BAR_WIDTH as f64).round() as usize;
+        if value > 0 {
+            cells.clamp(1, BAR_WIDTH)
+        } else {
+            0
+        }
+    };
+    format!("{}{}", "█".repeat(filled), " ".repeat(BAR_WIDTH - filled))
+}
+
+/// E2B benchmark-style bars, one line per node: `node-03 |█████     | 47`.
+pub fn node_bars(run: &RunResult) -> Vec<String> {
+    let max = run.nodes.iter().map(|n| n.sandboxes).max().unwrap_or(0);
+    let width = run.nodes.iter().map(|n| n.id.len()).max().unwrap_or(0);
+    run.nodes
+        .iter()
+        .map(|n| {
+            format!(
+                "{:<width$} |{}| {}",
+                n.id,
+                bar(n.sandboxes, max),
+                n.sandboxes
+            )
+        })
+        .collect()
+}
+
+/// `k=v k=v` of a run's settings (empty when none).
+pub fn settings_line(run: &RunResult) -> String {
+    run.settings
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Header of the cross-run comparison table.
+pub const COMPARISON_HEADER: [&str; 12] = [
+    "run",
+    "sandboxes",
+    "CV",
+    "max/mean",
+    "Jain",
+    "min",
+    "max",
+    "acct err (vCPU)",
+    "p50",
+    "p99",
+    "error rate",
+    "retries",
+];
+
+/// One row of the cross-run comparison table.
+pub fn comparison_row(run: &RunResult) -> Vec<String> {
+    vec![
+        run.label.clone(),
+        total_sandboxes(run).to_string(),
+        ratio(run.skew.cv),
+        ratio(run.skew.max_over_mean),
+        ratio(run.skew.jain),
+        run.skew.min.to_string(),
+        run.skew.max.to_string(),
+        run.accounting_error
+            .map_or_else(|| "-".into(), |a| vcpu(a.mean_abs_vcpu)),
+        ms(run.latency.p50_ms),
+        ms(run.latency.p99_ms),
+        percent(run.error_rate),
+        run.retries.to_string(),
+    ]
+}

@@ -1,0 +1,255 @@
+//! `report.html`: self-contained (inline CSS and SVG, no scripts), a pure function of
+//! a finished [`Report`] into a writer.
+
+use std::io::{self, Write};
+
+use super::format::*;
+use super::markdown::checker_rows;
+use super::model::{Report, RunResult};
+use super::svg::{bars, esc, lines};
+
+const CSS: &str = "body{font-family:system-ui,sans-serif;margin:2em;max-width:72em;color:#222}\
+table{border-collapse:collapse;margin:.5em 0 1em}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:right}\
+th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}.fail{color:#b00;font-weight:bold}\
+.pass{color:#070}pre{background:#f7f7f7;padding:.5em}svg{display:block;margin:.5em 0}";
+
+/// Write `report` as one HTML page with inline charts.
+pub fn write_html(report: &Report, mut w: impl Write) -> io::Result<()> {
+    let w = &mut w;
+    writeln!(
+        w,
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+    )?;
+    writeln!(
+        w,
+        "<title>stampede: {}</title><style>{CSS}</style></head><body>",
+        esc(&report.profile)
+    )?;
+    writeln!(w, "<h1>stampede report: {}</h1>", esc(&report.profile))?;
+    if !report.description.is_empty() {
+        writeln!(w, "<p>{}</p>", esc(report.description.trim()))?;
+    }
+    let class = if report.passed && !report.incomplete {
+        "pass"
+    } else {
+        "fail"
+    };
+    writeln!(
+        w,
+        "<p class=\"{class}\">{}</p><p>{} · seed {} · started {}{} · schema v{}</p>",
+        esc(&verdict(report)),
+        esc(&report.tool),
+        report.seed,
+        esc(&report.started_at),
+        if report.simulated {
+            " · simulated"
+        } else {
+            ""
+        },
+        report.schema_version
+    )?;
+    if report.runs.len() > 1 {
+        writeln!(w, "<h2>Comparison</h2>")?;
+        let rows: Vec<Vec<String>> = report.runs.iter().map(comparison_row).collect();
+        table(w, &COMPARISON_HEADER, &rows)?;
+        let cvs: Vec<(String, f64)> = report
+            .runs
+            .iter()
+            .map(|r| (r.label.clone(), r.skew.cv))
+            .collect();
+        writeln!(w, "{}", bars("CV per run", &cvs, ""))?;
+    }
+    for run in &report.runs {
+        write_run(w, run)?;
+    }
+    if !report.checks.is_empty() {
+        writeln!(w, "<h2>Checks</h2>")?;
+        let rows: Vec<Vec<String>> = report
+            .checks
+            .iter()
+            .map(|c| {
+                vec![
+                    c.run.clone(),
+                    c.check.clone(),
+                    c.bound.clone(),
+                    c.actual.map_or_else(|| "-".into(), |a| format!("{a:.4}")),
+                    if c.passed {
+                        "pass".into()
+                    } else {
+                        "FAIL".into()
+                    },
+                    c.message.clone(),
+                ]
+            })
+            .collect();
+        table(
+            w,
+            &["run", "check", "bound", "actual", "result", "message"],
+            &rows,
+        )?;
+    }
+    writeln!(w, "</body></html>")
+}
+
+fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
+    writeln!(w, "<h2>Run {}</h2>", esc(&run.label))?;
+    let settings = settings_line(run);
+    if !settings.is_empty() {
+        writeln!(w, "<p><code>{}</code></p>", esc(&settings))?;
+    }
+    let s = &run.skew;
+    let l = &run.latency;
+    table(
+        w,
+        &[
+            "sandboxes",
+            "CV",
+            "min",
+            "mean",
+            "max",
+            "max/mean",
+            "Jain",
+            "error rate",
+            "retries",
+            "refusals",
+        ],
+        &[vec![
+            total_sandboxes(run).to_string(),
+            ratio(s.cv),
+            s.min.to_string(),
+            format!("{:.2}", s.mean),
+            s.max.to_string(),
+            ratio(s.max_over_mean),
+            ratio(s.jain),
+            percent(run.error_rate),
+            run.retries.to_string(),
+            run.refusals.to_string(),
+        ]],
+    )?;
+    if !run.timeline.is_empty() {
+        let xs: Vec<f64> = run.timeline.iter().map(|p| p.t_ms).collect();
+        let series: Vec<(String, Vec<f64>)> = run
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let ys = run
+                    .timeline
+                    .iter()
+                    .map(|p| p.sandboxes.get(i).copied().unwrap_or(0) as f64)
+                    .collect();
+                (n.id.clone(), ys)
+            })
+            .collect();
+        writeln!(w, "<h3>Sandboxes per node over time</h3>")?;
+        writeln!(
+            w,
+            "{}",
+            lines("sandboxes per node over time", &xs, &series, "")
+        )?;
+        let errs: Vec<f64> = run
+            .timeline
+            .iter()
+            .map(|p| p.accounting_error_vcpu.unwrap_or(0.0))
+            .collect();
+        if run
+            .timeline
+            .iter()
+            .any(|p| p.accounting_error_vcpu.is_some())
+        {
+            writeln!(w, "<h3>Accounting error over time (vCPU)</h3>")?;
+            let s = vec![("accounting error".to_string(), errs)];
+            writeln!(w, "{}", lines("accounting error over time", &xs, &s, ""))?;
+        }
+    }
+    writeln!(w, "<h3>Final sandboxes per node</h3>")?;
+    let items: Vec<(String, f64)> = run
+        .nodes
+        .iter()
+        .map(|n| (n.id.clone(), n.sandboxes as f64))
+        .collect();
+    writeln!(w, "{}", bars("final sandboxes per node", &items, ""))?;
+    writeln!(w, "<pre>{}</pre>", esc(&node_bars(run).join("\n")))?;
+    writeln!(w, "<h3>Create latency ({} samples)</h3>", l.count)?;
+    let lat = vec![
+        ("p50".to_string(), l.p50_ms),
+        ("p90".to_string(), l.p90_ms),
+        ("p99".to_string(), l.p99_ms),
+        ("p99.9".to_string(), l.p999_ms),
+        ("max".to_string(), l.max_ms),
+    ];
+    writeln!(w, "{}", bars("latency percentiles", &lat, " ms"))?;
+    if !run.statuses.is_empty() {
+        let rows: Vec<Vec<String>> = run
+            .statuses
+            .iter()
+            .map(|(k, v)| vec![k.clone(), v.to_string()])
+            .collect();
+        table(w, &["status", "count"], &rows)?;
+    }
+    if !run.faults.is_empty() {
+        writeln!(w, "<h3>Fault timeline</h3>")?;
+        let rows: Vec<Vec<String>> = run
+            .faults
+            .iter()
+            .map(|f| {
+                vec![
+                    f.id.clone(),
+                    f.kind.clone(),
+                    f.nodes.join(", "),
+                    ms(f.applied_at_ms),
+                    opt_ms(f.healed_at_ms),
+                    f.attempted.to_string(),
+                    f.ok.to_string(),
+                    f.failed.to_string(),
+                    f.placements_to_faulty.to_string(),
+                    opt_ms(f.time_to_avoid_ms),
+                    opt_ms(f.time_to_reuse_ms),
+                ]
+            })
+            .collect();
+        table(
+            w,
+            &[
+                "fault",
+                "kind",
+                "nodes",
+                "applied",
+                "healed",
+                "attempted",
+                "ok",
+                "failed",
+                "to faulty",
+                "time to avoid",
+                "time to reuse",
+            ],
+            &rows,
+        )?;
+    }
+    if let Some(c) = &run.checker {
+        writeln!(w, "<h3>Checker</h3>")?;
+        let rows: Vec<Vec<String>> = checker_rows(c)
+            .iter()
+            .map(|(name, f)| vec![name.to_string(), f.count.to_string(), f.ids.join(", ")])
+            .collect();
+        table(w, &["finding", "count", "ids (first 20)"], &rows)?;
+    }
+    Ok(())
+}
+
+fn table(w: &mut impl Write, header: &[&str], rows: &[Vec<String>]) -> io::Result<()> {
+    write!(w, "<table><tr>")?;
+    for h in header {
+        write!(w, "<th>{}</th>", esc(h))?;
+    }
+    write!(w, "</tr>")?;
+    for r in rows {
+        write!(w, "<tr>")?;
+        for c in r {
+            let class = if c == "FAIL" { " class=\"fail\"" } else { "" };
+            write!(w, "<td{class}>{}</td>", esc(c))?;
+        }
+        write!(w, "</tr>")?;
+    }
+    writeln!(w, "</table>")
+}

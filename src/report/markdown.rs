@@ -1,0 +1,286 @@
+//! `report.md`: a pure function of a finished [`Report`] into a writer.
+
+use std::io::{self, Write};
+
+use super::format::*;
+use super::model::{CheckerResult, FaultWindow, Report, RunResult};
+
+/// Write `report` as Markdown.
+pub fn write_markdown(report: &Report, mut w: impl Write) -> io::Result<()> {
+    let w = &mut w;
+    writeln!(w, "# stampede report: {}", report.profile)?;
+    writeln!(w)?;
+    if !report.description.is_empty() {
+        writeln!(w, "{}", report.description.trim())?;
+        writeln!(w)?;
+    }
+    table(
+        w,
+        &["", ""],
+        &[
+            vec!["result".into(), format!("**{}**", verdict(report))],
+            vec!["tool".into(), report.tool.clone()],
+            vec!["seed".into(), report.seed.to_string()],
+            vec!["started".into(), report.started_at.clone()],
+            vec![
+                "simulated".into(),
+                if report.simulated { "yes" } else { "no" }.into(),
+            ],
+            vec!["schema".into(), format!("v{}", report.schema_version)],
+        ],
+    )?;
+    if report.runs.len() > 1 {
+        writeln!(w, "## Comparison")?;
+        writeln!(w)?;
+        let rows: Vec<Vec<String>> = report.runs.iter().map(comparison_row).collect();
+        table(w, &COMPARISON_HEADER, &rows)?;
+    }
+    for run in &report.runs {
+        write_run(w, run)?;
+    }
+    if !report.checks.is_empty() {
+        writeln!(w, "## Checks")?;
+        writeln!(w)?;
+        let rows: Vec<Vec<String>> = report
+            .checks
+            .iter()
+            .map(|c| {
+                vec![
+                    c.run.clone(),
+                    c.check.clone(),
+                    c.bound.clone(),
+                    c.actual.map_or_else(|| "-".into(), |a| format!("{a:.4}")),
+                    if c.passed { "pass" } else { "**FAIL**" }.into(),
+                    c.message.clone(),
+                ]
+            })
+            .collect();
+        table(
+            w,
+            &["run", "check", "bound", "actual", "result", "message"],
+            &rows,
+        )?;
+    }
+    Ok(())
+}
+
+fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
+    writeln!(w, "## Run `{}`", run.label)?;
+    writeln!(w)?;
+    let settings = settings_line(run);
+    if !settings.is_empty() {
+        writeln!(w, "Settings: `{settings}`")?;
+        writeln!(w)?;
+    }
+    writeln!(w, "### Placement skew")?;
+    writeln!(w)?;
+    let s = &run.skew;
+    table(
+        w,
+        &[
+            "nodes",
+            "sandboxes",
+            "mean",
+            "std dev",
+            "CV",
+            "min",
+            "max",
+            "max/mean",
+            "Jain",
+        ],
+        &[vec![
+            s.counts.len().to_string(),
+            total_sandboxes(run).to_string(),
+            format!("{:.2}", s.mean),
+            format!("{:.2}", s.std_dev),
+            ratio(s.cv),
+            s.min.to_string(),
+            s.max.to_string(),
+            ratio(s.max_over_mean),
+            ratio(s.jain),
+        ]],
+    )?;
+    if !run.nodes.is_empty() {
+        writeln!(w, "```text")?;
+        for line in node_bars(run) {
+            writeln!(w, "{line}")?;
+        }
+        writeln!(w, "```")?;
+        writeln!(w)?;
+    }
+    if let Some(a) = run.accounting_error {
+        writeln!(
+            w,
+            "Accounting error (|believed - true| vCPU): mean {}, max {} over {} samples.",
+            vcpu(a.mean_abs_vcpu),
+            vcpu(a.max_abs_vcpu),
+            a.samples
+        )?;
+        writeln!(w)?;
+    }
+    writeln!(w, "### Requests")?;
+    writeln!(w)?;
+    let l = &run.latency;
+    table(
+        w,
+        &[
+            "requests",
+            "ok",
+            "failed",
+            "error rate",
+            "retries",
+            "refusals",
+            "wall",
+        ],
+        &[vec![
+            run.requests.to_string(),
+            run.ok.to_string(),
+            run.failed.to_string(),
+            percent(run.error_rate),
+            run.retries.to_string(),
+            run.refusals.to_string(),
+            ms(run.wall_ms),
+        ]],
+    )?;
+    table(
+        w,
+        &[
+            "latency samples",
+            "p50",
+            "p90",
+            "p99",
+            "p99.9",
+            "max",
+            "mean",
+        ],
+        &[vec![
+            l.count.to_string(),
+            ms(l.p50_ms),
+            ms(l.p90_ms),
+            ms(l.p99_ms),
+            ms(l.p999_ms),
+            ms(l.max_ms),
+            ms(l.mean_ms),
+        ]],
+    )?;
+    if !run.statuses.is_empty() {
+        let rows: Vec<Vec<String>> = run
+            .statuses
+            .iter()
+            .map(|(k, v)| vec![k.clone(), v.to_string()])
+            .collect();
+        table(w, &["status", "count"], &rows)?;
+    }
+    let t = &run.send;
+    if let Some(spread) = t.burst_spread_ms {
+        writeln!(w, "Burst send spread (first to last send): {}.", ms(spread))?;
+        writeln!(w)?;
+    }
+    if t.lateness_p50_ms.is_some() || t.lateness_p99_ms.is_some() || t.lateness_max_ms.is_some() {
+        writeln!(
+            w,
+            "Send lateness after the intended time: p50 {}, p99 {}, max {}.",
+            opt_ms(t.lateness_p50_ms),
+            opt_ms(t.lateness_p99_ms),
+            opt_ms(t.lateness_max_ms)
+        )?;
+        writeln!(w)?;
+    }
+    if !run.faults.is_empty() {
+        write_faults(w, &run.faults)?;
+    }
+    if let Some(c) = &run.checker {
+        write_checker(w, c)?;
+    }
+    Ok(())
+}
+
+fn write_faults(w: &mut impl Write, faults: &[FaultWindow]) -> io::Result<()> {
+    writeln!(w, "### Fault timeline")?;
+    writeln!(w)?;
+    let rows: Vec<Vec<String>> = faults
+        .iter()
+        .map(|f| {
+            vec![
+                f.id.clone(),
+                f.kind.clone(),
+                f.nodes.join(", "),
+                ms(f.applied_at_ms),
+                opt_ms(f.healed_at_ms),
+                f.attempted.to_string(),
+                f.ok.to_string(),
+                f.failed.to_string(),
+                f.placements_to_faulty.to_string(),
+                opt_ms(f.time_to_avoid_ms),
+                opt_ms(f.time_to_reuse_ms),
+            ]
+        })
+        .collect();
+    table(
+        w,
+        &[
+            "fault",
+            "kind",
+            "nodes",
+            "applied",
+            "healed",
+            "attempted",
+            "ok",
+            "failed",
+            "to faulty",
+            "time to avoid",
+            "time to reuse",
+        ],
+        &rows,
+    )
+}
+
+fn write_checker(w: &mut impl Write, c: &CheckerResult) -> io::Result<()> {
+    writeln!(w, "### Checker")?;
+    writeln!(w)?;
+    let rows: Vec<Vec<String>> = checker_rows(c)
+        .into_iter()
+        .map(|(name, f)| {
+            let mut ids = f.ids.join(", ");
+            if f.count > f.ids.len() as u64 {
+                ids.push_str(", ...");
+            }
+            vec![name.to_string(), f.count.to_string(), ids]
+        })
+        .collect();
+    table(w, &["finding", "count", "ids (first 20)"], &rows)
+}
+
+/// The checker's findings with their report names, in a fixed order.
+pub fn checker_rows(c: &CheckerResult) -> [(&'static str, &super::model::Finding); 5] {
+    [
+        ("lost", &c.lost),
+        ("lost_to_node_restart", &c.lost_to_node_restart),
+        ("duplicated", &c.duplicated),
+        ("orphaned", &c.orphaned),
+        ("recovered", &c.recovered),
+    ]
+}
+
+/// A GitHub-flavoured Markdown table followed by a blank line; `|` in cells escaped.
+fn table(w: &mut impl Write, header: &[&str], rows: &[Vec<String>]) -> io::Result<()> {
+    let esc = |s: &str| s.replace('|', "\\|");
+    writeln!(
+        w,
+        "| {} |",
+        header
+            .iter()
+            .map(|h| esc(h))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    )?;
+    writeln!(w, "|{}|", vec!["---"; header.len()].join("|"))?;
+    for r in rows {
+        writeln!(
+            w,
+            "| {} |",
+            r.iter().map(|c| esc(c)).collect::<Vec<_>>().join(" | ")
+        )?;
+    }
+    writeln!(w)
+}

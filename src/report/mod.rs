@@ -1,0 +1,30 @@
+//! Run reports: the model (`report.json`, versioned), its figures, and pure writers
+//! into any `Write` (JSON, Markdown, terminal tables, HTML), plus the profile's checks
+//! and the comparison of two reports.
+
+mod checks;
+mod compare;
+mod format;
+mod html;
+mod markdown;
+mod model;
+mod output;
+mod stats;
+mod svg;
+mod terminal;
+
+pub use checks::{bound_text, evaluate};
+pub use compare::{compare, write_comparison, Comparison, Delta, RunComparison};
+pub use html::write_html;
+pub use markdown::write_markdown;
+pub use model::*;
+pub use output::{
+    compact_utc, now_rfc3339, read_json, write_json, write_report_dir, ReadReportError,
+};
+pub use stats::{LatencySummary, SkewStats};
+pub use terminal::write_terminal;
+
+/// JSON Schema of `report.json` (documented in `reports/README.md`).
+pub fn json_schema() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(Report)).unwrap_or(serde_json::Value::Null)
+}

@@ -1,0 +1,288 @@
+//! The report: one serde tree, versioned, deterministic (no maps with random order),
+//! written by every reporter and read back by `stampede compare`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::stats::{LatencySummary, SkewStats};
+
+/// Version of the `report.json` layout; bumped on any incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A finished (or interrupted) `stampede run` / `stampede sim`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Report {
+    /// Layout version, [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// `stampede <version>`.
+    pub tool: String,
+    /// The profile's `name`.
+    pub profile: String,
+    /// The profile's `description`.
+    #[serde(default)]
+    pub description: String,
+    /// The profile's `seed`.
+    pub seed: u64,
+    /// True when produced by the simulator (virtual time).
+    pub simulated: bool,
+    /// True when the run was interrupted or a part crashed: figures cover what ran.
+    pub incomplete: bool,
+    /// Why the run is incomplete.
+    #[serde(default)]
+    pub incomplete_reason: Option<String>,
+    /// RFC 3339 UTC start time; the only wall-clock field (a simulation may fix it).
+    pub started_at: String,
+    /// One entry per run (accounting mode, or point of a sweep).
+    pub runs: Vec<RunResult>,
+    /// Outcome of the profile's `checks:`.
+    #[serde(default)]
+    pub checks: Vec<CheckOutcome>,
+    /// True when no check failed and the report is complete.
+    pub passed: bool,
+}
+
+impl Report {
+    /// An empty report of the current version for `profile`, to be filled in.
+    pub fn new(profile: &str, description: &str, seed: u64, started_at: &str) -> Self {
+        Report {
+            schema_version: SCHEMA_VERSION,
+            tool: format!("stampede {}", env!("CARGO_PKG_VERSION")),
+            profile: profile.to_string(),
+            description: description.to_string(),
+            seed,
+            simulated: false,
+            incomplete: false,
+            incomplete_reason: None,
+            started_at: started_at.to_string(),
+            runs: Vec::new(),
+            checks: Vec::new(),
+            passed: true,
+        }
+    }
+
+    /// The run labelled `label`.
+    pub fn run(&self, label: &str) -> Option<&RunResult> {
+        self.runs.iter().find(|r| r.label == label)
+    }
+
+    /// Store check outcomes and derive `passed` (all passed and the run complete).
+    pub fn set_checks(&mut self, checks: Vec<CheckOutcome>) {
+        self.passed = !self.incomplete && checks.iter().all(|c| c.passed);
+        self.checks = checks;
+    }
+}
+
+/// Figures of one run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RunResult {
+    /// Name of the run, e.g. `reported` or `accounting=reported k=3 replicas=1`.
+    pub label: String,
+    /// The varied settings of this run (`accounting`, `k`, `replicas`, ...).
+    #[serde(default)]
+    pub settings: BTreeMap<String, String>,
+    /// Final per-node truth, in node order.
+    pub nodes: Vec<NodeFigures>,
+    /// Skew of the final per-node sandbox counts.
+    pub skew: SkewStats,
+    /// Placement service's believed vCPU against the nodes' truth over the run.
+    #[serde(default)]
+    pub accounting_error: Option<AccountingError>,
+    /// Create latency (client side, from the intended send time).
+    pub latency: LatencySummary,
+    /// Outcomes by HTTP status (`"201"`, `"503"`) or kind (`"timeout"`, `"transport_error"`).
+    pub statuses: BTreeMap<String, u64>,
+    /// Creates attempted.
+    pub requests: u64,
+    /// Creates answered 201.
+    pub ok: u64,
+    /// Creates that did not get a 201.
+    pub failed: u64,
+    /// `failed / requests` (0 when nothing was sent).
+    pub error_rate: f64,
+    /// Placement attempts retried by the service.
+    pub retries: u64,
+    /// ResourceExhausted answers the service received from nodes.
+    pub refusals: u64,
+    /// How precisely the workload kept its schedule.
+    #[serde(default)]
+    pub send: SendTiming,
+    /// Per-node counts sampled during the run.
+    #[serde(default)]
+    pub timeline: Vec<TimelinePoint>,
+    /// Chaos fault windows, in order applied.
+    #[serde(default)]
+    pub faults: Vec<FaultWindow>,
+    /// Set checker findings, when the run checked inventories.
+    #[serde(default)]
+    pub checker: Option<CheckerResult>,
+    /// Wall (or virtual) duration of the run in milliseconds.
+    pub wall_ms: f64,
+}
+
+impl RunResult {
+    /// The value of setting `key` (e.g. `accounting`).
+    pub fn setting(&self, key: &str) -> Option<&str> {
+        self.settings.get(key).map(String::as_str)
+    }
+}
+
+/// Final truth of one node.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct NodeFigures {
+    /// Node id (`node-03`).
+    pub id: String,
+    /// Sandboxes running on it.
+    pub sandboxes: u64,
+    /// vCPU allocated on it (truth).
+    pub allocated_vcpu: f64,
+    /// vCPU the placement service believed allocated, when known.
+    #[serde(default)]
+    pub believed_vcpu: Option<f64>,
+}
+
+/// |believed - true| allocated vCPU, over nodes and samples.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct AccountingError {
+    /// Mean over samples and nodes.
+    pub mean_abs_vcpu: f64,
+    /// Largest single difference.
+    pub max_abs_vcpu: f64,
+    /// Node samples the figures cover.
+    pub samples: u64,
+}
+
+impl AccountingError {
+    /// Mean and max of |believed - truth| over `(believed, truth)` pairs; `None` when
+    /// there are none.
+    pub fn from_pairs(pairs: impl IntoIterator<Item = (f64, f64)>) -> Option<Self> {
+        let mut sum = 0.0;
+        let mut max: f64 = 0.0;
+        let mut n = 0u64;
+        for (b, t) in pairs {
+            let d = (b - t).abs();
+            sum += d;
+            max = max.max(d);
+            n += 1;
+        }
+        (n > 0).then(|| AccountingError {
+            mean_abs_vcpu: sum / n as f64,
+            max_abs_vcpu: max,
+            samples: n,
+        })
+    }
+}
+
+/// Send precision: burst spread or open-model lateness.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SendTiming {
+    /// Burst: time between the first and the last send.
+    #[serde(default)]
+    pub burst_spread_ms: Option<f64>,
+    /// Rate: median delay of a send after its intended time.
+    #[serde(default)]
+    pub lateness_p50_ms: Option<f64>,
+    /// Rate: 99th percentile of that delay.
+    #[serde(default)]
+    pub lateness_p99_ms: Option<f64>,
+    /// Rate: largest delay.
+    #[serde(default)]
+    pub lateness_max_ms: Option<f64>,
+}
+
+/// Per-node counts at one instant.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TimelinePoint {
+    /// Milliseconds since the workload started.
+    pub t_ms: f64,
+    /// Sandboxes per node, in the order of [`RunResult::nodes`].
+    pub sandboxes: Vec<u64>,
+    /// Mean |believed - true| vCPU over nodes at this instant, when known.
+    #[serde(default)]
+    pub accounting_error_vcpu: Option<f64>,
+}
+
+/// One chaos fault and what happened while it was active.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct FaultWindow {
+    /// Fault id (as the admin API returned it, or the step index).
+    pub id: String,
+    /// Fault kind (`kill`, `hang`, ...).
+    pub kind: String,
+    /// Nodes it applied to.
+    pub nodes: Vec<String>,
+    /// When it was applied, ms since the workload started.
+    pub applied_at_ms: f64,
+    /// When it was healed; none if it never was.
+    #[serde(default)]
+    pub healed_at_ms: Option<f64>,
+    /// Creates sent during the window.
+    pub attempted: u64,
+    /// Of which answered 201.
+    pub ok: u64,
+    /// Of which failed.
+    pub failed: u64,
+    /// Placements the service sent to a faulty node during the window.
+    pub placements_to_faulty: u64,
+    /// Time from the fault until the service stopped choosing the faulty nodes.
+    #[serde(default)]
+    pub time_to_avoid_ms: Option<f64>,
+    /// Time from the heal until a healed node received work again.
+    #[serde(default)]
+    pub time_to_reuse_ms: Option<f64>,
+}
+
+/// Set-checker findings (design.md 2.6).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CheckerResult {
+    /// 201 to the client, on no node, not deleted or expired.
+    pub lost: Finding,
+    /// Lost, but on a node a fault restarted (expected).
+    pub lost_to_node_restart: Finding,
+    /// One id on two nodes, or two sandboxes for one request.
+    pub duplicated: Finding,
+    /// On a node, unknown to the client.
+    pub orphaned: Finding,
+    /// Unknown outcome for the client, but the sandbox exists.
+    pub recovered: Finding,
+}
+
+/// A count and the first ids behind it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Finding {
+    /// How many.
+    pub count: u64,
+    /// The first [`Finding::MAX_IDS`] ids, sorted.
+    pub ids: Vec<String>,
+}
+
+impl Finding {
+    /// Ids kept in a report per finding.
+    pub const MAX_IDS: usize = 20;
+
+    /// A finding of all `ids` (counted), keeping the first [`Finding::MAX_IDS`] sorted.
+    pub fn from_ids(ids: impl IntoIterator<Item = String>) -> Self {
+        let mut all: Vec<String> = ids.into_iter().collect();
+        all.sort();
+        let count = all.len() as u64;
+        all.truncate(Self::MAX_IDS);
+        Finding { count, ids: all }
+    }
+}
+
+/// Outcome of one check on one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CheckOutcome {
+    /// Label of the run checked.
+    pub run: String,
+    /// Check name (`cv`, `p99_latency`, ...).
+    pub check: String,
+    /// The bound as written, e.g. `<= 0.1` or `>= 0.9, <= 1`.
+    pub bound: String,
+    /// The measured figure; none when missing.
+    pub actual: Option<f64>,
+    /// Whether the figure is within the bound.
+    pub passed: bool,
+    /// Human sentence: `cv 1.14 > max 0.1`, `no checker result: lost cannot be checked`.
+    pub message: String,
+}

@@ -1,0 +1,125 @@
+//! `report.json` and the report directory `reports/<profile>-<UTC time>/`.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use super::html::write_html;
+use super::markdown::write_markdown;
+use super::model::Report;
+
+/// Write `report` as pretty-printed JSON (stable field order) with a final newline.
+pub fn write_json(report: &Report, mut w: impl Write) -> io::Result<()> {
+    serde_json::to_writer_pretty(&mut w, report).map_err(io::Error::other)?;
+    writeln!(w)
+}
+
+/// Read a `report.json`, refusing a schema version this build does not know.
+pub fn read_json(path: &Path) -> Result<Report, ReadReportError> {
+    let text = fs::read_to_string(path).map_err(|source| ReadReportError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let report: Report = serde_json::from_str(&text).map_err(|source| ReadReportError::Parse {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if report.schema_version != super::model::SCHEMA_VERSION {
+        return Err(ReadReportError::Version {
+            path: path.to_path_buf(),
+            found: report.schema_version,
+        });
+    }
+    Ok(report)
+}
+
+/// Why a `report.json` could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadReportError {
+    /// The file could not be read.
+    #[error("{}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: io::Error,
+    },
+    /// The file is not a report.
+    #[error("{}:{}:{}: not a stampede report: {source}", path.display(), source.line(), source.column())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The JSON error.
+        source: serde_json::Error,
+    },
+    /// A report of another layout version.
+    #[error("{}: report schema_version {found}, this stampede reads {}", path.display(), super::model::SCHEMA_VERSION)]
+    Version {
+        /// The file.
+        path: PathBuf,
+        /// The version found.
+        found: u32,
+    },
+}
+
+/// The current UTC time in RFC 3339 with whole seconds (`2026-11-30T02:12:50Z`), for
+/// [`Report::started_at`].
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
+}
+
+/// `yyyymmddThhmmssZ` of an RFC 3339 UTC time (`2026-11-30T02:12:50Z` ->
+/// `20261130T021250Z`); `None` when `rfc3339` is not such a time.
+pub fn compact_utc(rfc3339: &str) -> Option<String> {
+    let t = humantime::parse_rfc3339_weak(rfc3339.trim_end_matches('Z')).ok()?;
+    let s = humantime::format_rfc3339_seconds(t).to_string();
+    Some(s.replace(['-', ':'], ""))
+}
+
+/// Write `report.json`, `report.md` and `report.html` into a new directory
+/// `<parent>/<profile>-<UTC yyyymmddThhmmssZ>/` (time from `started_at`, else now; a
+/// `-2`, `-3`... suffix when it exists already). Returns the directory.
+pub fn write_report_dir(report: &Report, parent: &Path) -> io::Result<PathBuf> {
+    let stamp = compact_utc(&report.started_at)
+        .or_else(|| compact_utc(&now_rfc3339()))
+        .unwrap_or_else(|| "unknown-time".into());
+    let name: String = report
+        .profile
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let base = parent.join(format!("{name}-{stamp}"));
+    fs::create_dir_all(parent)?;
+    let mut dir = base.clone();
+    let mut n = 1;
+    loop {
+        match fs::create_dir(&dir) {
+            Ok(()) => break,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 1000 => {
+                n += 1;
+                dir = PathBuf::from(format!("{}-{n}", base.display()));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    write_file(&dir.join("report.json"), |w| write_json(report, w))?;
+    write_file(&dir.join("report.md"), |w| write_markdown(report, w))?;
+    write_file(&dir.join("report.html"), |w| write_html(report, w))?;
+    Ok(dir)
+}
+
+fn write_file(
+    path: &Path,
+    f: impl FnOnce(&mut io::BufWriter<fs::File>) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut w = io::BufWriter::new(fs::File::create(path)?);
+    f(&mut w)?;
+    w.flush()
+}

@@ -1,0 +1,170 @@
+//! Terminal tables (tabled): a summary per run, one comparison table across runs,
+//! and the checks. A pure function of a finished [`Report`] into a writer.
+
+use std::io::{self, Write};
+
+use tabled::builder::Builder;
+use tabled::settings::Style;
+
+use super::format::*;
+use super::markdown::checker_rows;
+use super::model::{Report, RunResult};
+
+/// Write `report` as plain-text tables for a terminal.
+pub fn write_terminal(report: &Report, mut w: impl Write) -> io::Result<()> {
+    let w = &mut w;
+    let kind = if report.simulated { "simulated" } else { "run" };
+    writeln!(
+        w,
+        "stampede {kind} of `{}` (seed {}): {}",
+        report.profile,
+        report.seed,
+        verdict(report)
+    )?;
+    for run in &report.runs {
+        writeln!(w)?;
+        write_run(w, run)?;
+    }
+    if report.runs.len() > 1 {
+        writeln!(w)?;
+        writeln!(w, "Comparison")?;
+        let mut b = Builder::default();
+        b.push_record(COMPARISON_HEADER);
+        for run in &report.runs {
+            b.push_record(comparison_row(run));
+        }
+        print_table(w, b)?;
+    }
+    if !report.checks.is_empty() {
+        writeln!(w)?;
+        writeln!(w, "Checks")?;
+        let mut b = Builder::default();
+        b.push_record(["run", "check", "bound", "actual", "result"]);
+        for c in &report.checks {
+            b.push_record([
+                c.run.clone(),
+                c.check.clone(),
+                c.bound.clone(),
+                c.actual.map_or_else(|| "-".into(), |a| format!("{a:.4}")),
+                if c.passed {
+                    "pass".into()
+                } else {
+                    format!("FAIL: {}", c.message)
+                },
+            ]);
+        }
+        print_table(w, b)?;
+    }
+    Ok(())
+}
+
+fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
+    let settings = settings_line(run);
+    if settings.is_empty() {
+        writeln!(w, "Run {}", run.label)?;
+    } else {
+        writeln!(w, "Run {} ({settings})", run.label)?;
+    }
+    let s = &run.skew;
+    let l = &run.latency;
+    let mut b = Builder::default();
+    b.push_record(["figure", "value"]);
+    let mut row = |k: &str, v: String| b.push_record([k.to_string(), v]);
+    row(
+        "nodes / sandboxes",
+        format!("{} / {}", s.counts.len(), total_sandboxes(run)),
+    );
+    row("CV", ratio(s.cv));
+    row(
+        "min / mean / max",
+        format!("{} / {:.2} / {}", s.min, s.mean, s.max),
+    );
+    row("max/mean", ratio(s.max_over_mean));
+    row("Jain", ratio(s.jain));
+    if let Some(a) = run.accounting_error {
+        row(
+            "acct err mean / max (vCPU)",
+            format!("{} / {}", vcpu(a.mean_abs_vcpu), vcpu(a.max_abs_vcpu)),
+        );
+    }
+    row(
+        "requests / ok / failed",
+        format!("{} / {} / {}", run.requests, run.ok, run.failed),
+    );
+    row("error rate", percent(run.error_rate));
+    row(
+        "retries / refusals",
+        format!("{} / {}", run.retries, run.refusals),
+    );
+    row(
+        "latency p50 / p99 / max",
+        format!("{} / {} / {}", ms(l.p50_ms), ms(l.p99_ms), ms(l.max_ms)),
+    );
+    if let Some(spread) = run.send.burst_spread_ms {
+        row("burst send spread", ms(spread));
+    }
+    if run.send.lateness_p99_ms.is_some() {
+        row(
+            "send lateness p50 / p99",
+            format!(
+                "{} / {}",
+                opt_ms(run.send.lateness_p50_ms),
+                opt_ms(run.send.lateness_p99_ms)
+            ),
+        );
+    }
+    if !run.statuses.is_empty() {
+        let st: Vec<String> = run
+            .statuses
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect();
+        row("statuses", st.join(", "));
+    }
+    if let Some(c) = &run.checker {
+        let f: Vec<String> = checker_rows(c)
+            .iter()
+            .map(|(name, f)| format!("{name} {}", f.count))
+            .collect();
+        row("checker", f.join(", "));
+    }
+    print_table(w, b)?;
+    for line in node_bars(run) {
+        writeln!(w, "  {line}")?;
+    }
+    if !run.faults.is_empty() {
+        let mut b = Builder::default();
+        b.push_record([
+            "fault",
+            "kind",
+            "nodes",
+            "applied",
+            "healed",
+            "attempted",
+            "ok",
+            "failed",
+            "to faulty",
+        ]);
+        for f in &run.faults {
+            b.push_record([
+                f.id.clone(),
+                f.kind.clone(),
+                f.nodes.join(","),
+                ms(f.applied_at_ms),
+                opt_ms(f.healed_at_ms),
+                f.attempted.to_string(),
+                f.ok.to_string(),
+                f.failed.to_string(),
+                f.placements_to_faulty.to_string(),
+            ]);
+        }
+        print_table(w, b)?;
+    }
+    Ok(())
+}
+
+fn print_table(w: &mut impl Write, b: Builder) -> io::Result<()> {
+    let mut t = b.build();
+    t.with(Style::sharp());
+    writeln!(w, "{t}")
+}
