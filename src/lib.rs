@@ -4,4 +4,5 @@
 pub mod collect;
 pub mod placement;
 pub mod profile;
+pub mod report;
 pub mod workload;
