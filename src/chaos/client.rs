@@ -1,0 +1,323 @@
+//! Talking to mock-node admin APIs: apply a fault, get a guard that heals it.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mock_node::api::{ApiError, FaultCreated, FaultInfo, FaultKind, FaultsResponse, NodesResponse};
+use reqwest::StatusCode;
+
+use super::plan::PlannedFault;
+
+/// Deadline of one admin HTTP call.
+const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why an admin call failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ChaosError {
+    /// The request did not complete (connection refused, timeout, bad body).
+    #[error("{method} {url}: {message}")]
+    Http {
+        /// `GET`, `POST` or `DELETE`.
+        method: &'static str,
+        /// URL called.
+        url: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The admin API answered with an error status.
+    #[error("{method} {url}: status {status}: {message}")]
+    Status {
+        /// `GET`, `POST` or `DELETE`.
+        method: &'static str,
+        /// URL called.
+        url: String,
+        /// HTTP status.
+        status: u16,
+        /// The API's error message.
+        message: String,
+    },
+    /// No admin API serves this node.
+    #[error("no fleet serves node `{0}`")]
+    UnknownNode(String),
+}
+
+/// A client of one or more mock-node admin APIs (`POST/GET /faults`, `DELETE /faults/{id}`).
+/// Cheap to clone.
+#[derive(Clone)]
+pub struct ChaosClient {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    http: reqwest::Client,
+    token: Option<String>,
+    /// Admin base URLs, without a trailing slash.
+    fleets: Vec<String>,
+    /// Which fleet serves which node; empty = everything goes to fleet 0.
+    owner: BTreeMap<String, usize>,
+}
+
+impl std::fmt::Debug for ChaosClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The bearer token is a secret: never printed.
+        f.debug_struct("ChaosClient")
+            .field("fleets", &self.inner.fleets)
+            .field("token", &self.inner.token.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+impl ChaosClient {
+    /// A client of one fleet's admin API (`http://127.0.0.1:4567`) that serves every node.
+    pub fn new(admin_url: &str, token: Option<String>) -> Self {
+        Self::build(vec![trim(admin_url)], token, BTreeMap::new())
+    }
+
+    /// A client of several fleets: reads each one's `GET /nodes` to learn which fleet
+    /// serves which node, so that a fault is sent to the fleets of its nodes.
+    pub async fn discover(
+        admin_urls: &[String],
+        token: Option<String>,
+    ) -> Result<Self, ChaosError> {
+        let fleets: Vec<String> = admin_urls.iter().map(|u| trim(u)).collect();
+        let probe = Self::build(fleets.clone(), token.clone(), BTreeMap::new());
+        let mut owner = BTreeMap::new();
+        for (k, base) in fleets.iter().enumerate() {
+            let nodes: NodesResponse = probe.get_json(&format!("{base}/nodes")).await?;
+            for n in nodes.nodes {
+                owner.entry(n.id).or_insert(k);
+            }
+        }
+        Ok(Self::build(fleets, token, owner))
+    }
+
+    fn build(fleets: Vec<String>, token: Option<String>, owner: BTreeMap<String, usize>) -> Self {
+        ChaosClient {
+            inner: Arc::new(Inner {
+                http: reqwest::Client::new(),
+                token,
+                fleets,
+                owner,
+            }),
+        }
+    }
+
+    /// Admin base URLs, in the order given.
+    pub fn fleets(&self) -> &[String] {
+        &self.inner.fleets
+    }
+
+    fn fleet_of(&self, node: &str) -> Result<usize, ChaosError> {
+        if self.inner.owner.is_empty() {
+            return Ok(0);
+        }
+        self.inner
+            .owner
+            .get(node)
+            .copied()
+            .ok_or_else(|| ChaosError::UnknownNode(node.to_string()))
+    }
+
+    fn auth(&self, req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        let req = req.timeout(CALL_TIMEOUT);
+        match &self.inner.token {
+            Some(t) => req.bearer_auth(t),
+            None => req,
+        }
+    }
+
+    async fn get_json<T: serde::de::DeserializeOwned>(&self, url: &str) -> Result<T, ChaosError> {
+        let resp = self
+            .auth(self.inner.http.get(url))
+            .send()
+            .await
+            .map_err(|e| http("GET", url, e))?;
+        let resp = ok_or_status("GET", url, resp).await?;
+        resp.json().await.map_err(|e| http("GET", url, e))
+    }
+
+    /// Applies `fault` (one `POST /faults` per fleet holding its nodes) and returns the
+    /// guard that heals it. A `restart` is instant: its guard has nothing to heal.
+    pub async fn apply(&self, fault: &PlannedFault) -> Result<FaultGuard, ChaosError> {
+        let mut per_fleet: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+        for n in &fault.nodes {
+            per_fleet
+                .entry(self.fleet_of(n)?)
+                .or_default()
+                .push(n.clone());
+        }
+        let mut guard = FaultGuard {
+            client: self.clone(),
+            ids: Vec::new(),
+            armed: fault.kind != FaultKind::Restart,
+        };
+        for (k, nodes) in per_fleet {
+            let url = format!("{}/faults", self.inner.fleets[k]);
+            let mut body = fault.request();
+            body.nodes = nodes;
+            let resp = self
+                .auth(self.inner.http.post(&url).json(&body))
+                .send()
+                .await
+                .map_err(|e| http("POST", &url, e))?;
+            // On error the guard drops here and heals the parts already applied.
+            let resp = ok_or_status("POST", &url, resp).await?;
+            let created: FaultCreated = resp.json().await.map_err(|e| http("POST", &url, e))?;
+            guard.ids.push((k, created.id));
+        }
+        Ok(guard)
+    }
+
+    /// Every fault of every fleet (`GET /faults`), healed ones included, as
+    /// `(fleet index, fault)`.
+    pub async fn list(&self) -> Result<Vec<(usize, FaultInfo)>, ChaosError> {
+        let mut out = Vec::new();
+        for (k, base) in self.inner.fleets.iter().enumerate() {
+            let r: FaultsResponse = self.get_json(&format!("{base}/faults")).await?;
+            out.extend(r.faults.into_iter().map(|f| (k, f)));
+        }
+        Ok(out)
+    }
+
+    /// Heals fault `id` of fleet `fleet`; a fault already healed (404) is not an error.
+    pub async fn heal(&self, fleet: usize, id: u64) -> Result<(), ChaosError> {
+        let base = self
+            .inner
+            .fleets
+            .get(fleet)
+            .ok_or_else(|| ChaosError::UnknownNode(format!("fleet #{fleet}")))?;
+        let url = format!("{base}/faults/{id}");
+        let resp = self
+            .auth(self.inner.http.delete(&url))
+            .send()
+            .await
+            .map_err(|e| http("DELETE", &url, e))?;
+        if resp.status() == StatusCode::NOT_FOUND {
+            return Ok(());
+        }
+        ok_or_status("DELETE", &url, resp).await.map(|_| ())
+    }
+
+    /// Heals every fault still active on every fleet (the last line of defence at the
+    /// end of a run); returns how many were healed.
+    pub async fn heal_all(&self) -> Result<usize, ChaosError> {
+        let mut healed = 0;
+        for (k, f) in self.list().await? {
+            if f.active {
+                self.heal(k, f.id).await?;
+                healed += 1;
+            }
+        }
+        Ok(healed)
+    }
+}
+
+fn trim(url: &str) -> String {
+    url.trim_end_matches('/').to_string()
+}
+
+fn http(method: &'static str, url: &str, e: reqwest::Error) -> ChaosError {
+    ChaosError::Http {
+        method,
+        url: url.to_string(),
+        message: e.to_string(),
+    }
+}
+
+async fn ok_or_status(
+    method: &'static str,
+    url: &str,
+    resp: reqwest::Response,
+) -> Result<reqwest::Response, ChaosError> {
+    let status = resp.status();
+    if status.is_success() {
+        return Ok(resp);
+    }
+    let text = resp.text().await.unwrap_or_default();
+    let message = serde_json::from_str::<ApiError>(&text)
+        .map(|e| e.error)
+        .unwrap_or(text);
+    Err(ChaosError::Status {
+        method,
+        url: url.to_string(),
+        status: status.as_u16(),
+        message,
+    })
+}
+
+/// An applied fault. [`heal`](Self::heal) removes it; dropping an unhealed guard spawns
+/// a best-effort `DELETE` on the current tokio runtime (if there is one).
+#[must_use = "dropping the guard heals the fault"]
+#[derive(Debug)]
+pub struct FaultGuard {
+    client: ChaosClient,
+    /// `(fleet index, fault id)` per fleet the fault was sent to.
+    ids: Vec<(usize, u64)>,
+    armed: bool,
+}
+
+impl FaultGuard {
+    /// The admin API's fault id(s): `"7"`, or `"7+3"` when split over several fleets.
+    pub fn id(&self) -> String {
+        let ids: Vec<String> = self.ids.iter().map(|(_, id)| id.to_string()).collect();
+        ids.join("+")
+    }
+
+    /// `(fleet index, fault id)` pairs.
+    pub fn ids(&self) -> &[(usize, u64)] {
+        &self.ids
+    }
+
+    /// Removes the fault now (already healed by its duration counts as healed). On
+    /// error the drop makes one more attempt in the background.
+    pub async fn heal(mut self) -> Result<(), ChaosError> {
+        self.try_heal().await
+    }
+
+    /// Removes the fault now, keeping the guard armed on error so the caller can retry.
+    pub async fn try_heal(&mut self) -> Result<(), ChaosError> {
+        if !self.armed {
+            return Ok(());
+        }
+        let mut first_err = None;
+        for &(k, id) in &self.ids {
+            if let Err(e) = self.client.heal(k, id).await {
+                first_err.get_or_insert(e);
+            }
+        }
+        match first_err {
+            None => {
+                self.armed = false;
+                Ok(())
+            }
+            Some(e) => Err(e),
+        }
+    }
+
+    /// Whether the guard still has something to heal.
+    pub fn is_armed(&self) -> bool {
+        self.armed
+    }
+}
+
+impl Drop for FaultGuard {
+    fn drop(&mut self) {
+        if !self.armed || self.ids.is_empty() {
+            return;
+        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!(ids = ?self.ids, "fault guard dropped outside a runtime: not healed");
+            return;
+        };
+        let client = self.client.clone();
+        let ids = std::mem::take(&mut self.ids);
+        rt.spawn(async move {
+            for (k, id) in ids {
+                if let Err(e) = client.heal(k, id).await {
+                    tracing::warn!(fault = id, error = %e, "healing a dropped fault failed");
+                }
+            }
+        });
+    }
+}

@@ -1,0 +1,214 @@
+//! What the nodes hold after the run, and what is known about how ids came and went.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use mock_node::api::{FaultKind, NodesResponse};
+use serde::{Deserialize, Serialize};
+use stampede_proto::sandbox_service_client::SandboxServiceClient;
+
+use crate::chaos::AppliedFault;
+use crate::collect::{Sample, TruthSource};
+use crate::workload::Ledger;
+
+/// When an id was seen on one node during the run (ms after the workload's start gate).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SeenAt {
+    /// First sample that listed it there.
+    pub first_ms: f64,
+    /// Last sample that listed it there.
+    pub last_ms: f64,
+}
+
+/// Every node's sandboxes after the run, plus the history the checker needs to tell a
+/// loss from an expected disappearance. Times are ms after the workload's start gate.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Inventory {
+    /// Final ids per node id: the union of admin `/nodes` and gRPC `List`. An id listed
+    /// twice by one node appears twice.
+    pub nodes: BTreeMap<String, Vec<String>>,
+    /// Restart times per node (from the chaos schedule and from `service_id` changes).
+    pub restarts: BTreeMap<String, Vec<f64>>,
+    /// Where each id was seen in the truth samples taken during the run.
+    pub seen: BTreeMap<String, BTreeMap<String, SeenAt>>,
+    /// Ids known to be gone legitimately (expired at their end time, deleted by someone
+    /// else than the workload).
+    pub gone: BTreeSet<String>,
+    /// Ids on the nodes before the workload began: not this run's, ignored.
+    pub preexisting: BTreeSet<String>,
+    /// Reads that failed but were covered by another source (`List on ...: ...`).
+    pub read_errors: Vec<String>,
+}
+
+impl Inventory {
+    /// Records where each id was seen and every `service_id` change (a restart, dated at
+    /// the first sample showing the new incarnation). Samples must be in time order.
+    pub fn note_samples(&mut self, samples: &[Sample]) {
+        let mut incarnation: BTreeMap<&str, &str> = BTreeMap::new();
+        for s in samples {
+            for n in &s.truth.nodes {
+                if let Some(sid) = n.service_id.as_deref() {
+                    if let Some(old) = incarnation.insert(&n.id, sid) {
+                        if old != sid {
+                            self.add_restart(&n.id, s.t_ms);
+                        }
+                    }
+                }
+                for id in n.ids.iter().flatten() {
+                    self.seen
+                        .entry(id.clone())
+                        .or_default()
+                        .entry(n.id.clone())
+                        .and_modify(|at| at.last_ms = at.last_ms.max(s.t_ms))
+                        .or_insert(SeenAt {
+                            first_ms: s.t_ms,
+                            last_ms: s.t_ms,
+                        });
+                }
+            }
+        }
+    }
+
+    /// Records the `restart` faults of a chaos schedule.
+    pub fn note_restarts(&mut self, applied: &[AppliedFault]) {
+        for a in applied {
+            if a.planned.kind == FaultKind::Restart && a.was_applied() {
+                for n in &a.planned.nodes {
+                    self.add_restart(n, a.applied_at_ms);
+                }
+            }
+        }
+    }
+
+    /// Marks as gone the sandboxes whose lifetime (`timeout` after the answer) ended
+    /// before `now_ms`.
+    pub fn note_expired(&mut self, ledger: &Ledger, timeout: Duration, now_ms: f64) {
+        let life = timeout.as_secs_f64() * 1000.0;
+        for e in &ledger.entries {
+            let answered = e.intended_ms + e.latency_us as f64 / 1000.0;
+            if let Some(id) = &e.sandbox_id {
+                if answered + life <= now_ms {
+                    self.gone.insert(id.clone());
+                }
+            }
+        }
+    }
+
+    /// Marks every id currently on the nodes as not this run's (call before the gate).
+    pub fn note_preexisting(&mut self, before: &Inventory) {
+        for ids in before.nodes.values() {
+            self.preexisting.extend(ids.iter().cloned());
+        }
+    }
+
+    fn add_restart(&mut self, node: &str, at_ms: f64) {
+        let r = self.restarts.entry(node.to_string()).or_default();
+        r.push(at_ms);
+        r.sort_by(f64::total_cmp);
+        r.dedup();
+    }
+
+    /// Whether `node` restarted at or after `t_ms`.
+    pub fn restarted_since(&self, node: &str, t_ms: f64) -> bool {
+        self.restarts
+            .get(node)
+            .is_some_and(|r| r.iter().any(|&at| at >= t_ms))
+    }
+}
+
+/// Why the inventory could not be read.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum InventoryError {
+    /// An admin `/nodes` call failed.
+    #[error("GET {url}: {message}")]
+    Admin {
+        /// URL read.
+        url: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// An orchestrator's `List` failed and no other source covers it.
+    #[error("{0}")]
+    List(String),
+    /// The source does not list sandbox ids (an E2B API's `/nodes`).
+    #[error("this truth source lists no sandbox ids: the checker needs mock-node admin URLs or orchestrator addresses")]
+    NoIds,
+}
+
+/// Reads every node's final inventory: for mock-node fleets, admin `GET /nodes` ids AND
+/// gRPC `List` on each node's address (union; a failed `List` is noted in `read_errors`
+/// since the admin ids cover it); for orchestrators, `List` alone (node key = address).
+/// Call it after every fault is healed and one sync interval plus a margin has passed,
+/// so that the service's orphan clean-up has run. History fields are left empty: fill
+/// them with the `note_*` methods.
+pub async fn collect_inventory(
+    client: &reqwest::Client,
+    source: &TruthSource,
+    admin_token: Option<&str>,
+) -> Result<Inventory, InventoryError> {
+    let mut inv = Inventory::default();
+    match source {
+        TruthSource::MockAdmin(urls) => {
+            for base in urls {
+                let nodes = admin_nodes(client, base, admin_token).await?;
+                for n in nodes.nodes {
+                    let mut ids = n.sandbox_ids;
+                    match list_ids(&n.grpc_addr.to_string()).await {
+                        Ok(listed) => {
+                            let known: BTreeSet<String> = ids.iter().cloned().collect();
+                            ids.extend(listed.into_iter().filter(|i| !known.contains(i)));
+                        }
+                        Err(e) => inv.read_errors.push(e.to_string()),
+                    }
+                    inv.nodes.entry(n.id).or_default().extend(ids);
+                }
+            }
+        }
+        TruthSource::Orchestrators(addrs) => {
+            for a in addrs {
+                let listed = list_ids(a).await.map_err(InventoryError::List)?;
+                inv.nodes.entry(a.clone()).or_default().extend(listed);
+            }
+        }
+        TruthSource::E2bApi { .. } => return Err(InventoryError::NoIds),
+    }
+    Ok(inv)
+}
+
+async fn admin_nodes(
+    client: &reqwest::Client,
+    base: &str,
+    token: Option<&str>,
+) -> Result<NodesResponse, InventoryError> {
+    let url = format!("{}/nodes", base.trim_end_matches('/'));
+    let fail = |message: String| InventoryError::Admin {
+        url: url.clone(),
+        message,
+    };
+    let mut req = client.get(&url).timeout(Duration::from_secs(10));
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    let resp = req.send().await.map_err(|e| fail(e.to_string()))?;
+    if !resp.status().is_success() {
+        return Err(fail(format!("status {}", resp.status())));
+    }
+    resp.json().await.map_err(|e| fail(e.to_string()))
+}
+
+/// Sandbox ids an orchestrator at `addr` (`host:port`) lists with `SandboxService/List`.
+/// (`collect::list_over_grpc` does the same but is not exported from `collect`.)
+async fn list_ids(addr: &str) -> Result<Vec<String>, String> {
+    let fail = |m: String| format!("List on {addr}: {m}");
+    let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .map_err(|e| fail(e.to_string()))?
+        .connect_timeout(Duration::from_secs(5))
+        .timeout(Duration::from_secs(10));
+    let channel = endpoint.connect().await.map_err(|e| fail(e.to_string()))?;
+    let list = SandboxServiceClient::new(channel)
+        .list(())
+        .await
+        .map_err(|e| fail(e.to_string()))?
+        .into_inner();
+    Ok(list.sandboxes.into_iter().map(|s| s.sandbox_id).collect())
+}
