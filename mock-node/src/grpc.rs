@@ -32,6 +32,18 @@ impl NodeService {
         Self { node }
     }
 
+    /// Runs one RPC; a kill of the node answers it UNAVAILABLE (dropping its future).
+    async fn guarded<T>(
+        &self,
+        rpc: impl std::future::Future<Output = Result<Response<T>, Status>>,
+    ) -> Result<Response<T>, Status> {
+        let killed = self.node.rpc_cancel();
+        tokio::select! {
+            r = rpc => r,
+            _ = killed.cancelled() => Err(Status::unavailable("node killed")),
+        }
+    }
+
     /// Applies hang, slow and injected errors (fault and configured rules) to one call.
     async fn gate(&self, rpc: RpcKind) -> Result<(), Status> {
         if self.node.effect().hung {
@@ -114,74 +126,85 @@ impl SandboxService for NodeService {
         &self,
         request: Request<SandboxCreateRequest>,
     ) -> Result<Response<SandboxCreateResponse>, Status> {
-        let req = request.into_inner();
-        self.gate(RpcKind::Create).await?;
-        let clock = self.node.clock;
-        let cfg = req.sandbox.unwrap_or_default();
-        let sandbox_id = cfg.sandbox_id.clone();
-        let create = CreateRequest {
-            sandbox_id: cfg.sandbox_id,
-            vcpu: cfg.vcpu,
-            ram_mb: cfg.ram_mb,
-            end_time: clock.offset_of_timestamp(req.end_time.as_ref()),
-            template_id: cfg.template_id,
-            team_id: cfg.team_id,
-            execution_id: cfg.execution_id,
-        };
-        let exhaust = self.node.effect().exhaust;
-        let latency = {
-            let mut m = self.node.model();
-            if exhaust {
-                return Err(rejection(&m.reject(CreateRejection::Exhausted)));
+        self.guarded(async move {
+            let req = request.into_inner();
+            self.gate(RpcKind::Create).await?;
+            let clock = self.node.clock;
+            let cfg = req.sandbox.unwrap_or_default();
+            let sandbox_id = cfg.sandbox_id.clone();
+            let create = CreateRequest {
+                sandbox_id: cfg.sandbox_id,
+                vcpu: cfg.vcpu,
+                ram_mb: cfg.ram_mb,
+                end_time: clock.offset_of_timestamp(req.end_time.as_ref()),
+                template_id: cfg.template_id,
+                team_id: cfg.team_id,
+                execution_id: cfg.execution_id,
+            };
+            let exhaust = self.node.effect().exhaust;
+            let latency = {
+                let mut m = self.node.model();
+                if exhaust {
+                    return Err(rejection(&m.reject(CreateRejection::Exhausted)));
+                }
+                m.begin_create(create, clock.now())
+                    .map_err(|r| rejection(&r))?;
+                m.sample_create_latency()
+            };
+            let mut guard = StartingGuard {
+                node: &self.node,
+                sandbox_id: Some(sandbox_id.clone()),
+            };
+            if !latency.is_zero() {
+                tokio::time::sleep(latency).await;
             }
-            m.begin_create(create, clock.now())
-                .map_err(|r| rejection(&r))?;
-            m.sample_create_latency()
-        };
-        let mut guard = StartingGuard {
-            node: &self.node,
-            sandbox_id: Some(sandbox_id.clone()),
-        };
-        if !latency.is_zero() {
-            tokio::time::sleep(latency).await;
-        }
-        guard.sandbox_id = None;
-        let done = self.node.model().finish_create(&sandbox_id, clock.now());
-        match done {
-            Ok(_) => Ok(Response::new(SandboxCreateResponse {
-                client_id: self.node.id.clone(),
-            })),
-            Err(_) => Err(Status::unavailable(
-                "node restarted while the sandbox was starting",
-            )),
-        }
+            guard.sandbox_id = None;
+            let done = self.node.model().finish_create(&sandbox_id, clock.now());
+            match done {
+                Ok(_) => Ok(Response::new(SandboxCreateResponse {
+                    client_id: self.node.id.clone(),
+                })),
+                Err(_) => Err(Status::unavailable(
+                    "node restarted while the sandbox was starting",
+                )),
+            }
+        })
+        .await
     }
 
     async fn update(&self, request: Request<SandboxUpdateRequest>) -> Result<Response<()>, Status> {
-        let req = request.into_inner();
-        self.gate(RpcKind::Any).await?;
-        let clock = self.node.clock;
-        let end = clock.offset_of_timestamp(req.end_time.as_ref());
-        self.node
-            .model()
-            .update_end_time(&req.sandbox_id, end, clock.now())
-            .map_err(|e| Status::not_found(e.to_string()))?;
-        Ok(Response::new(()))
+        self.guarded(async move {
+            let req = request.into_inner();
+            self.gate(RpcKind::Any).await?;
+            let clock = self.node.clock;
+            let end = clock.offset_of_timestamp(req.end_time.as_ref());
+            self.node
+                .model()
+                .update_end_time(&req.sandbox_id, end, clock.now())
+                .map_err(|e| Status::not_found(e.to_string()))?;
+            Ok(Response::new(()))
+        })
+        .await
     }
 
     async fn list(&self, _request: Request<()>) -> Result<Response<SandboxListResponse>, Status> {
-        self.gate(RpcKind::List).await?;
-        let sandboxes = self.node.model().list(self.node.clock.now());
-        let sandboxes = sandboxes.iter().map(|s| self.running_sandbox(s)).collect();
-        Ok(Response::new(SandboxListResponse { sandboxes }))
+        self.guarded(async move {
+            self.gate(RpcKind::List).await?;
+            let sandboxes = self.node.model().list(self.node.clock.now());
+            let sandboxes = sandboxes.iter().map(|s| self.running_sandbox(s)).collect();
+            Ok(Response::new(SandboxListResponse { sandboxes }))
+        })
+        .await
     }
 
     async fn delete(&self, request: Request<SandboxDeleteRequest>) -> Result<Response<()>, Status> {
-        self.remove(&request.into_inner().sandbox_id).await
+        self.guarded(async move { self.remove(&request.into_inner().sandbox_id).await })
+            .await
     }
 
     async fn pause(&self, request: Request<SandboxPauseRequest>) -> Result<Response<()>, Status> {
-        self.remove(&request.into_inner().sandbox_id).await
+        self.guarded(async move { self.remove(&request.into_inner().sandbox_id).await })
+            .await
     }
 }
 
@@ -191,46 +214,49 @@ impl InfoService for NodeService {
         &self,
         _request: Request<()>,
     ) -> Result<Response<ServiceInfoResponse>, Status> {
-        self.gate(RpcKind::ServiceInfo).await?;
-        let clock = self.node.clock;
-        let (snap, status, service_id, started) = {
-            let mut m = self.node.model();
-            let snap = m.metrics(clock.now());
-            (snap, m.status(), m.service_id().to_string(), m.started_at())
-        };
-        let status = match status {
-            ServiceStatus::Healthy => ServiceInfoStatus::Healthy,
-            ServiceStatus::Draining => ServiceInfoStatus::Draining,
-            ServiceStatus::Unhealthy => ServiceInfoStatus::Unhealthy,
-            ServiceStatus::Standby => ServiceInfoStatus::Standby,
-        };
-        Ok(Response::new(ServiceInfoResponse {
-            node_id: self.node.id.clone(),
-            service_id,
-            service_version: env!("CARGO_PKG_VERSION").to_string(),
-            service_commit: "mock-node".to_string(),
-            service_status: status as i32,
-            service_roles: vec![ServiceInfoRole::Orchestrator as i32],
-            service_startup: Some(clock.timestamp(started)),
-            machine_info: Some(MachineInfo {
-                cpu_architecture: std::env::consts::ARCH.to_string(),
-                cpu_family: "mock".to_string(),
-                cpu_model: "mock".to_string(),
-                cpu_model_name: "mock-node virtual CPU".to_string(),
-            }),
-            labels: self.node.labels.clone(),
-            metric_sandboxes_running: snap.sandboxes_running,
-            metric_cpu_percent: snap.cpu_percent,
-            metric_memory_used_bytes: snap.memory_used_bytes,
-            metric_cpu_count: snap.cpu_count,
-            metric_memory_total_bytes: snap.memory_total_bytes,
-            metric_cpu_allocated: snap.allocated_vcpu,
-            metric_memory_allocated_bytes: snap.memory_allocated_bytes,
-            metric_disk_allocated_bytes: 0,
-            stampede_sandbox_ids: Some(SandboxIdList {
-                ids: snap.sandbox_ids,
-            }),
-        }))
+        self.guarded(async move {
+            self.gate(RpcKind::ServiceInfo).await?;
+            let clock = self.node.clock;
+            let (snap, status, service_id, started) = {
+                let mut m = self.node.model();
+                let snap = m.metrics(clock.now());
+                (snap, m.status(), m.service_id().to_string(), m.started_at())
+            };
+            let status = match status {
+                ServiceStatus::Healthy => ServiceInfoStatus::Healthy,
+                ServiceStatus::Draining => ServiceInfoStatus::Draining,
+                ServiceStatus::Unhealthy => ServiceInfoStatus::Unhealthy,
+                ServiceStatus::Standby => ServiceInfoStatus::Standby,
+            };
+            Ok(Response::new(ServiceInfoResponse {
+                node_id: self.node.id.clone(),
+                service_id,
+                service_version: env!("CARGO_PKG_VERSION").to_string(),
+                service_commit: "mock-node".to_string(),
+                service_status: status as i32,
+                service_roles: vec![ServiceInfoRole::Orchestrator as i32],
+                service_startup: Some(clock.timestamp(started)),
+                machine_info: Some(MachineInfo {
+                    cpu_architecture: std::env::consts::ARCH.to_string(),
+                    cpu_family: "mock".to_string(),
+                    cpu_model: "mock".to_string(),
+                    cpu_model_name: "mock-node virtual CPU".to_string(),
+                }),
+                labels: self.node.labels.clone(),
+                metric_sandboxes_running: snap.sandboxes_running,
+                metric_cpu_percent: snap.cpu_percent,
+                metric_memory_used_bytes: snap.memory_used_bytes,
+                metric_cpu_count: snap.cpu_count,
+                metric_memory_total_bytes: snap.memory_total_bytes,
+                metric_cpu_allocated: snap.allocated_vcpu,
+                metric_memory_allocated_bytes: snap.memory_allocated_bytes,
+                metric_disk_allocated_bytes: 0,
+                stampede_sandbox_ids: Some(SandboxIdList {
+                    ids: snap.sandbox_ids,
+                }),
+            }))
+        })
+        .await
     }
 }
 

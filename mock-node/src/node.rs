@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
 use crate::clock::FleetClock;
 use crate::config::FailureCode;
@@ -47,6 +48,7 @@ pub struct NodeRuntime {
     effect: Mutex<FaultEffect>,
     hung: watch::Sender<bool>,
     server: tokio::sync::Mutex<Option<ServerTask>>,
+    rpc_cancel: Mutex<CancellationToken>,
 }
 
 impl NodeRuntime {
@@ -61,6 +63,7 @@ impl NodeRuntime {
             effect: Mutex::new(FaultEffect::default()),
             hung: watch::Sender::new(false),
             server: tokio::sync::Mutex::new(None),
+            rpc_cancel: Mutex::new(CancellationToken::new()),
         }
     }
 
@@ -75,6 +78,19 @@ impl NodeRuntime {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
+    }
+
+    /// Token cancelled when the current server incarnation is killed.
+    pub fn rpc_cancel(&self) -> CancellationToken {
+        self.rpc_cancel
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Installs the token of a new server incarnation.
+    pub fn set_rpc_cancel(&self, token: CancellationToken) {
+        *self.rpc_cancel.lock().unwrap_or_else(|p| p.into_inner()) = token;
     }
 
     /// Waits while a `hang` fault is in force.

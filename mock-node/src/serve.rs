@@ -3,6 +3,9 @@
 //! Each accepted connection is wrapped so that cancelling the server's token makes its
 //! next read or write fail; hyper then drops it, and SO_LINGER 0 turns the close into a
 //! TCP reset. A killed node thus refuses new connections and resets established ones.
+//! RPCs in flight at the kill are first answered UNAVAILABLE: every gRPC stack reports
+//! a broken connection as UNAVAILABLE except tonic, which says UNKNOWN for a reset
+//! stream, and callers must see the same code whatever their client.
 
 use std::io;
 use std::pin::Pin;
@@ -25,13 +28,20 @@ use crate::node::NodeRuntime;
 /// A running gRPC server of one node.
 #[derive(Debug)]
 pub struct ServerTask {
+    rpcs: CancellationToken,
     cancel: CancellationToken,
     join: JoinHandle<()>,
 }
 
+/// Time given to in-flight RPCs to send their UNAVAILABLE before connections are reset.
+const LAST_WORDS: Duration = Duration::from_millis(30);
+
 impl ServerTask {
-    /// Closes the listener, resets connections, and waits until the server is gone.
+    /// Answers in-flight RPCs UNAVAILABLE, closes the listener, resets connections, and
+    /// waits until the server is gone.
     pub async fn stop(self) {
+        self.rpcs.cancel();
+        tokio::time::sleep(LAST_WORDS).await;
         self.cancel.cancel();
         let mut join = self.join;
         if tokio::time::timeout(Duration::from_secs(2), &mut join)
@@ -47,6 +57,8 @@ impl ServerTask {
 /// Serves the node's SandboxService, InfoService and health on `listener`.
 pub async fn spawn(node: Arc<NodeRuntime>, listener: TcpListener) -> ServerTask {
     let cancel = CancellationToken::new();
+    let rpcs = CancellationToken::new();
+    node.set_rpc_cancel(rpcs.clone());
     let incoming = incoming(listener, cancel.clone());
     let (health, health_svc) = tonic_health::server::health_reporter();
     health
@@ -70,7 +82,7 @@ pub async fn spawn(node: Arc<NodeRuntime>, listener: TcpListener) -> ServerTask 
             tracing::warn!(node = %id, error = %e, "gRPC server ended with an error");
         }
     });
-    ServerTask { cancel, join }
+    ServerTask { rpcs, cancel, join }
 }
 
 fn incoming(

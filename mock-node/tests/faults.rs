@@ -1,0 +1,404 @@
+//! Every fault kind through the admin API, observed over real gRPC.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use mock_node::config::LatencyDist;
+use mock_node::fleet::{self, FleetError, FleetOptions};
+use serde_json::json;
+use stampede_proto::ServiceInfoStatus;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tonic::Code;
+
+#[tokio::test]
+async fn kill_resets_connections_then_heals_on_the_same_address() {
+    let f = fleet_with(2, |c| {
+        c.node.create_latency = LatencyDist::Constant {
+            value: Duration::from_secs(20),
+        };
+        c.node.max_starting = 0;
+    })
+    .await;
+    let addr = f.nodes()[0].addr;
+    let (mut sb, _) = clients(addr).await;
+    sb.list(()).await.expect("connection established");
+    // An RPC in flight on the established connection when the node dies.
+    let mut inflight = sb.clone();
+    let pending = tokio::spawn(async move { inflight.create(create("doomed", 1, 1)).await });
+    assert!(eventually(Duration::from_secs(5), async || truth(&f, 0).starting == 1).await);
+
+    let mut raw = tokio::net::TcpStream::connect(addr)
+        .await
+        .expect("raw connection");
+    raw.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        .await
+        .expect("preface");
+
+    let id = fault(&f, json!({"kind": "kill", "nodes": ["node-00"]})).await;
+    let t = Instant::now();
+    let e = pending
+        .await
+        .expect("join")
+        .expect_err("in-flight RPC fails");
+    assert_eq!(e.code(), Code::Unavailable, "{e:?}");
+    assert!(t.elapsed() < Duration::from_secs(3), "reset, not a timeout");
+    let e = sb.list(()).await.expect_err("killed node");
+    assert_eq!(e.code(), Code::Unavailable);
+    assert!(
+        tokio::net::TcpStream::connect(addr).await.is_err(),
+        "listener closed"
+    );
+    let mut buf = vec![0u8; 4096];
+    let closed = tokio::time::timeout(Duration::from_secs(3), async {
+        loop {
+            match raw.read(&mut buf).await {
+                Ok(0) | Err(_) => return true,
+                Ok(_) => continue, // server SETTINGS frames sent before the kill
+            }
+        }
+    })
+    .await;
+    assert_eq!(closed, Ok(true), "established connection dropped");
+    assert_eq!(nodes(&f).await.nodes[0].status, "killed");
+    let (mut other, _) = clients(f.nodes()[1].addr).await;
+    other.list(()).await.expect("other nodes unaffected");
+
+    assert_eq!(heal(&f, id).await, 204);
+    let back = eventually(Duration::from_secs(5), async || {
+        let ch = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+            .expect("uri")
+            .timeout(Duration::from_secs(1));
+        match ch.connect().await {
+            Ok(ch) => stampede_proto::sandbox_service_client::SandboxServiceClient::new(ch)
+                .list(())
+                .await
+                .is_ok(),
+            Err(_) => false,
+        }
+    })
+    .await;
+    assert!(back, "node reachable again on {addr}");
+    assert_eq!(
+        truth(&f, 0).starting,
+        0,
+        "the killed create released its slot"
+    );
+    assert_eq!(heal(&f, id).await, 404, "already healed");
+    f.shutdown().await;
+}
+
+/// Runs an RPC under a client deadline, as a Go client's context would: no answer within
+/// `limit` is DEADLINE_EXCEEDED.
+async fn deadline<T>(
+    limit: Duration,
+    rpc: impl std::future::Future<Output = Result<T, tonic::Status>>,
+) -> Result<(), Code> {
+    match tokio::time::timeout(limit, rpc).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(e.code()),
+        Err(_) => Err(Code::DeadlineExceeded),
+    }
+}
+
+#[tokio::test]
+async fn hang_is_a_deadline_exceeded_until_healed() {
+    let f = fleet_with(1, |_| {}).await;
+    let addr = f.nodes()[0].addr;
+    let id = fault(&f, json!({"kind": "hang", "nodes": ["node-00"]})).await;
+    let (mut sb, mut info) = clients(addr).await;
+    let limit = Duration::from_millis(300);
+    assert_eq!(
+        deadline(limit, sb.list(())).await,
+        Err(Code::DeadlineExceeded)
+    );
+    assert_eq!(
+        deadline(limit, info.service_info(())).await,
+        Err(Code::DeadlineExceeded)
+    );
+    assert_eq!(
+        deadline(limit, sb.create(create("a", 1, 1))).await,
+        Err(Code::DeadlineExceeded)
+    );
+    // tonic's own client timeout reports the same deadline as CANCELLED "Timeout expired".
+    let ch = channel(addr, limit).await;
+    let e = stampede_proto::sandbox_service_client::SandboxServiceClient::new(ch)
+        .list(())
+        .await
+        .expect_err("hung");
+    assert!(
+        matches!(e.code(), Code::Cancelled | Code::DeadlineExceeded),
+        "{e:?}"
+    );
+    assert_eq!(heal(&f, id).await, 204);
+    sb.list(()).await.expect("answers after heal");
+    f.shutdown().await;
+}
+
+#[tokio::test]
+async fn slow_adds_latency_and_heals_itself() {
+    let f = fleet_with(1, |_| {}).await;
+    let (mut sb, _) = clients(f.nodes()[0].addr).await;
+    let t = Instant::now();
+    sb.list(()).await.expect("list");
+    let base = t.elapsed();
+    fault(
+        &f,
+        json!({"kind": "slow", "nodes": ["node-00"], "latency": "300ms", "duration": "1s"}),
+    )
+    .await;
+    let t = Instant::now();
+    sb.list(()).await.expect("slow list");
+    assert!(
+        t.elapsed() >= Duration::from_millis(300),
+        "{:?}",
+        t.elapsed()
+    );
+    let healed = eventually(Duration::from_secs(5), async || {
+        let faults: serde_json::Value = http()
+            .get(format!("{}/faults", f.admin_url()))
+            .send()
+            .await
+            .expect("admin")
+            .json()
+            .await
+            .expect("json");
+        faults["faults"][0]["active"] == json!(false)
+    })
+    .await;
+    assert!(healed, "duration elapsed: fault inactive");
+    let t = Instant::now();
+    sb.list(()).await.expect("list");
+    assert!(
+        t.elapsed() < Duration::from_millis(300).max(base * 2),
+        "fast again"
+    );
+    f.shutdown().await;
+}
+
+#[tokio::test]
+async fn errors_fault_injects_the_chosen_code() {
+    let f = fleet_with(1, |_| {}).await;
+    let (mut sb, mut info) = clients(f.nodes()[0].addr).await;
+    let id = fault(
+        &f,
+        json!({"kind": "errors", "nodes": ["node-00"], "probability": 1.0, "code": "internal"}),
+    )
+    .await;
+    assert_eq!(
+        sb.list(()).await.expect_err("injected").code(),
+        Code::Internal
+    );
+    assert_eq!(
+        info.service_info(()).await.expect_err("injected").code(),
+        Code::Internal
+    );
+    let e = sb.create(create("a", 1, 1)).await.expect_err("injected");
+    assert_eq!(e.code(), Code::Internal);
+    assert_eq!(truth(&f, 0).creates_failed, 1);
+    assert_eq!(heal(&f, id).await, 204);
+    fault(
+        &f,
+        json!({"kind": "errors", "nodes": ["node-00"], "probability": 1.0, "code": "unavailable"}),
+    )
+    .await;
+    assert_eq!(
+        sb.list(()).await.expect_err("injected").code(),
+        Code::Unavailable
+    );
+    f.shutdown().await;
+}
+
+#[tokio::test]
+async fn exhaust_refuses_creates_only() {
+    let f = fleet_with(1, |_| {}).await;
+    let (mut sb, _) = clients(f.nodes()[0].addr).await;
+    let id = fault(&f, json!({"kind": "exhaust", "nodes": ["node-00"]})).await;
+    let e = sb.create(create("a", 1, 1)).await.expect_err("exhausted");
+    assert_eq!(e.code(), Code::ResourceExhausted);
+    sb.list(()).await.expect("list still works");
+    assert_eq!(truth(&f, 0).creates_rejected.get("fault_exhaust"), Some(&1));
+    assert_eq!(truth(&f, 0).active_faults, vec![id.to_string()]);
+    heal(&f, id).await;
+    sb.create(create("a", 1, 1))
+        .await
+        .expect("accepted after heal");
+    f.shutdown().await;
+}
+
+#[tokio::test]
+async fn freeze_metrics_keeps_the_snapshot_of_the_fault_start() {
+    let f = fleet_with(1, |_| {}).await;
+    let (mut sb, mut info) = clients(f.nodes()[0].addr).await;
+    sb.create(create("a", 1, 1)).await.expect("create");
+    let id = fault(&f, json!({"kind": "freeze-metrics", "nodes": ["node-00"]})).await;
+    sb.create(create("b", 1, 1)).await.expect("create");
+    sb.create(create("c", 1, 1)).await.expect("create");
+    let si = info.service_info(()).await.expect("info").into_inner();
+    assert_eq!(
+        (si.metric_sandboxes_running, si.metric_cpu_allocated),
+        (1, 1)
+    );
+    assert_eq!(si.stampede_sandbox_ids.expect("ids").ids, vec!["a"]);
+    assert_eq!(truth(&f, 0).sandbox_count, 3, "truth is live");
+    heal(&f, id).await;
+    let si = info.service_info(()).await.expect("info").into_inner();
+    assert_eq!(si.metric_sandboxes_running, 3);
+    f.shutdown().await;
+}
+
+#[tokio::test]
+async fn status_fault_changes_the_reported_status() {
+    let f = fleet_with(2, |_| {}).await;
+    let (_, mut info) = clients(f.nodes()[1].addr).await;
+    let id = fault(
+        &f,
+        json!({"kind": "status", "nodes": ["node-01"], "status": "draining"}),
+    )
+    .await;
+    let si = info.service_info(()).await.expect("info").into_inner();
+    assert_eq!(si.service_status, ServiceInfoStatus::Draining as i32);
+    assert_eq!(nodes(&f).await.nodes[1].status, "draining");
+    let id2 = fault(
+        &f,
+        json!({"kind": "status", "nodes": ["node-01"], "status": "unhealthy"}),
+    )
+    .await;
+    let si = info.service_info(()).await.expect("info").into_inner();
+    assert_eq!(si.service_status, ServiceInfoStatus::Unhealthy as i32);
+    heal(&f, id2).await;
+    let si = info.service_info(()).await.expect("info").into_inner();
+    assert_eq!(
+        si.service_status,
+        ServiceInfoStatus::Draining as i32,
+        "older fault still holds"
+    );
+    heal(&f, id).await;
+    let si = info.service_info(()).await.expect("info").into_inner();
+    assert_eq!(si.service_status, ServiceInfoStatus::Healthy as i32);
+    f.shutdown().await;
+}
+
+#[tokio::test]
+async fn restart_loses_sandboxes_and_changes_service_id() {
+    let f = fleet_with(1, |_| {}).await;
+    let (mut sb, mut info) = clients(f.nodes()[0].addr).await;
+    sb.create(create("a", 1, 1)).await.expect("create");
+    sb.create(create("b", 1, 1)).await.expect("create");
+    let before = info
+        .service_info(())
+        .await
+        .expect("info")
+        .into_inner()
+        .service_id;
+    fault(&f, json!({"kind": "restart", "nodes": ["node-00"]})).await;
+    let after = info.service_info(()).await.expect("info").into_inner();
+    assert_ne!(after.service_id, before);
+    assert_eq!(after.metric_sandboxes_running, 0);
+    assert!(sb
+        .list(())
+        .await
+        .expect("list")
+        .into_inner()
+        .sandboxes
+        .is_empty());
+    let t = truth(&f, 0);
+    assert_eq!((t.restarts, t.sandbox_count), (1, 0));
+    f.shutdown().await;
+}
+
+#[tokio::test]
+async fn admin_rejects_bad_faults_with_400() {
+    let f = fleet_with(1, |_| {}).await;
+    for body in [
+        json!({"kind": "explode", "nodes": ["node-00"]}),
+        json!({"kind": "kill", "nodes": ["node-77"]}),
+        json!({"kind": "kill", "nodes": []}),
+        json!({"kind": "slow", "nodes": ["node-00"]}),
+        json!({"kind": "errors", "nodes": ["node-00"], "probability": 2.0}),
+        json!({"kind": "status", "nodes": ["node-00"], "status": "sleepy"}),
+        json!({"kind": "kill", "nodes": ["node-00"], "duration": "soon"}),
+    ] {
+        let (status, v) = post_fault(&f, body.clone()).await;
+        assert_eq!(status, 400, "{body}");
+        assert!(v["error"].as_str().is_some_and(|m| !m.is_empty()), "{v}");
+    }
+    let (_, v) = post_fault(&f, json!({"kind": "kill", "nodes": ["node-77"]})).await;
+    assert!(v["error"].as_str().unwrap_or("").contains("node-77"));
+    assert_eq!(heal(&f, 999).await, 404);
+    let r = http()
+        .delete(format!("{}/faults/abc", f.admin_url()))
+        .send()
+        .await
+        .expect("admin");
+    assert_eq!(r.status().as_u16(), 404);
+    f.shutdown().await;
+}
+
+#[tokio::test]
+async fn admin_token_is_required_when_set_and_for_non_loopback() {
+    let cfg = mock_node::config::ClusterConfig {
+        nodes: 1,
+        ..Default::default()
+    };
+    let exposed = FleetOptions {
+        admin_addr: "0.0.0.0:0".parse().expect("addr"),
+        ..Default::default()
+    };
+    let e = fleet::start(cfg.clone(), exposed)
+        .await
+        .expect_err("refused");
+    assert!(matches!(e, FleetError::AdminNotLoopback(_)), "{e}");
+
+    let opts = FleetOptions {
+        admin_token: Some("s3cret".into()),
+        ..Default::default()
+    };
+    let f = fleet::start(cfg, opts).await.expect("starts");
+    let url = format!("{}/nodes", f.admin_url());
+    let r = http().get(&url).send().await.expect("admin");
+    assert_eq!(r.status().as_u16(), 401);
+    let r = http()
+        .get(&url)
+        .bearer_auth("wrong")
+        .send()
+        .await
+        .expect("admin");
+    assert_eq!(r.status().as_u16(), 401);
+    let r = http()
+        .get(&url)
+        .bearer_auth("s3cret")
+        .send()
+        .await
+        .expect("admin");
+    assert_eq!(r.status().as_u16(), 200);
+    f.shutdown().await;
+}
+
+#[tokio::test]
+async fn metrics_endpoint_labels_every_node() {
+    let f = fleet_with(3, |_| {}).await;
+    let (mut sb, _) = clients(f.nodes()[2].addr).await;
+    sb.create(create("a", 1, 1)).await.expect("create");
+    let text = http()
+        .get(format!("{}/metrics", f.admin_url()))
+        .send()
+        .await
+        .expect("admin")
+        .text()
+        .await
+        .expect("text");
+    assert!(
+        text.contains("mock_node_sandboxes{node=\"node-02\"} 1"),
+        "{text}"
+    );
+    assert!(text.contains("mock_node_sandboxes{node=\"node-00\"} 0"));
+    let health = http()
+        .get(format!("{}/health", f.admin_url()))
+        .send()
+        .await
+        .expect("admin");
+    assert_eq!(health.status().as_u16(), 200);
+    f.shutdown().await;
+}
