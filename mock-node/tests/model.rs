@@ -1,0 +1,144 @@
+//! The sans-IO node model alone: no sockets, time passed in.
+
+use std::time::Duration;
+
+use mock_node::config::{LatencyDist, NodeSpec, VcpuRange};
+use mock_node::model::{CreateRejection, CreateRequest, NodeModel};
+
+fn ms(v: u64) -> Duration {
+    Duration::from_millis(v)
+}
+
+fn req(id: &str, vcpu: i64) -> CreateRequest {
+    CreateRequest {
+        sandbox_id: id.into(),
+        vcpu,
+        ram_mb: 512,
+        ..Default::default()
+    }
+}
+
+fn node(edit: impl FnOnce(&mut NodeSpec)) -> NodeModel {
+    let mut spec = NodeSpec::default();
+    edit(&mut spec);
+    NodeModel::new("node-00".into(), spec, 7)
+}
+
+#[test]
+fn begin_finish_abort_and_counters() {
+    let mut m = node(|_| {});
+    m.begin_create(req("a", 1), ms(0)).expect("admit");
+    assert_eq!(m.starting_count(), 1);
+    assert_eq!(
+        m.metrics(ms(1)).sandboxes_running,
+        0,
+        "starting is not running"
+    );
+    m.finish_create("a", ms(2)).expect("finish");
+    m.begin_create(req("b", 1), ms(3)).expect("admit");
+    m.abort_create("b", ms(4));
+    assert!(
+        m.finish_create("b", ms(5)).is_err(),
+        "aborted create cannot finish"
+    );
+    let c = m.counters();
+    assert_eq!((c.creates_ok, c.creates_failed), (1, 2));
+    assert_eq!(m.delete("a", ms(6)).expect("delete").sandbox_id, "a");
+    assert!(m.delete("a", ms(7)).is_err());
+    assert_eq!(m.counters().deletes_ok, 1);
+}
+
+#[test]
+fn max_starting_zero_is_unlimited_and_starting_counts_for_overcommit() {
+    let mut m = node(|s| {
+        s.max_starting = 0;
+        s.cpu_count = 2;
+        s.overcommit = 2.0;
+    });
+    for i in 0..4 {
+        m.begin_create(req(&format!("s{i}"), 1), ms(0))
+            .expect("admit");
+    }
+    let e = m
+        .begin_create(req("s4", 1), ms(0))
+        .expect_err("4 starting vCPU fill 2 * 2");
+    assert!(matches!(e, CreateRejection::Overcommit { .. }), "{e:?}");
+    assert_eq!(m.counters().creates_rejected.get("overcommit"), Some(&1));
+}
+
+#[test]
+fn expiry_is_lazy_and_exact() {
+    let mut m = node(|_| {});
+    let mut r = req("a", 1);
+    r.end_time = Some(ms(100));
+    m.begin_create(r, ms(0)).expect("admit");
+    m.finish_create("a", ms(1)).expect("finish");
+    assert_eq!(m.list(ms(99)).len(), 1);
+    assert_eq!(m.list(ms(100)).len(), 0);
+    assert_eq!(m.counters().expired, 1);
+    m.update_end_time("a", None, ms(101)).expect_err("gone");
+}
+
+#[test]
+fn metrics_lag_refreshes_once_per_period() {
+    let mut m = node(|s| s.metrics_lag = ms(100));
+    assert_eq!(m.metrics(ms(10)).sandboxes_running, 0);
+    m.begin_create(req("a", 2), ms(20)).expect("admit");
+    m.finish_create("a", ms(21)).expect("finish");
+    assert_eq!(m.metrics(ms(99)).sandboxes_running, 0, "same period: stale");
+    assert_eq!(m.truth(ms(99)).sandboxes_running, 1, "truth is live");
+    let fresh = m.metrics(ms(100));
+    assert_eq!((fresh.sandboxes_running, fresh.allocated_vcpu), (1, 2));
+}
+
+#[test]
+fn freeze_and_restart() {
+    let mut m = node(|s| s.baseline_vcpu = VcpuRange { min: 1, max: 3 });
+    let base = m.baseline_vcpu();
+    assert!((1..=3).contains(&base));
+    m.begin_create(req("a", 1), ms(0)).expect("admit");
+    m.finish_create("a", ms(0)).expect("finish");
+    m.freeze_metrics(ms(1));
+    m.begin_create(req("b", 1), ms(2)).expect("admit");
+    m.finish_create("b", ms(2)).expect("finish");
+    assert_eq!(m.metrics(ms(3)).allocated_vcpu, base + 1);
+    m.unfreeze_metrics();
+    assert_eq!(m.metrics(ms(3)).allocated_vcpu, base + 2);
+    let sid = m.service_id().to_string();
+    m.begin_create(req("c", 1), ms(4)).expect("admit");
+    m.restart(ms(5));
+    assert_ne!(m.service_id(), sid);
+    assert_eq!((m.list(ms(5)).len(), m.starting_count()), (0, 0));
+    assert!(
+        m.finish_create("c", ms(6)).is_err(),
+        "create lost in the crash"
+    );
+    assert_eq!(m.metrics(ms(6)).allocated_vcpu, base, "baseline survives");
+}
+
+#[test]
+fn same_seed_same_draws() {
+    let spec = NodeSpec {
+        create_latency: LatencyDist::Exponential { mean: ms(5) },
+        baseline_vcpu: VcpuRange { min: 0, max: 100 },
+        ..Default::default()
+    };
+    let mut a = NodeModel::new("n".into(), spec.clone(), 99);
+    let mut b = NodeModel::new("n".into(), spec.clone(), 99);
+    let mut c = NodeModel::new("n".into(), spec, 100);
+    assert_eq!(a.service_id(), b.service_id());
+    assert_ne!(a.service_id(), c.service_id());
+    let da: Vec<_> = (0..50).map(|_| a.sample_create_latency()).collect();
+    let db: Vec<_> = (0..50).map(|_| b.sample_create_latency()).collect();
+    let dc: Vec<_> = (0..50).map(|_| c.sample_create_latency()).collect();
+    assert_eq!(da, db);
+    assert_ne!(da, dc);
+}
+
+#[test]
+fn node_seeds_differ_per_node_and_are_stable() {
+    use mock_node::fleet::node_seed;
+    assert_eq!(node_seed(1, 0), node_seed(1, 0));
+    assert_ne!(node_seed(1, 0), node_seed(1, 1));
+    assert_ne!(node_seed(1, 0), node_seed(2, 0));
+}
