@@ -168,9 +168,8 @@ impl NodeModel {
             self.running.remove(&id);
             self.counters.expired += 1;
         }
-        let lag = self.spec.metrics_lag.as_nanos();
-        if lag > 0 {
-            let period = now.as_nanos() / lag;
+        // Zero lag means live metrics: no period, no snapshot.
+        if let Some(period) = now.as_nanos().checked_div(self.spec.metrics_lag.as_nanos()) {
             if self.lagged.as_ref().is_none_or(|(p, _)| *p != period) {
                 self.lagged = Some((period, self.live_metrics(now)));
             }
