@@ -97,10 +97,7 @@ impl Walker {
                 self.positions.entry(p.clone()).or_insert(pos);
                 Some(p)
             }
-            Some(Frame::Map { path, key }) => match key.take() {
-                None => None,
-                Some(k) => Some(join(path, &k)),
-            },
+            Some(Frame::Map { path, key }) => key.take().map(|k| join(path, &k)),
         }
     }
 
@@ -156,10 +153,8 @@ impl MarkedEventReceiver for Walker {
             Event::SequenceStart(..) => self.open(|path| Frame::Seq { path, next: 0 }, mark),
             Event::MappingEnd | Event::SequenceEnd => self.close(),
             Event::Scalar(value, ..) => self.scalar(value, mark),
-            Event::Alias(_) => {
-                if self.skipping == 0 {
-                    let _ = self.value_path(mark);
-                }
+            Event::Alias(_) if self.skipping == 0 => {
+                let _ = self.value_path(mark);
             }
             _ => {}
         }

@@ -329,21 +329,21 @@ fn chaos_step(v: &mut Problems, p: &str, s: &ChaosStep, node_ids: Option<&[Strin
     }
     for (key, val) in &s.params {
         let f = format!("{p}.params.{key}");
-        match key.as_str() {
-            "probability" => {
-                if !val.as_f64().is_some_and(|x| (0.0..=1.0).contains(&x)) {
-                    v.add(&f, "must be a number in [0, 1]");
-                }
+        let problem = match key.as_str() {
+            "probability" if !val.as_f64().is_some_and(|x| (0.0..=1.0).contains(&x)) => {
+                Some("must be a number in [0, 1]")
             }
-            "latency" | "delay" => {
-                let ok = val
+            "latency" | "delay"
+                if val
                     .as_str()
-                    .is_some_and(|t| humantime::parse_duration(t).is_ok());
-                if !ok {
-                    v.add(&f, "must be a duration such as `200ms`");
-                }
+                    .is_none_or(|t| humantime::parse_duration(t).is_err()) =>
+            {
+                Some("must be a duration such as `200ms`")
             }
-            _ => {}
+            _ => None,
+        };
+        if let Some(m) = problem {
+            v.add(&f, m);
         }
     }
 }
