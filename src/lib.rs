@@ -7,4 +7,5 @@ pub mod collect;
 pub mod placement;
 pub mod profile;
 pub mod report;
+pub mod serve;
 pub mod workload;

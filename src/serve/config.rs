@@ -1,0 +1,79 @@
+//! Settings of one placement service instance, independent of how it was started.
+
+use std::time::Duration;
+
+use crate::placement::PlacementConfig;
+
+/// The API key accepted when none is configured (`--api-key` / `STAMPEDE_API_KEY`).
+/// Local use only: it is published here.
+pub const DEFAULT_API_KEY: &str = "e2b_stampede_local_key";
+
+/// Everything an instance needs besides its nodes and listen address.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServeConfig {
+    /// Best-of-K parameters and accounting mode.
+    pub placement: PlacementConfig,
+    /// Period of the node sync (ServiceInfo + List). E2B: 20 s.
+    pub sync_interval: Duration,
+    /// Whole-request deadline of a create (E2B: 70 s); past it the answer is 504.
+    pub request_timeout: Duration,
+    /// Deadline of one `SandboxService/Create` RPC; a node that does not answer in time
+    /// counts as a failed (non-ResourceExhausted) attempt.
+    pub create_rpc_timeout: Duration,
+    /// Deadline of the other RPCs (ServiceInfo, List, Delete).
+    pub rpc_timeout: Duration,
+    /// Value clients must send in `X-API-Key`.
+    pub api_key: String,
+    /// Value admin clients may send in `X-Admin-Token` (for `/nodes`); none = API key only.
+    pub admin_token: Option<String>,
+    /// Seed of the placement sampling and of sandbox ids.
+    pub seed: u64,
+    /// vCPU of a sandbox whose create body has no `cpuCount` (E2B takes it from the
+    /// template; stampede has no templates). Default 1.
+    pub default_vcpu: u32,
+    /// MiB of a sandbox whose create body has no `memoryMB`. Default 1024.
+    pub default_memory_mb: u32,
+    /// Kill sandboxes a node runs that this instance does not know (E2B's clean-up).
+    /// Off by default: with several replicas each one sees the others' sandboxes as orphans.
+    pub kill_orphans: bool,
+    /// `envdVersion` returned in Sandbox answers.
+    pub envd_version: String,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        Self {
+            placement: PlacementConfig::default(),
+            sync_interval: Duration::from_secs(20),
+            request_timeout: Duration::from_secs(70),
+            create_rpc_timeout: Duration::from_secs(10),
+            rpc_timeout: Duration::from_secs(5),
+            api_key: DEFAULT_API_KEY.to_string(),
+            admin_token: None,
+            seed: 0,
+            default_vcpu: 1,
+            default_memory_mb: 1024,
+            kill_orphans: false,
+            envd_version: "0.2.0".to_string(),
+        }
+    }
+}
+
+/// A node to place on: its gRPC address and, when known, its id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeTarget {
+    /// Node id; `None` = take ServiceInfo's `node_id` at the first sync (or the address).
+    pub id: Option<String>,
+    /// `host:port` or `http://host:port` of the orchestrator's gRPC endpoint.
+    pub addr: String,
+}
+
+impl NodeTarget {
+    /// A node known by address only.
+    pub fn addr(addr: impl Into<String>) -> Self {
+        Self {
+            id: None,
+            addr: addr.into(),
+        }
+    }
+}

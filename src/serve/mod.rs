@@ -1,0 +1,29 @@
+//! `stampede serve`: the reference placement service, E2B's placement path behind E2B's
+//! REST surface. A thin driver of the sans-IO [`crate::placement`] core: axum for REST,
+//! tonic clients to the orchestrator nodes, a periodic node sync.
+//!
+//! Embed it with [`start`] (or [`start_replicas`]); run it from the CLI with [`run`].
+//!
+//! REST notes (see E2B's `spec/openapi.yml`): `POST /sandboxes` accepts two stampede
+//! extensions, `cpuCount` and `memoryMB` (E2B takes them from the template; defaults
+//! [`ServeConfig::default_vcpu`] / [`ServeConfig::default_memory_mb`]). `GET /health`
+//! answers 204 without authentication, `GET /metrics` (Prometheus) too; every other
+//! route needs `X-API-Key` (default [`DEFAULT_API_KEY`]), and `/nodes` also accepts
+//! `X-Admin-Token`.
+
+pub mod args;
+pub mod config;
+pub mod error;
+pub mod node_client;
+pub mod place;
+pub mod rest;
+pub mod routes;
+pub mod service;
+pub mod state;
+pub mod sync;
+pub mod telemetry;
+
+pub use args::{run, ServeArgs};
+pub use config::{NodeTarget, ServeConfig, DEFAULT_API_KEY};
+pub use error::{ApiError, ServeError};
+pub use service::{start, start_replicas, ServiceHandle};

@@ -1,0 +1,197 @@
+//! Starting and stopping instances: [`start`] for embedding (the `stampede run`
+//! orchestrator, tests), [`start_replicas`] for N independent instances.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use indexmap::IndexMap;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::config::{NodeTarget, ServeConfig};
+use super::error::ServeError;
+use super::node_client::NodeClient;
+use super::routes::{node_json, router};
+use super::state::{lock, NodeConn, NodeInfo, Shared};
+use super::sync::sync_all;
+use crate::placement::PlacementCore;
+
+/// A running instance. Dropping it does not stop it: call [`ServiceHandle::shutdown`].
+#[derive(Debug)]
+pub struct ServiceHandle {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    cancel: CancellationToken,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl ServiceHandle {
+    /// Base URL, e.g. `http://127.0.0.1:3000`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The settings in use.
+    pub fn config(&self) -> &ServeConfig {
+        &self.shared.cfg
+    }
+
+    /// Sync every node now and wait for it (instead of waiting for the next tick).
+    pub async fn sync_now(&self) {
+        sync_all(&self.shared).await;
+    }
+
+    /// A copy of the placement core (what this instance believes, per node).
+    pub fn placement_snapshot(&self) -> PlacementCore {
+        lock(&self.shared.core).clone()
+    }
+
+    /// What `GET /nodes` would answer now.
+    pub fn nodes(&self) -> Vec<super::rest::NodeJson> {
+        node_json(&self.shared)
+    }
+
+    /// The Prometheus text `GET /metrics` would answer now.
+    pub fn metrics_text(&self) -> String {
+        self.shared
+            .telemetry
+            .render(self.shared.cfg.placement.mode.as_str())
+    }
+
+    /// Stop serving (in-flight requests finish) and stop the sync loop.
+    pub async fn shutdown(self) {
+        self.cancel.cancel();
+        for t in self.tasks {
+            let _ = t.await;
+        }
+    }
+}
+
+/// Start one instance placing on `nodes`, serving on `listen` (port 0 = any free port).
+/// The first sync completes before the listener serves requests.
+pub async fn start(
+    cfg: ServeConfig,
+    nodes: Vec<NodeTarget>,
+    listen: SocketAddr,
+) -> Result<ServiceHandle, ServeError> {
+    let problems = cfg.placement.validate();
+    if !problems.is_empty() {
+        let text: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        return Err(ServeError::Config(text.join("; ")));
+    }
+    let listener = TcpListener::bind(listen)
+        .await
+        .map_err(|source| ServeError::Bind {
+            addr: listen,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(ServeError::Server)?;
+    let conns = connect_all(&cfg, nodes).await?;
+    let shared = Arc::new(Shared::new(cfg, conns));
+    sync_all(&shared).await;
+
+    let cancel = CancellationToken::new();
+    let app = router(shared.clone());
+    let stop = cancel.clone();
+    let server = tokio::spawn(async move {
+        let served = axum::serve(listener, app)
+            .with_graceful_shutdown(async move { stop.cancelled().await })
+            .await;
+        if let Err(e) = served {
+            tracing::error!(error = %e, "placement service stopped");
+        }
+    });
+    let sync_loop = tokio::spawn(sync_forever(shared.clone(), cancel.clone()));
+    tracing::info!(%addr, mode = %shared.cfg.placement.mode, nodes = shared.nodes.len(), "placement service ready");
+    Ok(ServiceHandle {
+        addr,
+        shared,
+        cancel,
+        tasks: vec![server, sync_loop],
+    })
+}
+
+/// Start `n` independent instances (own state each; seeds `seed + i`) on consecutive
+/// ports from `listen` (or each on a free port when `listen` has port 0).
+pub async fn start_replicas(
+    cfg: ServeConfig,
+    nodes: Vec<NodeTarget>,
+    listen: SocketAddr,
+    n: usize,
+) -> Result<Vec<ServiceHandle>, ServeError> {
+    let mut handles = Vec::with_capacity(n);
+    for i in 0..n {
+        let mut at = listen;
+        if listen.port() != 0 {
+            let port = u16::try_from(usize::from(listen.port()) + i).map_err(|_| {
+                ServeError::Config(format!("replica {i} has no port above {}", listen.port()))
+            })?;
+            at.set_port(port);
+        }
+        let replica_cfg = ServeConfig {
+            seed: cfg.seed.wrapping_add(i as u64),
+            ..cfg.clone()
+        };
+        match start(replica_cfg, nodes.clone(), at).await {
+            Ok(h) => handles.push(h),
+            Err(e) => {
+                for h in handles {
+                    h.shutdown().await;
+                }
+                return Err(e);
+            }
+        }
+    }
+    Ok(handles)
+}
+
+async fn sync_forever(shared: Arc<Shared>, cancel: CancellationToken) {
+    let period = shared.cfg.sync_interval.max(Duration::from_millis(10));
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            _ = tick.tick() => sync_all(&shared).await,
+        }
+    }
+}
+
+/// Clients for every target; an id-less target is named by its ServiceInfo `node_id`
+/// (or its address when it does not answer).
+async fn connect_all(
+    cfg: &ServeConfig,
+    nodes: Vec<NodeTarget>,
+) -> Result<IndexMap<String, NodeConn>, ServeError> {
+    let mut conns = IndexMap::new();
+    for target in nodes {
+        let client = NodeClient::new(&target.addr, cfg.rpc_timeout)?;
+        let id = match target.id {
+            Some(id) => id,
+            None => match client.service_info(cfg.rpc_timeout).await {
+                Ok(info) if !info.node_id.is_empty() => info.node_id,
+                _ => target.addr.clone(),
+            },
+        };
+        if conns.contains_key(&id) {
+            return Err(ServeError::Config(format!("node id `{id}` given twice")));
+        }
+        conns.insert(
+            id.clone(),
+            NodeConn {
+                id,
+                addr: target.addr,
+                client,
+                info: std::sync::Mutex::new(NodeInfo::default()),
+            },
+        );
+    }
+    Ok(conns)
+}

@@ -1,0 +1,142 @@
+//! The shared state of one instance: the placement core, the nodes' clients, the
+//! sandboxes this instance placed, and telemetry.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Instant, SystemTime};
+
+use indexmap::IndexMap;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::config::ServeConfig;
+use super::node_client::NodeClient;
+use super::telemetry::Telemetry;
+use crate::placement::PlacementCore;
+
+/// What ServiceInfo says about a node besides the metrics the core keeps.
+#[derive(Debug, Clone, Default)]
+pub struct NodeInfo {
+    /// `service_id`.
+    pub service_id: String,
+    /// `service_version`.
+    pub version: String,
+    /// `service_commit`.
+    pub commit: String,
+    /// `machine_info`: family, model, model name, architecture.
+    pub machine: [String; 4],
+    /// `metric_memory_used_bytes`.
+    pub memory_used_bytes: u64,
+    /// Whether a sync ever succeeded.
+    pub synced_once: bool,
+    /// Unknown sandboxes at the last sync.
+    pub orphans: u64,
+    /// Failed syncs.
+    pub sync_failures: u64,
+}
+
+/// One node: its clients and its ServiceInfo details.
+#[derive(Debug)]
+pub struct NodeConn {
+    /// Node id.
+    pub id: String,
+    /// gRPC address.
+    pub addr: String,
+    /// Clients.
+    pub client: NodeClient,
+    /// Details from the last sync.
+    pub info: Mutex<NodeInfo>,
+}
+
+/// A sandbox this instance placed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxRecord {
+    /// Node it runs on.
+    pub node: String,
+    /// Template id.
+    pub template_id: String,
+    /// The node's `client_id` answer (or the node id).
+    pub client_id: String,
+    /// vCPU.
+    pub vcpu: u32,
+    /// Memory, MiB.
+    pub ram_mb: u32,
+    /// Metadata.
+    pub metadata: BTreeMap<String, String>,
+    /// Start time.
+    pub started_at: SystemTime,
+    /// Expiry time.
+    pub end_at: SystemTime,
+    /// When the create's answer arrived (a sync started later must list the sandbox).
+    pub placed_at: Instant,
+}
+
+/// Everything the handlers and the sync loop share.
+#[derive(Debug)]
+pub struct Shared {
+    /// Settings.
+    pub cfg: ServeConfig,
+    /// The sans-IO placement core (locked briefly, never across an await).
+    pub core: Mutex<PlacementCore>,
+    /// Sampling RNG, seeded.
+    pub rng: Mutex<ChaCha8Rng>,
+    /// Sandbox-id RNG, seeded from the same seed on another stream.
+    pub id_rng: Mutex<ChaCha8Rng>,
+    /// Nodes, in the order given.
+    pub nodes: IndexMap<String, NodeConn>,
+    /// Sandboxes placed and not deleted/expired.
+    pub sandboxes: Mutex<BTreeMap<String, SandboxRecord>>,
+    /// Ids of creates in progress (not orphans even if a node lists them).
+    pub placing: Mutex<BTreeSet<String>>,
+    /// Counters.
+    pub telemetry: Telemetry,
+    /// Serializes syncs so that two never interleave on one node.
+    pub sync_lock: tokio::sync::Mutex<()>,
+}
+
+impl Shared {
+    /// State for `nodes` (already connected lazily).
+    pub fn new(cfg: ServeConfig, nodes: IndexMap<String, NodeConn>) -> Self {
+        let mut core = PlacementCore::new(cfg.placement.clone());
+        for id in nodes.keys() {
+            core.add_node(id.clone());
+        }
+        let mut id_rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+        id_rng.set_stream(1);
+        Self {
+            rng: Mutex::new(ChaCha8Rng::seed_from_u64(cfg.seed)),
+            id_rng: Mutex::new(id_rng),
+            core: Mutex::new(core),
+            cfg,
+            nodes,
+            sandboxes: Mutex::new(BTreeMap::new()),
+            placing: Mutex::new(BTreeSet::new()),
+            telemetry: Telemetry::default(),
+            sync_lock: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// A fresh sandbox id like E2B's: `i` + 19 lowercase alphanumerics, unused here.
+    pub fn new_sandbox_id(&self) -> String {
+        const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+        loop {
+            let id: String = {
+                let mut rng = lock(&self.id_rng);
+                std::iter::once('i')
+                    .chain(
+                        (0..19).map(|_| char::from(ALPHABET[rng.random_range(0..ALPHABET.len())])),
+                    )
+                    .collect()
+            };
+            let taken = lock(&self.sandboxes).contains_key(&id);
+            if !taken && lock(&self.placing).insert(id.clone()) {
+                return id;
+            }
+        }
+    }
+}
+
+/// Lock a mutex, recovering the data if a holder panicked (the state stays usable).
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}

@@ -1,0 +1,150 @@
+//! The node manager's sync: `ServiceInfo` then `List` on every node, fed to the core as
+//! one [`SyncSnapshot`]; a failed sync marks the node unhealthy (or leaves it
+//! connecting if it never synced). Sandboxes a node runs that this instance does not
+//! know are counted as orphans and killed only with `kill_orphans`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Instant;
+
+use stampede_proto::{ServiceInfoResponse, ServiceInfoStatus};
+
+use super::node_client::ListedOnNode;
+use super::state::{lock, NodeConn, Shared};
+use crate::placement::{NodeMetrics, NodeStatus, SyncSnapshot};
+
+/// Sync every node once (concurrently), serialized with other syncs.
+pub async fn sync_all(shared: &Arc<Shared>) {
+    let _one_at_a_time = shared.sync_lock.lock().await;
+    let syncs = shared.nodes.values().map(|n| sync_node(shared, n));
+    futures::future::join_all(syncs).await;
+}
+
+/// E2B's status mapping: Healthy -> ready, the others by name.
+pub fn map_status(raw: i32) -> NodeStatus {
+    match ServiceInfoStatus::try_from(raw) {
+        Ok(ServiceInfoStatus::Healthy) => NodeStatus::Ready,
+        Ok(ServiceInfoStatus::Draining) => NodeStatus::Draining,
+        Ok(ServiceInfoStatus::Standby) => NodeStatus::Standby,
+        Ok(ServiceInfoStatus::Unhealthy) | Err(_) => NodeStatus::Unhealthy,
+    }
+}
+
+async fn sync_node(shared: &Arc<Shared>, node: &NodeConn) {
+    let started = Instant::now();
+    let limit = shared.cfg.rpc_timeout;
+    let info = node.client.service_info(limit).await;
+    let listed = match &info {
+        Ok(_) => node.client.list(limit).await,
+        Err(e) => Err(e.clone()),
+    };
+    let (info, listed) = match (info, listed) {
+        (Ok(i), Ok(l)) => (i, l),
+        (Err(e), _) | (_, Err(e)) => {
+            tracing::debug!(node = %node.id, error = %e, "sync failed");
+            shared.telemetry.sync_failures.fetch_add(1, Relaxed);
+            let mut ni = lock(&node.info);
+            ni.sync_failures += 1;
+            let status = if ni.synced_once {
+                NodeStatus::Unhealthy
+            } else {
+                NodeStatus::Connecting
+            };
+            lock(&shared.core).set_status(&node.id, status);
+            return;
+        }
+    };
+    let snapshot = snapshot_of(shared, &info, &listed);
+    lock(&shared.core).apply_sync(&node.id, snapshot);
+    shared.telemetry.syncs.fetch_add(1, Relaxed);
+    let orphans = reconcile_registry(shared, node, &listed, started);
+    {
+        let mut ni = lock(&node.info);
+        ni.service_id = info.service_id.clone();
+        ni.version = info.service_version.clone();
+        ni.commit = info.service_commit.clone();
+        let m = info.machine_info.clone().unwrap_or_default();
+        ni.machine = [
+            m.cpu_family,
+            m.cpu_model,
+            m.cpu_model_name,
+            m.cpu_architecture,
+        ];
+        ni.memory_used_bytes = info.metric_memory_used_bytes;
+        ni.synced_once = true;
+        ni.orphans = orphans.len() as u64;
+    }
+    shared
+        .telemetry
+        .orphans_seen
+        .fetch_add(orphans.len() as u64, Relaxed);
+    if shared.cfg.kill_orphans {
+        for id in orphans {
+            if node.client.delete(&id, limit).await.is_ok() {
+                shared.telemetry.orphans_killed.fetch_add(1, Relaxed);
+            }
+        }
+    }
+}
+
+/// The core's view of one sync. Ids come from the ServiceInfo extension when the node
+/// sends it (consistent with the metrics), else from `List`.
+fn snapshot_of(
+    shared: &Shared,
+    info: &ServiceInfoResponse,
+    listed: &[ListedOnNode],
+) -> SyncSnapshot {
+    let vcpu_of: BTreeMap<&str, u32> = listed.iter().map(|s| (s.id.as_str(), s.vcpu)).collect();
+    let sandboxes = match &info.stampede_sandbox_ids {
+        Some(ext) => {
+            let known = lock(&shared.sandboxes);
+            ext.ids
+                .iter()
+                .map(|id| {
+                    let vcpu = vcpu_of
+                        .get(id.as_str())
+                        .copied()
+                        .or_else(|| known.get(id).map(|r| r.vcpu))
+                        .unwrap_or(0);
+                    (id.clone(), vcpu)
+                })
+                .collect()
+        }
+        None => listed.iter().map(|s| (s.id.clone(), s.vcpu)).collect(),
+    };
+    SyncSnapshot {
+        status: map_status(info.service_status),
+        metrics: NodeMetrics {
+            cpu_allocated: info.metric_cpu_allocated,
+            cpu_count: info.metric_cpu_count,
+            cpu_percent: info.metric_cpu_percent,
+            memory_allocated_bytes: info.metric_memory_allocated_bytes,
+            memory_total_bytes: info.metric_memory_total_bytes,
+            sandboxes_running: info.metric_sandboxes_running,
+        },
+        sandboxes: Some(sandboxes),
+    }
+}
+
+/// Forget sandboxes of this node that its `List` no longer shows although they were
+/// created before the sync started (expired, or lost to a restart); return the listed
+/// ids this instance does not know (orphans), excluding creates in progress.
+fn reconcile_registry(
+    shared: &Shared,
+    node: &NodeConn,
+    listed: &[ListedOnNode],
+    sync_started: Instant,
+) -> Vec<String> {
+    let on_node: BTreeSet<&str> = listed.iter().map(|s| s.id.as_str()).collect();
+    let mut known = lock(&shared.sandboxes);
+    known.retain(|id, r| {
+        r.node != node.id || on_node.contains(id.as_str()) || r.placed_at >= sync_started
+    });
+    let placing = lock(&shared.placing);
+    listed
+        .iter()
+        .filter(|s| !known.contains_key(&s.id) && !placing.contains(&s.id))
+        .map(|s| s.id.clone())
+        .collect()
+}
