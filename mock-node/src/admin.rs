@@ -19,12 +19,13 @@ use crate::api::{ApiError, FaultCreated, FaultRequest, FaultsResponse};
 use crate::faults;
 use crate::fleet::FleetShared;
 use crate::prometheus;
+use crate::secret::AdminToken;
 
 /// Serves the admin API on `listener` until the fleet shuts down.
 pub fn spawn(
     shared: Arc<FleetShared>,
     listener: TcpListener,
-    token: Option<String>,
+    token: Option<AdminToken>,
 ) -> JoinHandle<()> {
     let stop = shared.shutdown.clone();
     let mut app = Router::new()
@@ -35,7 +36,7 @@ pub fn spawn(
         .route("/faults/{id}", delete(remove_fault))
         .with_state(shared);
     if let Some(token) = token {
-        let expected: Arc<str> = format!("Bearer {token}").into();
+        let expected: Arc<str> = format!("Bearer {}", token.expose()).into();
         app = app.layer(middleware::from_fn(move |req: Request, next: Next| {
             let expected = expected.clone();
             async move { bearer(expected, req, next).await }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use crate::config::ClusterConfig;
 use crate::config_file::{self, ConfigFileError};
 use crate::fleet::{self, Addressing, FleetError, FleetHandle, FleetOptions};
+use crate::secret::AdminToken;
 
 /// E2B orchestrators' gRPC port.
 pub const DEFAULT_GRPC_PORT: u16 = 5008;
@@ -49,7 +50,7 @@ pub struct MockNodeArgs {
     pub admin_addr: Option<SocketAddr>,
     /// Bearer token the admin API requires.
     #[arg(long, env = "MOCK_NODE_ADMIN_TOKEN", hide_env_values = true)]
-    pub admin_token: Option<String>,
+    pub admin_token: Option<AdminToken>,
     /// vCPUs of every node.
     #[arg(long)]
     pub cpu_count: Option<u32>,
@@ -129,7 +130,7 @@ impl MockNodeArgs {
         let opts = FleetOptions {
             addressing,
             admin_addr: self.admin_addr.unwrap_or(defaults.admin_addr),
-            admin_token: self.admin_token.clone().filter(|t| !t.is_empty()),
+            admin_token: self.admin_token.clone().filter(|t| !t.expose().is_empty()),
             node_id: self.node_id.clone(),
             labels: self
                 .labels

@@ -184,17 +184,24 @@ async fn refresh(
     book: &FaultBook,
     nodes: &[String],
 ) -> Result<(), FaultError> {
-    for n in nodes {
-        if let Some(node) = fleet.node(n) {
-            node.apply(book.effect_on(n))
+    // Concurrently: killing a thousand nodes must not take a thousand kill delays.
+    let applies = nodes.iter().filter_map(|n| {
+        let node = fleet.node(n)?;
+        let effect = book.effect_on(n);
+        Some(async move {
+            node.apply(effect)
                 .await
                 .map_err(|source| FaultError::Rebind {
                     node: n.clone(),
                     source,
-                })?;
-        }
-    }
-    Ok(())
+                })
+        })
+    });
+    futures::future::join_all(applies)
+        .await
+        .into_iter()
+        .collect::<Result<Vec<()>, _>>()
+        .map(|_| ())
 }
 
 fn schedule_heal(fleet: Arc<FleetShared>, id: u64, after: Duration) {

@@ -14,6 +14,7 @@ use crate::config::{ClusterConfig, SpecError};
 use crate::faults::{self, FaultBook, FaultError};
 use crate::model::NodeModel;
 use crate::node::NodeRuntime;
+use crate::secret::AdminToken;
 
 /// Where the nodes listen.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,7 +41,7 @@ pub struct FleetOptions {
     /// Admin HTTP address; must be loopback unless `admin_token` is set.
     pub admin_addr: SocketAddr,
     /// Bearer token the admin API requires, if any.
-    pub admin_token: Option<String>,
+    pub admin_token: Option<AdminToken>,
     /// Id of the node in a one-node fleet (`NODE_ID`), instead of `node-00`.
     pub node_id: Option<String>,
     /// Labels every node reports in ServiceInfo (`NODE_LABELS`).

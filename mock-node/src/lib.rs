@@ -14,5 +14,7 @@ pub mod latency;
 pub mod model;
 pub mod node;
 pub mod prometheus;
+pub mod rejection;
+pub mod secret;
 pub mod serve;
 pub mod snapshot;

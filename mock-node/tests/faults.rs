@@ -352,7 +352,7 @@ async fn admin_token_is_required_when_set_and_for_non_loopback() {
     assert!(matches!(e, FleetError::AdminNotLoopback(_)), "{e}");
 
     let opts = FleetOptions {
-        admin_token: Some("s3cret".into()),
+        admin_token: Some(mock_node::secret::AdminToken::new("s3cret")),
         ..Default::default()
     };
     let f = fleet::start(cfg, opts).await.expect("starts");
