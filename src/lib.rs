@@ -4,8 +4,11 @@
 pub mod chaos;
 pub mod checker;
 pub mod collect;
+pub mod collect_cmd;
 pub mod placement;
 pub mod profile;
 pub mod report;
 pub mod serve;
+pub mod sim;
 pub mod workload;
+pub mod run;

@@ -4,7 +4,7 @@
 
 mod checks;
 mod compare;
-mod format;
+pub mod format;
 mod html;
 mod markdown;
 mod model;

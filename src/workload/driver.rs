@@ -40,6 +40,8 @@ pub struct WorkloadRun {
     pub goose_report: Option<PathBuf>,
     /// Stops the run early (Ctrl-C); what was recorded so far is kept.
     pub cancel: CancellationToken,
+    /// Advanced once per finished create, if given (hidden when not a terminal).
+    pub progress: Option<indicatif::ProgressBar>,
 }
 
 /// What a workload run produced.
@@ -132,10 +134,20 @@ pub async fn run_workload(
 
     let attack = build_attack(shared.clone())?;
     let cancel = shared.run.cancel.clone();
+    // goose keeps a process-wide kill switch; a previous run (or mode) may have left
+    // it set. On cancel we pull it so goose stops its users and writes its report.
+    goose::reset_killswitch();
+    let exec = attack.execute();
+    tokio::pin!(exec);
     let result = tokio::select! {
-        r = attack.execute() => r.map(|_| ()).map_err(|e| WorkloadError::Goose(e.to_string())),
-        _ = cancel.cancelled() => Ok(()),
-    };
+        r = &mut exec => r,
+        _ = cancel.cancelled() => {
+            goose::trigger_killswitch("stampede run cancelled");
+            exec.await
+        }
+    }
+    .map(|_| ())
+    .map_err(|e| WorkloadError::Goose(e.to_string()));
     gate_watch.abort();
     // Pending deletes finish (or stop on cancel) before the ledger closes.
     let mut deletes = std::mem::take(&mut *shared.deletes.lock().expect("delete set lock"));
@@ -238,6 +250,9 @@ async fn send_slot(s: &Shared, user: &mut GooseUser, gate: Instant, i: usize, in
     let ms = |t: Instant| t.saturating_duration_since(gate).as_secs_f64() * 1000.0;
     if let (Some(id), Some(dist)) = (&r.sandbox_id, &s.run.lifetime) {
         schedule_delete(s, i, target, id.clone(), dist);
+    }
+    if let Some(p) = &s.run.progress {
+        p.inc(1);
     }
     let _ = s.events.send(Event::Created(LedgerEntry {
         index: i,

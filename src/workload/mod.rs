@@ -11,7 +11,7 @@ mod pacing;
 mod request;
 mod secret;
 
-pub use driver::{run_workload, WorkloadError, WorkloadRun};
+pub use driver::{run_workload, WorkloadError, WorkloadOutput, WorkloadRun};
 pub use ledger::{Ledger, LedgerEntry, Outcome};
 pub use pacing::Pacing;
 pub use secret::ApiKey;

@@ -1,0 +1,109 @@
+//! The chaos part of a run: apply the profile's fault schedule from the gate on, heal
+//! everything when the workload ends, then judge the run (fault windows, set checker).
+
+use std::time::{Duration, Instant};
+
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use super::drive::Target;
+use super::StageError;
+use crate::chaos::{fault_windows, run_schedule, AppliedFault, ChaosClient, FaultPlan};
+use crate::checker::{check, collect_inventory, Inventory};
+use crate::collect::Sample;
+use crate::profile::Profile;
+use crate::report::RunResult;
+use crate::workload::WorkloadOutput;
+
+/// A fault schedule running alongside the workload.
+pub(crate) struct ChaosRun {
+    task: Option<tokio::task::JoinHandle<Vec<AppliedFault>>>,
+    stop: CancellationToken,
+}
+
+impl ChaosRun {
+    /// Stops the schedule, heals every fault still in force and returns what was applied.
+    pub(crate) async fn finish(mut self) -> Vec<AppliedFault> {
+        self.stop.cancel();
+        match self.task.take() {
+            Some(t) => t.await.unwrap_or_default(),
+            None => Vec::new(),
+        }
+    }
+}
+
+/// Resolves the profile's `chaos:` against the nodes and starts applying it once the
+/// workload's gate opens. Nothing runs when the profile has no schedule.
+pub(crate) async fn spawn(
+    profile: &Profile,
+    admin: &[String],
+    node_ids: &[String],
+    gate: oneshot::Receiver<Instant>,
+) -> Result<ChaosRun, StageError> {
+    let stop = CancellationToken::new();
+    if profile.chaos.is_empty() {
+        return Ok(ChaosRun { task: None, stop });
+    }
+    if admin.is_empty() {
+        return Err(StageError::Chaos(
+            "the profile has a chaos schedule but no mock-node admin API to apply it through"
+                .into(),
+        ));
+    }
+    let plan = FaultPlan::resolve(&profile.chaos, node_ids, profile.seed)
+        .map_err(|e| StageError::Chaos(e.to_string()))?;
+    let client = if admin.len() == 1 {
+        ChaosClient::new(&admin[0], None)
+    } else {
+        ChaosClient::discover(admin, None)
+            .await
+            .map_err(|e| StageError::Chaos(e.to_string()))?
+    };
+    let until = stop.clone();
+    let task = tokio::spawn(async move {
+        match gate.await {
+            Ok(at) => run_schedule(&plan, &client, at, until).await,
+            Err(_) => Vec::new(), // the workload never opened its gate
+        }
+    });
+    Ok(ChaosRun {
+        task: Some(task),
+        stop,
+    })
+}
+
+/// Reads the nodes' inventory before the gate, so that sandboxes already there are not
+/// taken for this run's orphans.
+pub(crate) async fn inventory_before(target: &Target) -> Option<Inventory> {
+    collect_inventory(&reqwest::Client::new(), &target.truth, None)
+        .await
+        .ok()
+}
+
+/// Fills fault windows and checker findings into `result`. `samples` are timed from
+/// the workload's gate, like the ledger.
+pub(crate) async fn judge(
+    result: &mut RunResult,
+    applied: &[AppliedFault],
+    workload: &WorkloadOutput,
+    samples: &[Sample],
+    target: &Target,
+    before: Option<&Inventory>,
+    sandbox_timeout: Duration,
+) -> Result<(), StageError> {
+    result.faults = fault_windows(applied, &workload.ledger, samples);
+    let mut inv = collect_inventory(&reqwest::Client::new(), &target.truth, None)
+        .await
+        .map_err(|e| StageError::Collect(e.to_string()))?;
+    inv.note_samples(samples);
+    inv.note_restarts(applied);
+    let now_ms = workload
+        .gate
+        .map_or(0.0, |g| g.elapsed().as_secs_f64() * 1000.0);
+    inv.note_expired(&workload.ledger, sandbox_timeout, now_ms);
+    if let Some(b) = before {
+        inv.note_preexisting(b);
+    }
+    result.checker = Some(check(&workload.ledger, &inv));
+    Ok(())
+}

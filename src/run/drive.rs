@@ -1,0 +1,159 @@
+//! One run against a target that is up: sample, (chaos), workload, settle, judge.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+use super::chaos_stage;
+use super::embedded::pacing_of;
+use super::result::{build_run_result, RunMeasurements};
+use super::{RunOptions, StageError};
+use crate::collect::{Sampler, TruthSource};
+use crate::profile::Profile;
+use crate::report::RunResult;
+use crate::workload::{run_workload, ApiKey, Pacing, WorkloadRun};
+
+/// A placement service that is up, and where to read its nodes.
+#[derive(Debug, Clone)]
+pub(crate) struct Target {
+    /// Run label (accounting mode, or `external`).
+    pub label: String,
+    /// Settings recorded with the result.
+    pub settings: BTreeMap<String, String>,
+    /// Base URLs to send creates to (round-robin).
+    pub urls: Vec<String>,
+    /// `X-API-Key`.
+    pub key: ApiKey,
+    /// Per-node truth.
+    pub truth: TruthSource,
+    /// Services whose `/nodes` belief is sampled.
+    pub believers: Vec<String>,
+    /// Admin token for the believers.
+    pub admin_token: Option<ApiKey>,
+    /// mock-node admin URLs faults are applied through (empty: no chaos possible).
+    pub chaos_admin: Vec<String>,
+    /// Node ids, for resolving chaos selectors.
+    pub node_ids: Vec<String>,
+    /// Wait after healing before the inventory is read (one sync plus margin).
+    pub settle: Duration,
+    /// Client deadline of one request.
+    pub request_timeout: Duration,
+}
+
+/// Drives one run; `telemetry` returns (retries, refusals) at the end.
+pub(crate) async fn drive(
+    profile: &Profile,
+    target: Target,
+    opts: &RunOptions,
+    telemetry: impl FnOnce() -> (u64, u64),
+) -> Result<RunResult, StageError> {
+    let sampler = Sampler {
+        source: target.truth.clone(),
+        believers: target.believers.clone(),
+        admin_token: target.admin_token.clone(),
+        interval: profile.collect.interval,
+    };
+    let start = Instant::now();
+    let stop_sampling = CancellationToken::new();
+    let sampling = tokio::spawn(sampler.clone().run(start, stop_sampling.clone()));
+
+    let judging = !profile.chaos.is_empty()
+        || profile.checks.lost.is_some()
+        || profile.checks.duplicated.is_some();
+    let before = if judging {
+        chaos_stage::inventory_before(&target).await
+    } else {
+        None
+    };
+    let pacing = pacing_of(profile);
+    let progress = progress_bar(opts, &pacing, &target.label);
+    let (gate_tx, gate_rx) = tokio::sync::oneshot::channel();
+    let chaos =
+        chaos_stage::spawn(profile, &target.chaos_admin, &target.node_ids, gate_rx).await?;
+    let workload = run_workload(
+        WorkloadRun {
+            targets: target.urls.clone(),
+            api_key: target.key.clone(),
+            pacing: pacing.clone(),
+            sandbox: profile.workload.sandbox.clone(),
+            lifetime: profile.workload.lifetime.clone(),
+            seed: profile.seed,
+            request_timeout: target.request_timeout,
+            goose_report: None,
+            cancel: opts.cancel.clone(),
+            progress: progress.clone(),
+        },
+        Some(gate_tx),
+    )
+    .await;
+    if let Some(p) = progress {
+        p.finish_and_clear();
+    }
+    let applied = chaos.finish().await;
+    let workload = workload?;
+    if judging && !opts.cancel.is_cancelled() {
+        // Let the service see the healed cluster before the inventory is read.
+        tokio::time::sleep(target.settle).await;
+    }
+    let client = reqwest::Client::new();
+    let last = sampler
+        .sample(&client, start)
+        .await
+        .ok_or_else(|| StageError::Collect("the final read of node truth failed".into()))?;
+    stop_sampling.cancel();
+    let mut samples = sampling.await.unwrap_or_default();
+    samples.push(last.clone());
+    // Ledger and fault times run from the gate; put the samples on that clock too.
+    let offset_ms = workload
+        .gate
+        .map_or(0.0, |g| g.saturating_duration_since(start).as_secs_f64() * 1000.0);
+    for s in &mut samples {
+        s.t_ms -= offset_ms;
+    }
+
+    let (retries, refusals) = telemetry();
+    let mut result = build_run_result(RunMeasurements {
+        label: target.label.clone(),
+        settings: target.settings.clone(),
+        ledger: &workload.ledger,
+        final_truth: &last.truth,
+        final_believed: &last.believed,
+        samples: &samples,
+        burst: matches!(pacing, Pacing::Burst { .. }),
+        retries,
+        refusals,
+        wall_ms: 0.0,
+    });
+    if judging {
+        chaos_stage::judge(
+            &mut result,
+            &applied,
+            &workload,
+            &samples,
+            &target,
+            before.as_ref(),
+            profile.workload.sandbox.timeout,
+        )
+        .await?;
+    }
+    Ok(result)
+}
+
+fn progress_bar(opts: &RunOptions, pacing: &Pacing, label: &str) -> Option<indicatif::ProgressBar> {
+    if opts.quiet || !std::io::stdout().is_terminal() {
+        return None;
+    }
+    let bar = match pacing.total() {
+        Some(n) => indicatif::ProgressBar::new(n as u64),
+        None => indicatif::ProgressBar::new_spinner(),
+    };
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "{prefix:>12} [{elapsed_precise}] {wide_bar} {pos}/{len} creates",
+    ) {
+        bar.set_style(style);
+    }
+    bar.set_prefix(label.to_string());
+    Some(bar)
+}

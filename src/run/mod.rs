@@ -1,0 +1,116 @@
+//! `stampede run`: start what the profile embeds, drive the workload, collect, check,
+//! report. One function per stage; every embedded part is stopped on every path.
+
+mod chaos_stage;
+mod drive;
+mod embedded;
+mod external;
+mod placement;
+mod result;
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use tokio_util::sync::CancellationToken;
+
+pub use result::{build_run_result, RunMeasurements};
+
+use crate::profile::{self, PlacementSection, Profile};
+use crate::report::{self, Report};
+
+/// How to run a profile.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Parent directory of the report (default: the profile's `report.dir`).
+    pub report_dir: Option<PathBuf>,
+    /// No progress bar and no terminal tables.
+    pub quiet: bool,
+    /// Fired on Ctrl-C: the run stops, heals faults and writes a partial report.
+    pub cancel: CancellationToken,
+}
+
+/// A finished (or interrupted) run.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// The report as written.
+    pub report: Report,
+    /// Where it was written.
+    pub dir: PathBuf,
+}
+
+/// Why a run could not produce a report at all.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The profile is invalid (every problem, with file:line:col).
+    #[error("{0}")]
+    Profile(#[from] profile::ProfileErrors),
+    /// The profile names a non-loopback target it does not allow.
+    #[error("{0}")]
+    Target(profile::ProfileIssue),
+    /// The report could not be written.
+    #[error("writing the report: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// A stage of one run that failed; the run's report is then marked incomplete.
+#[derive(Debug, thiserror::Error)]
+pub enum StageError {
+    /// The mock-node fleet did not start.
+    #[error("starting mock nodes: {0}")]
+    Fleet(String),
+    /// The placement service did not start.
+    #[error("starting the placement service: {0}")]
+    Placement(String),
+    /// The workload failed.
+    #[error("workload: {0}")]
+    Workload(#[from] crate::workload::WorkloadError),
+    /// A required secret is missing.
+    #[error("environment variable {0} is not set (it must hold the API key)")]
+    MissingKey(String),
+    /// The chaos schedule could not be resolved or applied.
+    #[error("chaos: {0}")]
+    Chaos(String),
+    /// Per-node truth could not be read at the end.
+    #[error("collecting node truth: {0}")]
+    Collect(String),
+}
+
+/// Loads, validates and runs the profile at `path`, then writes its report.
+pub async fn run_profile(path: &Path, opts: RunOptions) -> Result<RunOutcome, RunError> {
+    let profile = profile::load_and_validate(path)?;
+    profile::check_targets(&profile).map_err(RunError::Target)?;
+    let started = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let mut report = Report::new(&profile.name, &profile.description, profile.seed, &started);
+    tracing::info!(profile = %profile.name, seed = profile.seed, "run starting");
+    let outcome = match &profile.placement {
+        PlacementSection::Embedded(e) => embedded::run_all(&profile, e, &opts, &mut report).await,
+        PlacementSection::External(x) => external::run(&profile, x, &opts, &mut report).await,
+    };
+    if let Err(e) = outcome {
+        report.incomplete = true;
+        report.incomplete_reason = Some(e.to_string());
+    } else if opts.cancel.is_cancelled() {
+        report.incomplete = true;
+        report.incomplete_reason = Some("interrupted (Ctrl-C)".into());
+    }
+    finish(&profile, report, &opts)
+}
+
+fn finish(profile: &Profile, mut report: Report, opts: &RunOptions) -> Result<RunOutcome, RunError> {
+    let checks = report::evaluate(&profile.checks, &report);
+    report.set_checks(checks);
+    if report.incomplete {
+        report.passed = false;
+    }
+    let parent = opts
+        .report_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(&profile.report.dir));
+    let dir = report::write_report_dir(&report, &parent)?;
+    if !opts.quiet {
+        let mut out = std::io::stdout().lock();
+        report::write_terminal(&report, &mut out)?;
+        println!("report: {}", dir.display());
+    }
+    Ok(RunOutcome { report, dir })
+}

@@ -1,0 +1,109 @@
+//! Starting and stopping the embedded placement replicas of one run.
+
+use std::net::{Ipv4Addr, SocketAddr};
+
+use mock_node::fleet::FleetHandle;
+
+use super::StageError;
+use crate::placement::{AccountingMode, PlacementConfig};
+use crate::profile::{EmbeddedPlacement, Profile};
+use crate::serve::{self, NodeTarget, ServeConfig, ServiceHandle};
+use crate::workload::ApiKey;
+
+/// The running replicas of one run.
+pub(super) struct Replicas {
+    handles: Vec<ServiceHandle>,
+}
+
+impl Replicas {
+    /// Base URLs, one per replica.
+    pub(super) fn urls(&self) -> Vec<String> {
+        self.handles.iter().map(ServiceHandle::url).collect()
+    }
+
+    /// (retries, ResourceExhausted refusals) summed over replicas, read from each
+    /// replica's own Prometheus counters.
+    pub(super) fn telemetry(&self) -> (u64, u64) {
+        let mut retries = 0;
+        let mut refusals = 0;
+        for h in &self.handles {
+            let text = h.metrics_text();
+            retries += counter(&text, "stampede_serve_create_retries_total");
+            refusals += counter(&text, "stampede_serve_create_refusals_total");
+        }
+        (retries, refusals)
+    }
+
+    /// Stops every replica and frees its port.
+    pub(super) async fn shutdown(self) {
+        for h in self.handles {
+            h.shutdown().await;
+        }
+    }
+}
+
+/// Value of a counter in Prometheus text (`name{labels} value`); 0 when absent.
+fn counter(text: &str, name: &str) -> u64 {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let (key, value) = l.rsplit_once(' ')?;
+            let metric = key.split('{').next()?;
+            (metric == name).then(|| value.trim().parse::<u64>().ok())?
+        })
+        .sum()
+}
+
+/// Starts `e.replicas` instances in `mode` on free loopback ports, placing on `fleet`.
+pub(super) async fn start_replicas(
+    profile: &Profile,
+    e: &EmbeddedPlacement,
+    mode: AccountingMode,
+    fleet: &FleetHandle,
+    key: &ApiKey,
+) -> Result<Replicas, StageError> {
+    let cfg = ServeConfig {
+        placement: PlacementConfig {
+            k: e.best_of_k.k,
+            r: e.best_of_k.r,
+            alpha: e.best_of_k.alpha,
+            max_retries: e.max_retries,
+            mode,
+            max_starting_per_node: e.max_starting_per_node,
+            ..PlacementConfig::default()
+        },
+        sync_interval: e.sync_interval,
+        request_timeout: e.request_timeout,
+        create_rpc_timeout: e.create_rpc_timeout,
+        api_key: key.expose().to_string(),
+        seed: profile.seed,
+        default_vcpu: profile.workload.sandbox.vcpu,
+        default_memory_mb: profile.workload.sandbox.ram_mb,
+        ..ServeConfig::default()
+    };
+    let nodes = fleet
+        .nodes()
+        .into_iter()
+        .map(|n| NodeTarget {
+            id: Some(n.id),
+            addr: n.addr.to_string(),
+        })
+        .collect();
+    let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
+    let handles = serve::start_replicas(cfg, nodes, listen, e.replicas.max(1) as usize)
+        .await
+        .map_err(|e| StageError::Placement(e.to_string()))?;
+    Ok(Replicas { handles })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::counter;
+
+    #[test]
+    fn counters_are_read_from_prometheus_text() {
+        let text = "# HELP x y\nstampede_serve_create_retries_total{accounting=\"reported\"} 7\nother 3\n";
+        assert_eq!(counter(text, "stampede_serve_create_retries_total"), 7);
+        assert_eq!(counter(text, "missing"), 0);
+    }
+}

@@ -1,0 +1,126 @@
+//! Folding one run's ledger and collector samples into a [`RunResult`] (pure).
+
+use std::collections::BTreeMap;
+
+use crate::collect::{Sample, Truth};
+use crate::report::{
+    AccountingError, LatencySummary, NodeFigures, RunResult, SendTiming, SkewStats, TimelinePoint,
+};
+use crate::workload::Ledger;
+
+/// Everything a finished run measured, before it becomes a [`RunResult`].
+#[derive(Debug)]
+pub struct RunMeasurements<'a> {
+    /// Run label (e.g. the accounting mode).
+    pub label: String,
+    /// Settings that distinguish this run.
+    pub settings: BTreeMap<String, String>,
+    /// The client ledger.
+    pub ledger: &'a Ledger,
+    /// Final per-node truth.
+    pub final_truth: &'a Truth,
+    /// Final belief per replica (node id -> believed vCPU).
+    pub final_believed: &'a [BTreeMap<String, f64>],
+    /// Samples taken during the run.
+    pub samples: &'a [Sample],
+    /// Whether the workload was a burst (spread) or paced (lateness).
+    pub burst: bool,
+    /// Retries and ResourceExhausted refusals the service counted, if known.
+    pub retries: u64,
+    /// ResourceExhausted answers the service received from nodes.
+    pub refusals: u64,
+    /// Wall time of the run in ms.
+    pub wall_ms: f64,
+}
+
+/// Builds the report entry of one run.
+pub fn build_run_result(m: RunMeasurements<'_>) -> RunResult {
+    let ids: Vec<String> = m.final_truth.nodes.iter().map(|n| n.id.clone()).collect();
+    let counts: Vec<u64> = m.final_truth.nodes.iter().map(|n| n.sandboxes).collect();
+    let believed_of = |id: &str| -> Option<f64> {
+        let vals: Vec<f64> = m
+            .final_believed
+            .iter()
+            .filter_map(|b| b.get(id).copied())
+            .collect();
+        (!vals.is_empty()).then(|| vals.iter().sum::<f64>() / vals.len() as f64)
+    };
+    let nodes = m
+        .final_truth
+        .nodes
+        .iter()
+        .map(|n| NodeFigures {
+            id: n.id.clone(),
+            sandboxes: n.sandboxes,
+            allocated_vcpu: n.allocated_vcpu,
+            believed_vcpu: believed_of(&n.id),
+        })
+        .collect();
+    let timeline = m
+        .samples
+        .iter()
+        .map(|s| TimelinePoint {
+            t_ms: s.t_ms,
+            sandboxes: ids
+                .iter()
+                .map(|id| {
+                    s.truth
+                        .nodes
+                        .iter()
+                        .find(|n| &n.id == id)
+                        .map_or(0, |n| n.sandboxes)
+                })
+                .collect(),
+            accounting_error_vcpu: s.accounting_error().map(|(mean, _)| mean),
+        })
+        .collect();
+    let pairs = m.samples.iter().flat_map(|s| {
+        s.believed.iter().flat_map(move |b| {
+            s.truth
+                .nodes
+                .iter()
+                .filter_map(move |n| b.get(&n.id).map(|v| (*v, n.allocated_vcpu)))
+        })
+    });
+    let requests = m.ledger.entries.len() as u64;
+    let ok = m.ledger.created() as u64;
+    let failed = requests - ok;
+    let send = if m.burst {
+        SendTiming {
+            burst_spread_ms: m.ledger.send_spread_ms(),
+            ..SendTiming::default()
+        }
+    } else {
+        let late = m.ledger.lateness_ms();
+        SendTiming {
+            burst_spread_ms: None,
+            lateness_p50_ms: late.map(|l| l.0),
+            lateness_p99_ms: late.map(|l| l.1),
+            lateness_max_ms: late.map(|l| l.2),
+        }
+    };
+    RunResult {
+        label: m.label,
+        settings: m.settings,
+        nodes,
+        skew: SkewStats::from_counts(&counts),
+        accounting_error: AccountingError::from_pairs(pairs),
+        latency: LatencySummary::from_histogram(&m.ledger.latency_us),
+        statuses: m.ledger.statuses(),
+        requests,
+        ok,
+        failed,
+        error_rate: if requests == 0 {
+            0.0
+        } else {
+            failed as f64 / requests as f64
+        },
+        retries: m.retries,
+        refusals: m.refusals,
+        send,
+        timeline,
+        faults: Vec::new(),
+        checker: None,
+        wall_ms: m.wall_ms,
+    }
+}
