@@ -1,0 +1,166 @@
+//! Shared fixtures of the serve integration tests: a mock-node fleet plus one placement
+//! instance, both on 127.0.0.1 with free ports.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use mock_node::api::{FaultKind, FaultParams, FaultRequest};
+use mock_node::config::{ClusterConfig, NodeOverride, NodeSpec, VcpuRange};
+use mock_node::fleet::{FleetHandle, FleetOptions};
+use serde_json::Value;
+use stampede::placement::{AccountingMode, PlacementConfig};
+use stampede::serve::{NodeTarget, ServeConfig, ServiceHandle, DEFAULT_API_KEY};
+
+/// A fleet and a service placing on it.
+pub struct Rig {
+    pub fleet: FleetHandle,
+    pub svc: ServiceHandle,
+    pub http: reqwest::Client,
+}
+
+/// `n` nodes of 16 vCPU, no creates refused for concurrency; `baselines` (per node, in
+/// vCPU) make some nodes more attractive than others.
+pub fn cluster(n: usize, baselines: &[u32]) -> ClusterConfig {
+    let mut cfg = ClusterConfig {
+        nodes: n,
+        seed: Some(7),
+        node: NodeSpec {
+            cpu_count: 16,
+            max_starting: 0,
+            ..NodeSpec::default()
+        },
+        overrides: BTreeMap::new(),
+    };
+    for (k, &b) in baselines.iter().enumerate() {
+        cfg.overrides.insert(
+            cfg.node_id(k),
+            NodeOverride {
+                baseline_vcpu: Some(VcpuRange { min: b, max: b }),
+                ..NodeOverride::default()
+            },
+        );
+    }
+    cfg
+}
+
+/// Settings for tests: manual syncs (1 h period), short deadlines.
+pub fn serve_config(mode: AccountingMode) -> ServeConfig {
+    ServeConfig {
+        placement: PlacementConfig {
+            mode,
+            ..PlacementConfig::default()
+        },
+        sync_interval: Duration::from_secs(3600),
+        request_timeout: Duration::from_secs(10),
+        create_rpc_timeout: Duration::from_secs(2),
+        rpc_timeout: Duration::from_secs(2),
+        seed: 11,
+        ..ServeConfig::default()
+    }
+}
+
+impl Rig {
+    pub async fn start(cluster: ClusterConfig, cfg: ServeConfig) -> Rig {
+        let fleet = mock_node::fleet::start(cluster, FleetOptions::default())
+            .await
+            .expect("fleet starts");
+        let nodes = fleet
+            .nodes()
+            .into_iter()
+            .map(|n| NodeTarget {
+                id: Some(n.id),
+                addr: n.addr.to_string(),
+            })
+            .collect();
+        let listen: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let svc = stampede::serve::start(cfg, nodes, listen)
+            .await
+            .expect("service starts");
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(20))
+            .build()
+            .unwrap();
+        Rig { fleet, svc, http }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.svc.url())
+    }
+
+    /// POST /sandboxes with the default key; (status, JSON body).
+    pub async fn create(&self, body: Value) -> (u16, Value) {
+        let r = self
+            .http
+            .post(self.url("/sandboxes"))
+            .header("X-API-Key", DEFAULT_API_KEY)
+            .json(&body)
+            .send()
+            .await
+            .expect("request sent");
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    pub async fn get_json(&self, path: &str) -> (u16, Value) {
+        let r = self
+            .http
+            .get(self.url(path))
+            .header("X-API-Key", DEFAULT_API_KEY)
+            .send()
+            .await
+            .expect("request sent");
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    pub async fn delete(&self, id: &str) -> u16 {
+        self.http
+            .delete(self.url(&format!("/sandboxes/{id}")))
+            .header("X-API-Key", DEFAULT_API_KEY)
+            .send()
+            .await
+            .expect("request sent")
+            .status()
+            .as_u16()
+    }
+
+    /// GET /nodes as a map id -> node JSON.
+    pub async fn nodes(&self) -> BTreeMap<String, Value> {
+        let (status, body) = self.get_json("/nodes").await;
+        assert_eq!(status, 200, "{body}");
+        body.as_array()
+            .expect("array")
+            .iter()
+            .map(|n| (n["id"].as_str().unwrap().to_string(), n.clone()))
+            .collect()
+    }
+
+    /// Which node the truth says runs `sandbox_id`.
+    pub fn truth_node_of(&self, sandbox_id: &str) -> Option<String> {
+        self.fleet
+            .truth()
+            .nodes
+            .into_iter()
+            .find(|n| n.sandbox_ids.iter().any(|s| s == sandbox_id))
+            .map(|n| n.id)
+    }
+
+    pub async fn fault(&self, kind: FaultKind, node: &str, params: FaultParams) -> u64 {
+        self.fleet
+            .apply_fault(FaultRequest {
+                kind,
+                nodes: vec![node.to_string()],
+                duration: None,
+                params,
+            })
+            .await
+            .expect("fault applied")
+    }
+
+    pub async fn stop(self) {
+        self.svc.shutdown().await;
+        self.fleet.shutdown().await;
+    }
+}
