@@ -12,3 +12,4 @@ pub mod serve;
 pub mod sim;
 pub mod workload;
 pub mod run;
+pub mod cli;

@@ -1,0 +1,159 @@
+//! The `stampede` command line: verbs parsed with clap, each calling the library.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use tokio_util::sync::CancellationToken;
+
+use crate::run::{run_profile, RunOptions};
+
+/// Profile run when `stampede run` is given none.
+pub const DEFAULT_PROFILE: &str = "profiles/e2b-pr2201.yaml";
+
+/// Load-testing and chaos harness for sandbox placement.
+#[derive(Debug, Parser)]
+#[command(name = "stampede", version, about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The verbs.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a profile: embedded mock nodes + placement service (or an external API),
+    /// workload, chaos, report. Exit 0 = checks passed, 1 = a check failed, 2 = the
+    /// harness failed or the run was interrupted.
+    Run {
+        /// Profile to run.
+        #[arg(default_value = DEFAULT_PROFILE)]
+        profile: PathBuf,
+        /// Parent directory of the report (default: the profile's `report.dir`).
+        #[arg(long)]
+        report_dir: Option<PathBuf>,
+        /// No progress bar and no tables.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Check a profile and list every problem with file:line:col.
+    Validate {
+        /// Profile(s) to check.
+        #[arg(required = true)]
+        profiles: Vec<PathBuf>,
+    },
+    /// Print the JSON Schema of the profile format.
+    Schema,
+    /// Serve a fleet of virtual orchestrator nodes (same as the `mock-node` binary).
+    MockNode(mock_node::cli::MockNodeArgs),
+    /// Run the reference placement service alone.
+    Serve(crate::serve::ServeArgs),
+    /// Print the placement skew of a live cluster now.
+    Collect(crate::collect_cmd::CollectArgs),
+    /// Compare two report.json files; exit 1 when B regressed beyond the tolerance.
+    Compare {
+        /// Baseline report.json.
+        a: PathBuf,
+        /// Candidate report.json.
+        b: PathBuf,
+        /// Relative tolerance before a figure counts as regressed.
+        #[arg(long, default_value_t = 0.1)]
+        tolerance: f64,
+    },
+    /// Simulate a profile in virtual time (deterministic).
+    Sim(crate::sim::SimArgs),
+}
+
+/// Runs the parsed command; `cancel` fires on Ctrl-C.
+pub async fn dispatch(cli: Cli, cancel: CancellationToken) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Run {
+            profile,
+            report_dir,
+            quiet,
+        } => {
+            let out = run_profile(
+                &profile,
+                RunOptions {
+                    report_dir,
+                    quiet,
+                    cancel,
+                },
+            )
+            .await;
+            match out {
+                Ok(o) if o.report.incomplete => {
+                    eprintln!(
+                        "run incomplete: {}",
+                        o.report.incomplete_reason.as_deref().unwrap_or("unknown")
+                    );
+                    Ok(ExitCode::from(2))
+                }
+                Ok(o) if !o.report.passed => {
+                    for c in o.report.checks.iter().filter(|c| !c.passed) {
+                        eprintln!("check failed: {}", c.message);
+                    }
+                    Ok(ExitCode::from(1))
+                }
+                Ok(_) => Ok(ExitCode::SUCCESS),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    Ok(ExitCode::from(2))
+                }
+            }
+        }
+        Command::Validate { profiles } => {
+            let mut bad = false;
+            for p in profiles {
+                match crate::profile::load_and_validate(&p) {
+                    Ok(_) => println!("{}: ok", p.display()),
+                    Err(e) => {
+                        bad = true;
+                        eprintln!("{e}");
+                    }
+                }
+            }
+            Ok(if bad {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Command::Schema => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&crate::profile::json_schema())?
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::MockNode(args) => {
+            mock_node::cli::run(args).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Serve(args) => {
+            crate::serve::run(args).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Collect(args) => crate::collect_cmd::run(args).await,
+        Command::Compare { a, b, tolerance } => {
+            let ra = crate::report::read_json(&a)?;
+            let rb = crate::report::read_json(&b)?;
+            let cmp = crate::report::compare(&ra, &rb, tolerance);
+            crate::report::write_comparison(&cmp, std::io::stdout().lock())?;
+            Ok(if cmp.regressed {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Command::Sim(args) => {
+            let passed = crate::sim::run_sim_cli(args)?;
+            Ok(if passed {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
+    }
+}
