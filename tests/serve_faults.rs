@@ -1,0 +1,243 @@
+//! The retry rules and node health over the real wire, with mock-node faults.
+
+mod serve_common;
+
+use std::time::Duration;
+
+use mock_node::api::{FailureCode, FaultKind, FaultParams, ServiceStatus};
+use serde_json::json;
+use serve_common::{cluster, serve_config, Rig};
+use stampede::placement::AccountingMode;
+
+/// node-00 is idle and the others loaded: with K = 3 on 3 nodes and `reported` scoring,
+/// every decision picks node-00 first.
+fn attractive_node_00() -> mock_node::config::ClusterConfig {
+    cluster(3, &[0, 20, 20])
+}
+
+#[tokio::test]
+async fn unavailable_node_is_excluded_and_the_create_lands_elsewhere() {
+    let rig = Rig::start(attractive_node_00(), serve_config(AccountingMode::Reported)).await;
+    rig.fault(
+        FaultKind::Errors,
+        "node-00",
+        FaultParams {
+            probability: Some(1.0),
+            code: Some(FailureCode::Unavailable),
+            ..FaultParams::default()
+        },
+    )
+    .await;
+    for _ in 0..5 {
+        let (status, body) = rig
+            .create(json!({"templateID": "base", "timeout": 300}))
+            .await;
+        assert_eq!(status, 201, "{body}");
+        let id = body["sandboxID"].as_str().unwrap();
+        let on = rig.truth_node_of(id).expect("the sandbox runs somewhere");
+        assert_ne!(on, "node-00");
+    }
+    let nodes = rig.nodes().await;
+    assert_eq!(
+        nodes["node-00"]["createFails"].as_u64(),
+        Some(5),
+        "one failed try per request"
+    );
+    assert_eq!(nodes["node-00"]["createSuccesses"].as_u64(), Some(0));
+    let metrics = rig.svc.metrics_text();
+    assert!(
+        metrics.contains("stampede_serve_create_attempt_failures_total{accounting=\"reported\"} 5"),
+        "{metrics}"
+    );
+    rig.stop().await;
+}
+
+#[tokio::test]
+async fn killed_node_is_excluded_then_marked_unhealthy_by_the_sync() {
+    let rig = Rig::start(attractive_node_00(), serve_config(AccountingMode::Reported)).await;
+    rig.fault(FaultKind::Kill, "node-00", FaultParams::default())
+        .await;
+    let (status, body) = rig.create(json!({"templateID": "base"})).await;
+    assert_eq!(status, 201, "{body}");
+    assert_ne!(
+        rig.truth_node_of(body["sandboxID"].as_str().unwrap())
+            .as_deref(),
+        Some("node-00")
+    );
+    rig.svc.sync_now().await;
+    let nodes = rig.nodes().await;
+    assert_eq!(nodes["node-00"]["status"], "unhealthy");
+    assert_eq!(nodes["node-01"]["status"], "ready");
+    assert!(nodes["node-00"]["stampede"]["syncFailures"].as_u64() >= Some(1));
+    rig.stop().await;
+}
+
+#[tokio::test]
+async fn hung_node_times_out_and_the_request_moves_on() {
+    let mut cfg = serve_config(AccountingMode::Reported);
+    cfg.create_rpc_timeout = Duration::from_millis(300);
+    let rig = Rig::start(attractive_node_00(), cfg).await;
+    rig.fault(FaultKind::Hang, "node-00", FaultParams::default())
+        .await;
+    let (status, body) = rig.create(json!({"templateID": "base"})).await;
+    assert_eq!(status, 201, "{body}");
+    assert_ne!(
+        rig.truth_node_of(body["sandboxID"].as_str().unwrap())
+            .as_deref(),
+        Some("node-00")
+    );
+    assert_eq!(
+        rig.nodes().await["node-00"]["createFails"].as_u64(),
+        Some(1)
+    );
+    rig.stop().await;
+}
+
+#[tokio::test]
+async fn resource_exhausted_is_retried_on_the_same_node() {
+    let rig = Rig::start(cluster(1, &[]), serve_config(AccountingMode::Reported)).await;
+    let fault = rig.fleet.apply_fault(mock_node::api::FaultRequest {
+        kind: FaultKind::Exhaust,
+        nodes: vec!["node-00".into()],
+        duration: Some(Duration::from_millis(300)),
+        params: FaultParams::default(),
+    });
+    fault.await.expect("fault applied");
+    let (status, body) = rig.create(json!({"templateID": "base"})).await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(
+        rig.truth_node_of(body["sandboxID"].as_str().unwrap())
+            .as_deref(),
+        Some("node-00")
+    );
+    let node = &rig.nodes().await["node-00"];
+    let refusals = node["stampede"]["createRefusals"].as_u64().unwrap();
+    assert!(refusals >= 1, "{node}");
+    assert_eq!(
+        node["createFails"].as_u64(),
+        Some(0),
+        "refusals are not failures"
+    );
+    let metrics = rig.svc.metrics_text();
+    assert!(metrics.contains(&format!(
+        "stampede_serve_create_refusals_total{{accounting=\"reported\"}} {refusals}"
+    )));
+    rig.stop().await;
+}
+
+#[tokio::test]
+async fn endless_resource_exhausted_ends_in_a_placement_timeout() {
+    // node-00 always scores best and always refuses: without exclusion E2B's loop keeps
+    // retrying it until the request deadline.
+    let mut cfg = serve_config(AccountingMode::Reported);
+    cfg.request_timeout = Duration::from_millis(500);
+    let rig = Rig::start(attractive_node_00(), cfg).await;
+    rig.fault(FaultKind::Exhaust, "node-00", FaultParams::default())
+        .await;
+    let (status, body) = rig.create(json!({"templateID": "base"})).await;
+    assert_eq!(status, 504, "{body}");
+    assert_eq!(body["error_code"], "sandbox_placement_timeout");
+    assert_eq!(body["code"], 504);
+    rig.stop().await;
+}
+
+#[tokio::test]
+async fn three_failures_end_in_create_failed() {
+    let mut cfg = serve_config(AccountingMode::Reported);
+    cfg.placement.max_retries = 3;
+    let rig = Rig::start(cluster(4, &[]), cfg).await;
+    for k in 0..4 {
+        rig.fault(
+            FaultKind::Errors,
+            &format!("node-0{k}"),
+            FaultParams {
+                probability: Some(1.0),
+                code: Some(FailureCode::Internal),
+                ..FaultParams::default()
+            },
+        )
+        .await;
+    }
+    let (status, body) = rig.create(json!({"templateID": "base"})).await;
+    assert_eq!(status, 500, "{body}");
+    assert_eq!(body["error_code"], "sandbox_create_failed");
+    let fails: u64 = rig
+        .nodes()
+        .await
+        .values()
+        .map(|n| n["createFails"].as_u64().unwrap())
+        .sum();
+    assert_eq!(fails, 3, "exactly max_retries attempts");
+    rig.stop().await;
+}
+
+#[tokio::test]
+async fn no_ready_node_is_503_no_compatible_node() {
+    let rig = Rig::start(cluster(2, &[]), serve_config(AccountingMode::Optimistic)).await;
+    for node in ["node-00", "node-01"] {
+        rig.fault(
+            FaultKind::Status,
+            node,
+            FaultParams {
+                status: Some(ServiceStatus::Draining),
+                ..FaultParams::default()
+            },
+        )
+        .await;
+    }
+    rig.svc.sync_now().await;
+    assert_eq!(rig.nodes().await["node-00"]["status"], "draining");
+    let (status, body) = rig.create(json!({"templateID": "base"})).await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["error_code"], "sandbox_no_compatible_node");
+    rig.stop().await;
+}
+
+#[tokio::test]
+async fn orphans_are_reported_not_killed() {
+    // Two independent instances on one fleet: each sees the other's sandboxes as orphans.
+    let rig = Rig::start(cluster(2, &[]), serve_config(AccountingMode::Reconciled)).await;
+    let other_nodes = rig
+        .fleet
+        .nodes()
+        .into_iter()
+        .map(|n| stampede::serve::NodeTarget {
+            id: Some(n.id),
+            addr: n.addr.to_string(),
+        })
+        .collect();
+    let other = stampede::serve::start(
+        serve_config(AccountingMode::Reconciled),
+        other_nodes,
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await
+    .unwrap();
+    let r = rig
+        .http
+        .post(format!("{}/sandboxes", other.url()))
+        .header("X-API-Key", stampede::serve::DEFAULT_API_KEY)
+        .json(&json!({"templateID": "base", "timeout": 300}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 201);
+    rig.svc.sync_now().await;
+    let orphans: u64 = rig
+        .nodes()
+        .await
+        .values()
+        .map(|n| n["stampede"]["orphans"].as_u64().unwrap())
+        .sum();
+    assert_eq!(orphans, 1);
+    let on_nodes: usize = rig
+        .fleet
+        .truth()
+        .nodes
+        .iter()
+        .map(|n| n.sandbox_ids.len())
+        .sum();
+    assert_eq!(on_nodes, 1, "not killed without kill_orphans");
+    other.shutdown().await;
+    rig.stop().await;
+}
