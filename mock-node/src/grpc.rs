@@ -44,11 +44,8 @@ impl NodeService {
         }
     }
 
-    /// Applies hang, slow and injected errors (fault and configured rules) to one call.
+    /// Applies slow and injected errors (hang is the [`HangLayer`](crate::hang::HangLayer)) (fault and configured rules) to one call.
     async fn gate(&self, rpc: RpcKind) -> Result<(), Status> {
-        if self.node.effect().hung {
-            self.node.wait_unhung().await;
-        }
         if let Some(d) = self.node.effect().slow {
             tokio::time::sleep(d).await;
         }

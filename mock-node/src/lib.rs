@@ -10,6 +10,7 @@ pub mod config_file;
 pub mod faults;
 pub mod fleet;
 pub mod grpc;
+pub mod hang;
 pub mod latency;
 pub mod model;
 pub mod node;

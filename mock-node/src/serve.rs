@@ -23,6 +23,7 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tonic::transport::server::{Connected, TcpConnectInfo};
 
 use crate::grpc::NodeService;
+use crate::hang::HangLayer;
 use crate::node::NodeRuntime;
 
 /// A running gRPC server of one node.
@@ -67,6 +68,7 @@ pub async fn spawn(node: Arc<NodeRuntime>, listener: TcpListener) -> ServerTask 
     health.set_serving::<InfoServiceServer<NodeService>>().await;
     let svc = NodeService::new(node.clone());
     let router = tonic::transport::Server::builder()
+        .layer(HangLayer::new(node.clone()))
         .add_service(health_svc)
         .add_service(SandboxServiceServer::new(svc.clone()))
         .add_service(InfoServiceServer::new(svc));
