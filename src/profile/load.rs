@@ -73,12 +73,13 @@ pub fn parse(source: &Source) -> Result<Profile, ProfileError> {
                 .find(&field)
                 .map_or((0, 0), |p| (p.line, p.col)),
         };
+        let message = bare_message(&inner.to_string(), &field);
         ProfileError::Parse(ProfileIssue {
             file: source.file.clone(),
             line,
             col,
             field,
-            message: bare_message(&inner.to_string()),
+            message,
         })
     })
 }
@@ -117,24 +118,25 @@ fn push_key(out: &mut String, key: &str) {
     out.push_str(key);
 }
 
-/// serde_yaml_ng's message without its own `path: ` prefix and ` at line L column C`
+/// serde_yaml_ng's message without its own `path: ` prefixes and ` at line L column C`
 /// suffix, which we print in the `file:line:col: field:` form instead.
-fn bare_message(display: &str) -> String {
+fn bare_message(display: &str, field: &str) -> String {
     let mut msg = display;
     if let Some(cut) = msg.rfind(" at line ") {
         if msg[cut..].contains(" column ") {
             msg = &msg[..cut];
         }
     }
-    if let Some((head, rest)) = msg.split_once(": ") {
-        let looks_like_path = !head.is_empty()
+    while let Some((head, rest)) = msg.split_once(": ") {
+        let is_path = !head.is_empty()
             && head
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || "._-[]".contains(c))
-            && (head.contains('.') || head.contains('['));
-        if looks_like_path {
-            msg = rest;
+            && (field.starts_with(head) || head.contains('.') || head.contains('['));
+        if !is_path {
+            break;
         }
+        msg = rest;
     }
     msg.to_string()
 }

@@ -29,8 +29,10 @@ pub struct Profile {
     /// for an `external` placement unless the nodes are ours.
     #[serde(default)]
     pub cluster: ClusterConfig,
-    /// The placement service under test.
-    #[serde(default)]
+    /// The placement service under test: `{embedded: {...}}` or `{external: {...}}`.
+    // A one-key map in YAML (serde_yaml_ng would otherwise want a `!embedded` tag).
+    #[serde(default, with = "serde_yaml_ng::with::singleton_map")]
+    #[schemars(with = "PlacementSection")]
     pub placement: PlacementSection,
     /// The load.
     pub workload: WorkloadSpec,
@@ -179,7 +181,10 @@ fn default_api_key_env() -> String {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WorkloadSpec {
-    /// How requests are paced.
+    /// How requests are paced: `{burst: {...}}`, `{rate: {...}}` or `{plan: {...}}`.
+    // A one-key map in YAML (serde_yaml_ng would otherwise want a `!rate` tag).
+    #[serde(with = "serde_yaml_ng::with::singleton_map")]
+    #[schemars(with = "Shape")]
     pub shape: Shape,
     /// What each create asks for.
     #[serde(default)]

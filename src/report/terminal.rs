@@ -133,6 +133,7 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
         writeln!(w, "  {line}")?;
     }
     if !run.faults.is_empty() {
+        writeln!(w, "Faults of run {}", run.label)?;
         let mut b = Builder::default();
         b.push_record([
             "fault",

@@ -1,0 +1,194 @@
+//! Profile loading and validation against real files in tests/fixtures/profiles:
+//! every error names file:line:col and the dotted field path (positions counted by
+//! hand in the fixture files).
+
+use std::path::{Path, PathBuf};
+
+use stampede::profile::{
+    check_targets, check_targets_in, is_loopback_host, load, load_and_validate, ProfileError,
+    ProfileErrors, ProfileIssue, Source,
+};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/profiles")
+        .join(name)
+}
+
+fn parse_issue(name: &str) -> ProfileIssue {
+    match load(&fixture(name)) {
+        Err(ProfileError::Parse(issue)) => issue,
+        other => panic!("{name}: expected a parse error, got {other:?}"),
+    }
+}
+
+fn at(issue: &ProfileIssue) -> (usize, usize, &str) {
+    (issue.line, issue.col, issue.field.as_str())
+}
+
+#[test]
+fn valid_profile_loads_and_validates() {
+    let p = load_and_validate(&fixture("valid.yaml")).expect("valid profile");
+    assert_eq!(p.name, "valid");
+    assert_eq!(p.cluster.nodes, 5);
+    assert!(check_targets(&p).is_ok());
+}
+
+/// `colour` is line 8, column 5 of unknown_field.yaml.
+#[test]
+fn unknown_field_names_file_line_col_and_path() {
+    let issue = parse_issue("unknown_field.yaml");
+    assert_eq!(at(&issue), (8, 5, "workload.sandbox.colour"), "{issue}");
+    assert!(issue.message.contains("unknown field `colour`"), "{issue}");
+    let shown = issue.to_string();
+    assert!(
+        shown.ends_with(
+            "unknown_field.yaml:8:5: workload.sandbox.colour: "
+                .to_string()
+                .as_str()
+        ) || shown.contains("unknown_field.yaml:8:5: workload.sandbox.colour: unknown field"),
+        "{shown}"
+    );
+    assert!(
+        !shown.contains(" at line "),
+        "location printed twice: {shown}"
+    );
+}
+
+/// `k: three`: the value starts at line 5, column 10.
+#[test]
+fn wrong_type_names_the_value_position() {
+    let issue = parse_issue("wrong_type.yaml");
+    assert_eq!(
+        at(&issue),
+        (5, 10, "placement.embedded.best_of_k.k"),
+        "{issue}"
+    );
+    assert!(issue.message.contains("invalid type"), "{issue}");
+}
+
+/// `duration: 25 parsecs`: the value starts at line 6, column 17.
+#[test]
+fn bad_duration_names_the_duration_field() {
+    let issue = parse_issue("bad_duration.yaml");
+    assert_eq!(
+        at(&issue),
+        (6, 17, "workload.shape.rate.duration"),
+        "{issue}"
+    );
+}
+
+#[test]
+fn syntax_error_has_a_position() {
+    let src = Source::inline("broken.yaml", "name: x\nworkload: [\n");
+    let Err(ProfileError::Parse(issue)) = stampede::profile::parse(&src) else {
+        panic!("expected a syntax error");
+    };
+    assert!(issue.line >= 2, "{issue}");
+}
+
+/// Every semantic problem at once, each at its key (positions counted by hand).
+#[test]
+fn semantic_problems_are_all_reported_at_their_keys() {
+    let Err(ProfileErrors::Invalid(issues)) = load_and_validate(&fixture("semantic.yaml")) else {
+        panic!("expected semantic issues");
+    };
+    let got: Vec<(usize, usize, &str)> = issues.iter().map(at).collect();
+    let want = vec![
+        (5, 5, "cluster.node.cpu_count"),
+        (8, 28, "placement.embedded.accounting[1]"),
+        (10, 7, "placement.embedded.best_of_k.k"),
+        (11, 5, "placement.embedded.replicas"),
+        (15, 7, "workload.shape.rate.per_second"),
+        (16, 7, "workload.shape.rate.duration"),
+        (18, 3, "checks.cv"),
+        (19, 16, "checks.error_rate.max"),
+        (22, 5, "chaos[0].fault"),
+        (23, 13, "chaos[0].nodes[0]"),
+        (26, 13, "chaos[1].nodes.fraction"),
+    ];
+    assert_eq!(got, want, "{issues:#?}");
+    let k = issues[2].to_string();
+    assert!(
+        k.ends_with("semantic.yaml:10:7: placement.embedded.best_of_k.k: must be >= 1"),
+        "{k}"
+    );
+}
+
+#[test]
+fn k_larger_than_the_cluster_is_refused() {
+    let text = "name: x\ncluster: {nodes: 2}\nplacement:\n  embedded:\n    best_of_k: {k: 3}\nworkload:\n  shape: {burst: {count: 1}}\n";
+    let src = Source::inline("k.yaml", text);
+    let p = stampede::profile::parse(&src).expect("parses");
+    let issues = stampede::profile::validate(&p, &src);
+    assert_eq!(issues.len(), 1, "{issues:?}");
+    assert_eq!(
+        issues[0].to_string(),
+        "k.yaml:5:17: placement.embedded.best_of_k.k: must be <= the number of nodes (2)"
+    );
+}
+
+#[test]
+fn loopback_hosts() {
+    for h in [
+        "localhost",
+        "LOCALHOST",
+        "127.0.0.1",
+        "127.5.6.7",
+        "::1",
+        "[::1]",
+        "a.localhost",
+    ] {
+        assert!(is_loopback_host(h), "{h} is loopback");
+    }
+    for h in [
+        "10.0.0.1",
+        "128.0.0.1",
+        "0.0.0.0",
+        "example.com",
+        "localhost.example.com",
+        "::2",
+        "",
+    ] {
+        assert!(!is_loopback_host(h), "{h} is not loopback");
+    }
+}
+
+/// external.yaml allows the API host but not orchestrator 10.0.0.7 (line 6, col 39).
+#[test]
+fn non_loopback_target_must_be_allowed() {
+    let path = fixture("external.yaml");
+    let p = load_and_validate(&path).expect("valid profile");
+    let issue = check_targets(&p).expect_err("10.0.0.7 is not allowed");
+    assert_eq!(issue.field, "placement.external.orchestrators[1]");
+    assert!(issue.message.contains("10.0.0.7"), "{issue}");
+    let src = Source::read(&path).expect("read");
+    let located = check_targets_in(&p, Some(&src)).expect_err("located");
+    assert_eq!((located.line, located.col), (6, 39), "{located}");
+    let mut allowed = p.clone();
+    allowed.allow_targets.push("10.0.0.7".into());
+    assert!(check_targets(&allowed).is_ok());
+}
+
+/// The committed `stampede.schema.json` is what `json_schema()` generates; run with
+/// `STAMPEDE_UPDATE_SCHEMA=1` to rewrite it after changing the profile types.
+#[test]
+fn committed_profile_schema_is_current() {
+    let schema = stampede::profile::json_schema();
+    assert!(schema["properties"]["workload"].is_object());
+    assert!(schema["required"]
+        .as_array()
+        .expect("required")
+        .iter()
+        .any(|r| r == "name"));
+    let text = format!("{}\n", serde_json::to_string_pretty(&schema).expect("json"));
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("stampede.schema.json");
+    if std::env::var_os("STAMPEDE_UPDATE_SCHEMA").is_some() {
+        std::fs::write(&path, &text).expect("write schema");
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == text,
+        "stampede.schema.json is stale: rerun with STAMPEDE_UPDATE_SCHEMA=1"
+    );
+}
