@@ -1,0 +1,247 @@
+//! The create path of one request: decision by the placement core, the Create RPC
+//! through the node's fault gate into the node model, and the retry rules.
+
+use mock_node::config::{FailureCode, RpcKind};
+use mock_node::model::{CreateRejection, CreateRequest};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use super::engine::{sandbox_id, Engine, Event};
+use super::setup::{to_duration, to_nanos, RPC_ROUND_TRIP};
+use crate::placement::{CreateOutcome, Decision, NoCandidate, PlacementFailure};
+
+/// Same per-slot lifetime seeding as the real workload, so both draw the same lifetimes.
+const LIFETIME_MIX: u64 = 0x9E37_79B9_7F4A_7C15;
+
+impl Engine<'_> {
+    /// Choose a node for the request in `slot` and send it the create.
+    pub(super) fn decide(&mut self, slot: u32) {
+        let now = self.now;
+        let deadline = self.setup.request_timeout;
+        let Some(a) = self.slots.get_mut(slot as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        if now.saturating_sub(a.intended) >= deadline {
+            a.attempt.abandon(&mut self.cores[a.replica as usize]);
+            self.finish(slot, "504");
+            return;
+        }
+        let core = &mut self.cores[a.replica as usize];
+        let chosen = match a.attempt.next(core, &mut self.rng) {
+            Ok(id) => id,
+            Err(f) => {
+                self.finish(slot, failure_status(f));
+                return;
+            }
+        };
+        let Some(&node) = self.node_index.get(&chosen) else {
+            a.attempt.abandon(core);
+            self.finish(slot, "500");
+            return;
+        };
+        let n = &self.nodes[node as usize];
+        a.node = node;
+        a.sent = now;
+        a.epoch = n.epoch;
+        self.tally.placed_on(&n.active);
+        let eff = &n.effect;
+        if eff.killed {
+            self.reply_after(RPC_ROUND_TRIP, slot, CreateOutcome::Failed);
+        } else if eff.hung {
+            let t = now.saturating_add(self.setup.create_rpc_timeout);
+            self.queue.push(
+                t,
+                Event::Reply {
+                    slot,
+                    outcome: CreateOutcome::Failed,
+                    abort: false,
+                },
+            );
+        } else {
+            match eff.slow.map(to_nanos).filter(|d| *d > 0) {
+                Some(d) => self
+                    .queue
+                    .push(now.saturating_add(d), Event::Arrive { slot }),
+                None => self.arrive(slot),
+            }
+        }
+    }
+
+    /// The create of `slot` reaches its node: fault gate, then admission.
+    pub(super) fn arrive(&mut self, slot: u32) {
+        let now = self.now;
+        let Some(a) = self.slots.get(slot as usize).and_then(Option::as_ref) else {
+            return;
+        };
+        let n = &mut self.nodes[a.node as usize];
+        let m = &mut n.model;
+        let injected = n
+            .effect
+            .errors
+            .and_then(|(p, code)| m.chance(p).then_some(code))
+            .or_else(|| m.sample_failure(RpcKind::Create));
+        if let Some(code) = injected {
+            m.count_failed_create();
+            let outcome = if code == FailureCode::ResourceExhausted {
+                CreateOutcome::ResourceExhausted
+            } else {
+                CreateOutcome::Failed
+            };
+            self.reply_after(RPC_ROUND_TRIP, slot, outcome);
+            return;
+        }
+        if n.effect.exhaust {
+            m.reject(CreateRejection::Exhausted);
+            self.reply_after(RPC_ROUND_TRIP, slot, CreateOutcome::ResourceExhausted);
+            return;
+        }
+        let s = &self.setup.sandbox;
+        let req = CreateRequest {
+            sandbox_id: a.attempt.sandbox_id().to_string(),
+            vcpu: i64::from(s.vcpu),
+            ram_mb: i64::from(s.ram_mb),
+            end_time: Some(to_duration(now).saturating_add(s.timeout)),
+            template_id: s.template.clone(),
+            team_id: String::new(),
+            execution_id: String::new(),
+        };
+        match m.begin_create(req, to_duration(now)) {
+            Err(r) => {
+                let outcome = if r.is_resource_exhausted() {
+                    CreateOutcome::ResourceExhausted
+                } else {
+                    CreateOutcome::Failed
+                };
+                self.reply_after(RPC_ROUND_TRIP, slot, outcome);
+            }
+            Ok(()) => {
+                let done = now.saturating_add(to_nanos(m.sample_create_latency()));
+                let deadline = a.sent.saturating_add(self.setup.create_rpc_timeout);
+                if done > deadline {
+                    let event = Event::Reply {
+                        slot,
+                        outcome: CreateOutcome::Failed,
+                        abort: true,
+                    };
+                    self.queue.push(deadline, event);
+                } else {
+                    self.queue.push(done, Event::CreateDone { slot });
+                }
+            }
+        }
+    }
+
+    /// The node finished the create of `slot` (unless it was killed or restarted since).
+    pub(super) fn create_done(&mut self, slot: u32) {
+        let now = to_duration(self.now);
+        let Some(a) = self.slots.get(slot as usize).and_then(Option::as_ref) else {
+            return;
+        };
+        let n = &mut self.nodes[a.node as usize];
+        let id = a.attempt.sandbox_id();
+        let outcome = if n.epoch != a.epoch {
+            // A kill reset the connection: the client saw UNAVAILABLE, the node dropped it.
+            n.model.abort_create(id, now);
+            CreateOutcome::Failed
+        } else {
+            match n.model.finish_create(id, now) {
+                Ok(_) => CreateOutcome::Created,
+                Err(_) => CreateOutcome::Failed,
+            }
+        };
+        self.report(slot, outcome);
+    }
+
+    /// The client of `slot` gets `outcome` (the node dropped the create if `abort`).
+    pub(super) fn reply(&mut self, slot: u32, outcome: CreateOutcome, abort: bool) {
+        if abort {
+            let now = to_duration(self.now);
+            if let Some(a) = self.slots.get(slot as usize).and_then(Option::as_ref) {
+                let id = a.attempt.sandbox_id();
+                self.nodes[a.node as usize].model.abort_create(id, now);
+            }
+        }
+        self.report(slot, outcome);
+    }
+
+    fn reply_after(&mut self, delay: std::time::Duration, slot: u32, outcome: CreateOutcome) {
+        let t = self.now.saturating_add(to_nanos(delay));
+        let abort = false;
+        self.queue.push(
+            t,
+            Event::Reply {
+                slot,
+                outcome,
+                abort,
+            },
+        );
+    }
+
+    /// E2B's retry rules applied to one create outcome.
+    fn report(&mut self, slot: u32, outcome: CreateOutcome) {
+        let now = self.now;
+        let Some(a) = self.slots.get_mut(slot as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        if outcome == CreateOutcome::ResourceExhausted {
+            self.tally.refusals += 1;
+        }
+        let core = &mut self.cores[a.replica as usize];
+        match a.attempt.report(core, outcome) {
+            Decision::Placed(_) => {
+                if let Some(dist) = &self.setup.lifetime {
+                    let mut rng = ChaCha8Rng::seed_from_u64(lifetime_seed(self.setup.seed, a.req));
+                    let at = now.saturating_add(to_nanos(dist.sample(&mut rng)));
+                    let (req, node, replica) = (a.req, a.node, a.replica);
+                    self.queue.push(at, Event::Delete { req, node, replica });
+                    self.pending_deletes += 1;
+                }
+                self.finish(slot, "201");
+            }
+            Decision::Retry => {
+                self.tally.retries += 1;
+                self.queue.push(now, Event::Decide { slot });
+            }
+            Decision::Failed(f) => self.finish(slot, failure_status(f)),
+        }
+    }
+
+    /// The workload deletes request `req`'s sandbox through the replica that placed it.
+    pub(super) fn delete(&mut self, req: u64, node: u32, replica: u32) {
+        self.pending_deletes -= 1;
+        let now = to_duration(self.now);
+        let n = &mut self.nodes[node as usize];
+        if n.effect.killed || n.effect.hung {
+            self.tally.delete_failures += 1;
+            return;
+        }
+        let m = &mut n.model;
+        let injected = n
+            .effect
+            .errors
+            .and_then(|(p, code)| m.chance(p).then_some(code))
+            .or_else(|| m.sample_failure(RpcKind::Delete));
+        if injected.is_some() {
+            self.tally.delete_failures += 1;
+            return;
+        }
+        let id = sandbox_id(req);
+        if let Ok(sb) = m.delete(&id, now) {
+            self.cores[replica as usize].delete_succeeded(&n.id, &id, sb.vcpu);
+        }
+    }
+}
+
+/// The HTTP status E2B's API answers for a placement failure.
+fn failure_status(f: PlacementFailure) -> &'static str {
+    match f {
+        PlacementFailure::NoCandidate(NoCandidate::NoCompatibleNode)
+        | PlacementFailure::NoCandidate(NoCandidate::CapacityUnavailable) => "503",
+        PlacementFailure::AttemptsExhausted { .. } => "500",
+    }
+}
+
+/// Lifetime seed of slot `req`, derived as the real workload derives it.
+fn lifetime_seed(seed: u64, req: u64) -> u64 {
+    seed ^ req.wrapping_mul(LIFETIME_MIX)
+}

@@ -1,0 +1,284 @@
+//! The discrete-event engine: one thread, virtual time, one seeded RNG, no I/O.
+//!
+//! It drives the same [`PlacementCore`] (one per replica) and the same
+//! [`NodeModel`] (one per node) as a real run; this file holds the state and the loop,
+//! `create.rs` the create RPC path, `nodes.rs` syncs, deletes and faults, and
+//! `measure.rs` what is recorded.
+
+use std::collections::{HashMap, VecDeque};
+
+use mock_node::fleet::node_seed;
+use mock_node::model::NodeModel;
+use mock_node::node::FaultEffect;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use super::measure::Tally;
+use super::queue::{EventQueue, Nanos};
+use super::setup::SimSetup;
+use crate::placement::{CreateOutcome, PlacementAttempt, PlacementCore};
+
+/// What can happen at an instant.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Event {
+    /// The next request of the workload is due.
+    Arrival,
+    /// Choose a node for the request in `slot` (first try or retry).
+    Decide { slot: u32 },
+    /// The create of `slot` reaches its node (after a `slow` fault's delay).
+    Arrive { slot: u32 },
+    /// The node finished the create of `slot`; the client learns the result.
+    CreateDone { slot: u32 },
+    /// The client of `slot` gets `outcome` without the node finishing a create; with
+    /// `abort`, the node drops the admitted create (client deadline).
+    Reply {
+        slot: u32,
+        outcome: CreateOutcome,
+        abort: bool,
+    },
+    /// The workload deletes the sandbox of request `req` on `node` through `replica`.
+    Delete { req: u64, node: u32, replica: u32 },
+    /// `replica` syncs every node.
+    Sync { replica: u32 },
+    /// Chaos step `fault` starts.
+    FaultStart { fault: u32 },
+    /// Chaos step `fault` heals.
+    FaultEnd { fault: u32 },
+    /// Timeline sample.
+    Sample,
+}
+
+/// One node: the shared model plus the faults in force on it.
+pub(super) struct SimNode {
+    pub id: String,
+    pub model: NodeModel,
+    pub effect: FaultEffect,
+    /// Indices of the chaos steps in force, in application order.
+    pub active: Vec<usize>,
+    /// Bumped by every kill: creates begun before it fail when they complete.
+    pub epoch: u64,
+}
+
+/// A request being placed.
+pub(super) struct Active {
+    pub req: u64,
+    pub intended: Nanos,
+    pub replica: u32,
+    pub attempt: PlacementAttempt,
+    /// Node of the create in flight.
+    pub node: u32,
+    /// When that create was sent.
+    pub sent: Nanos,
+    /// Node epoch when it was sent.
+    pub epoch: u64,
+}
+
+/// The whole simulated world.
+pub(super) struct Engine<'a> {
+    pub setup: &'a SimSetup,
+    pub now: Nanos,
+    pub queue: EventQueue<Event>,
+    pub rng: ChaCha8Rng,
+    pub nodes: Vec<SimNode>,
+    pub node_index: HashMap<String, u32>,
+    pub cores: Vec<PlacementCore>,
+    pub slots: Vec<Option<Active>>,
+    pub free_slots: Vec<u32>,
+    /// Requests due while every worker was busy, in order.
+    pub backlog: VecDeque<(u64, Nanos)>,
+    pub open: usize,
+    pub next_arrival: u64,
+    pub pending_deletes: u64,
+    pub tally: Tally,
+    pub events: u64,
+}
+
+impl<'a> Engine<'a> {
+    pub fn new(setup: &'a SimSetup) -> Self {
+        let n = setup.cluster.nodes;
+        let nodes: Vec<SimNode> = (0..n)
+            .map(|k| {
+                let id = setup.cluster.node_id(k);
+                let model = NodeModel::new(
+                    id.clone(),
+                    setup.cluster.spec_for(k),
+                    node_seed(setup.cluster_seed, k),
+                );
+                SimNode {
+                    id,
+                    model,
+                    effect: FaultEffect::default(),
+                    active: Vec::new(),
+                    epoch: 0,
+                }
+            })
+            .collect();
+        let node_index = nodes
+            .iter()
+            .enumerate()
+            .map(|(k, node)| (node.id.clone(), k as u32))
+            .collect();
+        let cores = (0..setup.replicas)
+            .map(|_| {
+                let mut core = PlacementCore::new(setup.placement.clone());
+                for node in &nodes {
+                    core.add_node(node.id.clone());
+                }
+                core
+            })
+            .collect();
+        Engine {
+            setup,
+            now: 0,
+            queue: EventQueue::default(),
+            rng: ChaCha8Rng::seed_from_u64(setup.seed),
+            nodes,
+            node_index,
+            cores,
+            slots: Vec::new(),
+            free_slots: Vec::new(),
+            backlog: VecDeque::new(),
+            open: 0,
+            next_arrival: 0,
+            pending_deletes: 0,
+            tally: Tally::new(setup),
+            events: 0,
+        }
+    }
+
+    /// Runs until the workload is over (every request answered, every delete done);
+    /// returns the end time.
+    pub fn run(&mut self) -> Nanos {
+        // Every replica connects before the gate: the initial sync happens at t = 0,
+        // before the first sample and the first request.
+        for r in 0..self.setup.replicas {
+            self.sync_all(r as u32);
+            self.queue.push(
+                self.first_periodic_sync(r),
+                Event::Sync { replica: r as u32 },
+            );
+        }
+        self.queue.push(0, Event::Sample);
+        for (i, f) in self.setup.faults.iter().enumerate() {
+            self.queue.push(f.at, Event::FaultStart { fault: i as u32 });
+        }
+        if self.setup.arrivals.total() > 0 {
+            self.queue.push(self.setup.arrivals.at(0), Event::Arrival);
+        }
+        while !self.workload_done() {
+            let Some((at, event)) = self.queue.pop() else {
+                break;
+            };
+            self.now = at;
+            self.events += 1;
+            self.handle(event);
+        }
+        self.now
+    }
+
+    fn workload_done(&self) -> bool {
+        self.next_arrival >= self.setup.arrivals.total()
+            && self.open == 0
+            && self.backlog.is_empty()
+            && self.pending_deletes == 0
+    }
+
+    /// Replica `r` syncs `r / replicas` of an interval after replica 0.
+    fn first_periodic_sync(&self, r: usize) -> Nanos {
+        let interval = self.setup.sync_interval;
+        let phase = (u128::from(interval) * r as u128 / self.setup.replicas as u128) as u64;
+        if phase == 0 {
+            interval
+        } else {
+            phase
+        }
+    }
+
+    fn handle(&mut self, event: Event) {
+        match event {
+            Event::Arrival => self.arrival(),
+            Event::Decide { slot } => self.decide(slot),
+            Event::Arrive { slot } => self.arrive(slot),
+            Event::CreateDone { slot } => self.create_done(slot),
+            Event::Reply {
+                slot,
+                outcome,
+                abort,
+            } => self.reply(slot, outcome, abort),
+            Event::Delete { req, node, replica } => self.delete(req, node, replica),
+            Event::Sync { replica } => {
+                self.sync_all(replica);
+                let next = self.now.saturating_add(self.setup.sync_interval);
+                self.queue.push(next, Event::Sync { replica });
+            }
+            Event::FaultStart { fault } => self.fault_start(fault as usize),
+            Event::FaultEnd { fault } => self.fault_end(fault as usize),
+            Event::Sample => {
+                self.sample();
+                let next = self.now.saturating_add(self.setup.collect_interval);
+                self.queue.push(next, Event::Sample);
+            }
+        }
+    }
+
+    fn arrival(&mut self) {
+        let i = self.next_arrival;
+        self.next_arrival += 1;
+        let intended = self.setup.arrivals.at(i);
+        if self.open < self.setup.workers {
+            self.start(i, intended);
+        } else {
+            self.backlog.push_back((i, intended));
+        }
+        if self.next_arrival < self.setup.arrivals.total() {
+            let at = self.setup.arrivals.at(self.next_arrival).max(self.now);
+            self.queue.push(at, Event::Arrival);
+        }
+    }
+
+    /// Sends request `req` now (a worker is free) and makes its first decision.
+    fn start(&mut self, req: u64, intended: Nanos) {
+        self.open += 1;
+        self.tally.sent(self.now, self.now.saturating_sub(intended));
+        let replica = (req % self.setup.replicas as u64) as u32;
+        let active = Active {
+            req,
+            intended,
+            replica,
+            attempt: PlacementAttempt::new(sandbox_id(req), self.setup.sandbox.vcpu),
+            node: 0,
+            sent: self.now,
+            epoch: 0,
+        };
+        let slot = match self.free_slots.pop() {
+            Some(s) => {
+                self.slots[s as usize] = Some(active);
+                s
+            }
+            None => {
+                self.slots.push(Some(active));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.decide(slot);
+    }
+
+    /// The request in `slot` is answered: free its worker and start a waiting request.
+    pub(super) fn finish(&mut self, slot: u32, status: &'static str) {
+        let Some(a) = self.slots.get_mut(slot as usize).and_then(Option::take) else {
+            return;
+        };
+        self.free_slots.push(slot);
+        self.open -= 1;
+        self.tally
+            .answered(status, self.now.saturating_sub(a.intended), a.intended);
+        if let Some((req, intended)) = self.backlog.pop_front() {
+            self.start(req, intended);
+        }
+    }
+}
+
+/// The sandbox id of request `req` (zero-padded so ids sort like requests).
+pub(super) fn sandbox_id(req: u64) -> String {
+    format!("sb-{req:08}")
+}

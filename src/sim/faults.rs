@@ -1,0 +1,95 @@
+//! The chaos schedule in virtual time, and the effect of the faults in force on a node.
+//!
+//! The profile's `chaos:` steps are resolved by the same [`FaultPlan::resolve`] as a
+//! real run (same node picks for the same seed), then turned into node indices and
+//! virtual times.
+
+use mock_node::api::{FaultKind, FaultParams};
+use mock_node::config::{ClusterConfig, FailureCode};
+use mock_node::node::FaultEffect;
+
+use super::error::SimError;
+use super::queue::Nanos;
+use super::setup::to_nanos;
+use crate::chaos::FaultPlan;
+use crate::profile::ChaosStep;
+
+/// One chaos step, resolved for the simulator.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlannedFault {
+    /// Position in the profile's `chaos:` list (the fault's id in the report).
+    pub index: usize,
+    /// What it does.
+    pub kind: FaultKind,
+    /// Indices of the nodes it applies to, ascending.
+    pub nodes: Vec<u32>,
+    /// When it starts.
+    pub at: Nanos,
+    /// When it heals by itself; `None` = at the end of the workload.
+    pub until: Option<Nanos>,
+    /// Kind-specific parameters.
+    pub params: FaultParams,
+}
+
+/// Resolve `steps` against `cluster` with the profile `seed`, in application order.
+pub fn plan_faults(
+    steps: &[ChaosStep],
+    cluster: &ClusterConfig,
+    seed: u64,
+) -> Result<Vec<PlannedFault>, SimError> {
+    let ids: Vec<String> = (0..cluster.nodes).map(|k| cluster.node_id(k)).collect();
+    let plan = FaultPlan::resolve(steps, &ids, seed).map_err(|e| SimError::Chaos {
+        index: e.step,
+        message: format!("{}: {}", e.field, e.message),
+    })?;
+    Ok(plan
+        .faults
+        .into_iter()
+        .map(|f| {
+            let at = to_nanos(f.at);
+            PlannedFault {
+                index: f.step,
+                kind: f.kind,
+                nodes: f
+                    .nodes
+                    .iter()
+                    .filter_map(|id| ids.iter().position(|x| x == id))
+                    .map(|k| k as u32)
+                    .collect(),
+                at,
+                until: match f.kind {
+                    FaultKind::Restart => Some(at),
+                    _ => f.duration.map(|d| at.saturating_add(to_nanos(d))),
+                },
+                params: f.params,
+            }
+        })
+        .collect())
+}
+
+/// The effect of the faults `active` (indices into `plan`, in application order) on one
+/// node: later faults win on conflicts, as in the mock-node fault book.
+pub fn effect_of(plan: &[PlannedFault], active: &[usize]) -> FaultEffect {
+    let mut e = FaultEffect::default();
+    for &i in active {
+        let Some(f) = plan.get(i) else { continue };
+        e.fault_ids.push(f.index as u64);
+        let p = &f.params;
+        match f.kind {
+            FaultKind::Kill => e.killed = true,
+            FaultKind::Hang => e.hung = true,
+            FaultKind::Slow => e.slow = p.latency,
+            FaultKind::Errors => {
+                e.errors = Some((
+                    p.probability.unwrap_or(1.0),
+                    p.code.unwrap_or(FailureCode::Unavailable),
+                ))
+            }
+            FaultKind::Exhaust => e.exhaust = true,
+            FaultKind::FreezeMetrics => e.frozen = true,
+            FaultKind::Status => e.status = p.status,
+            FaultKind::Restart => {}
+        }
+    }
+    e
+}

@@ -1,0 +1,250 @@
+//! What a simulated run records (outcomes, latency, timeline, accounting error, fault
+//! windows) and how it becomes the report's [`RunResult`].
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+
+use super::engine::Engine;
+use super::queue::Nanos;
+use super::setup::{to_duration, SimSetup};
+use crate::report::{
+    AccountingError, FaultWindow, LatencySummary, NodeFigures, RunResult, SendTiming, SkewStats,
+    TimelinePoint,
+};
+
+/// Outcome counters and samples, folded as events happen.
+pub(super) struct Tally {
+    latency_us: Histogram<u64>,
+    lateness_us: Histogram<u64>,
+    first_sent: Option<Nanos>,
+    last_sent: Nanos,
+    statuses: BTreeMap<&'static str, u64>,
+    pub retries: u64,
+    pub refusals: u64,
+    pub delete_failures: u64,
+    timeline: Vec<TimelinePoint>,
+    err_sum: f64,
+    err_max: f64,
+    err_samples: u64,
+    windows: Vec<FaultWindow>,
+    spans: Vec<(Nanos, Option<Nanos>)>,
+}
+
+fn histogram() -> Histogram<u64> {
+    // Same bounds as the real run's ledger (1 us .. 1 h, 3 significant digits).
+    Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("constant histogram bounds are valid")
+}
+
+fn ms(t: Nanos) -> f64 {
+    t as f64 / 1e6
+}
+
+impl Tally {
+    pub fn new(setup: &SimSetup) -> Self {
+        Tally {
+            latency_us: histogram(),
+            lateness_us: histogram(),
+            first_sent: None,
+            last_sent: 0,
+            statuses: BTreeMap::new(),
+            retries: 0,
+            refusals: 0,
+            delete_failures: 0,
+            timeline: Vec::new(),
+            err_sum: 0.0,
+            err_max: 0.0,
+            err_samples: 0,
+            windows: setup
+                .faults
+                .iter()
+                .map(|f| FaultWindow {
+                    id: f.index.to_string(),
+                    kind: f.kind.as_str().to_string(),
+                    nodes: f
+                        .nodes
+                        .iter()
+                        .map(|&k| setup.cluster.node_id(k as usize))
+                        .collect(),
+                    ..FaultWindow::default()
+                })
+                .collect(),
+            spans: setup.faults.iter().map(|f| (f.at, None)).collect(),
+        }
+    }
+
+    /// A request left `late` after its intended time.
+    pub fn sent(&mut self, now: Nanos, late: Nanos) {
+        self.first_sent.get_or_insert(now);
+        self.last_sent = now;
+        self.lateness_us.saturating_record(late / 1000);
+    }
+
+    /// A request intended at `intended` was answered `status` after `latency`.
+    pub fn answered(&mut self, status: &'static str, latency: Nanos, intended: Nanos) {
+        *self.statuses.entry(status).or_default() += 1;
+        self.latency_us.saturating_record((latency / 1000).max(1));
+        let ok = status == "201";
+        for (w, (at, until)) in self.windows.iter_mut().zip(&self.spans) {
+            if intended >= *at && until.is_none_or(|u| intended < u) {
+                w.attempted += 1;
+                if ok {
+                    w.ok += 1;
+                } else {
+                    w.failed += 1;
+                }
+            }
+        }
+    }
+
+    /// A create was sent to a node with the chaos steps `active` in force.
+    pub fn placed_on(&mut self, active: &[usize]) {
+        for &f in active {
+            if let Some(w) = self.windows.get_mut(f) {
+                w.placements_to_faulty += 1;
+            }
+        }
+    }
+
+    /// Chaos step `f` started at `now`.
+    pub fn fault_applied(&mut self, f: usize, now: Nanos) {
+        if let Some(w) = self.windows.get_mut(f) {
+            w.applied_at_ms = ms(now);
+        }
+    }
+
+    /// Chaos step `f` healed at `now`.
+    pub fn fault_healed(&mut self, f: usize, now: Nanos) {
+        if let Some(w) = self.windows.get_mut(f) {
+            w.healed_at_ms = Some(ms(now));
+        }
+        if let Some(s) = self.spans.get_mut(f) {
+            s.1 = Some(now);
+        }
+    }
+}
+
+impl Engine<'_> {
+    /// Per-node truth now, and |believed - true| vCPU of every replica for every node.
+    pub(super) fn sample(&mut self) {
+        let now = to_duration(self.now);
+        let mode = self.setup.placement.mode;
+        let mut counts = Vec::with_capacity(self.nodes.len());
+        let mut allocated = Vec::with_capacity(self.nodes.len());
+        for n in &mut self.nodes {
+            let truth = n.model.truth(now);
+            counts.push(u64::from(truth.sandboxes_running));
+            allocated.push(f64::from(truth.allocated_vcpu));
+        }
+        let mut err_sum = 0.0;
+        let mut err_n = 0u64;
+        for core in &self.cores {
+            // Every core tracks the nodes in node order (added so in `Engine::new`).
+            for (view, truth) in core.nodes().zip(&allocated) {
+                let d = (view.believed_allocated_vcpu(mode) as f64 - truth).abs();
+                err_sum += d;
+                err_n += 1;
+                self.tally.err_max = self.tally.err_max.max(d);
+            }
+        }
+        self.tally.err_sum += err_sum;
+        self.tally.err_samples += err_n;
+        self.tally.timeline.push(TimelinePoint {
+            t_ms: ms(self.now),
+            sandboxes: counts,
+            accounting_error_vcpu: (err_n > 0).then(|| err_sum / err_n as f64),
+        });
+    }
+
+    /// The run's figures at its end (`end` = when the workload finished).
+    pub(super) fn result(
+        &mut self,
+        label: String,
+        settings: BTreeMap<String, String>,
+    ) -> RunResult {
+        if self
+            .tally
+            .timeline
+            .last()
+            .is_none_or(|p| p.t_ms < ms(self.now))
+        {
+            self.sample();
+        }
+        let now = to_duration(self.now);
+        let mode = self.setup.placement.mode;
+        let mut believed = vec![0.0; self.nodes.len()];
+        for core in &self.cores {
+            for (sum, view) in believed.iter_mut().zip(core.nodes()) {
+                *sum += view.believed_allocated_vcpu(mode) as f64;
+            }
+        }
+        let replicas = self.cores.len() as f64;
+        let mut nodes = Vec::with_capacity(self.nodes.len());
+        for (n, believed) in self.nodes.iter_mut().zip(believed) {
+            let truth = n.model.truth(now);
+            nodes.push(NodeFigures {
+                id: n.id.clone(),
+                sandboxes: u64::from(truth.sandboxes_running),
+                allocated_vcpu: f64::from(truth.allocated_vcpu),
+                believed_vcpu: (replicas > 0.0).then(|| believed / replicas),
+            });
+        }
+        let counts: Vec<u64> = nodes.iter().map(|n| n.sandboxes).collect();
+        let t = &mut self.tally;
+        let requests: u64 = t.statuses.values().sum();
+        let ok = t.statuses.get("201").copied().unwrap_or(0);
+        let burst = matches!(self.setup.arrivals, super::setup::Arrivals::Burst { .. });
+        let send = if burst {
+            SendTiming {
+                burst_spread_ms: t.first_sent.map(|f| ms(t.last_sent - f)),
+                ..SendTiming::default()
+            }
+        } else if t.lateness_us.is_empty() {
+            SendTiming::default()
+        } else {
+            let q = |x: f64| t.lateness_us.value_at_quantile(x) as f64 / 1000.0;
+            SendTiming {
+                burst_spread_ms: None,
+                lateness_p50_ms: Some(q(0.5)),
+                lateness_p99_ms: Some(q(0.99)),
+                lateness_max_ms: Some(t.lateness_us.max() as f64 / 1000.0),
+            }
+        };
+        let mut windows = std::mem::take(&mut t.windows);
+        for w in &mut windows {
+            w.healed_at_ms.get_or_insert(ms(self.now));
+        }
+        RunResult {
+            label,
+            settings,
+            nodes,
+            skew: SkewStats::from_counts(&counts),
+            accounting_error: (t.err_samples > 0).then(|| AccountingError {
+                mean_abs_vcpu: t.err_sum / t.err_samples as f64,
+                max_abs_vcpu: t.err_max,
+                samples: t.err_samples,
+            }),
+            latency: LatencySummary::from_histogram(&t.latency_us),
+            statuses: t
+                .statuses
+                .iter()
+                .map(|(k, v)| ((*k).to_string(), *v))
+                .collect(),
+            requests,
+            ok,
+            failed: requests - ok,
+            error_rate: if requests == 0 {
+                0.0
+            } else {
+                (requests - ok) as f64 / requests as f64
+            },
+            retries: t.retries,
+            refusals: t.refusals,
+            send,
+            timeline: std::mem::take(&mut t.timeline),
+            faults: windows,
+            checker: None,
+            wall_ms: ms(self.now),
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! [`SimSetup`]: everything one simulated run needs, resolved once from a profile.
+
+use std::time::Duration;
+
+use mock_node::config::{ClusterConfig, LatencyDist};
+
+use super::error::SimError;
+use super::faults::{plan_faults, PlannedFault};
+use super::queue::Nanos;
+use crate::placement::{AccountingMode, PlacementConfig};
+use crate::profile::{PlacementSection, Profile, SandboxSpec, Shape};
+
+/// Client-visible round trip of an RPC the node answers at once (a refusal, an
+/// injected error, a killed listener). It also keeps a ResourceExhausted retry loop
+/// from spinning at one instant: E2B retries those without backoff.
+pub const RPC_ROUND_TRIP: Duration = Duration::from_micros(100);
+
+/// When the workload's requests are meant to leave.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Arrivals {
+    /// `count` requests at t = 0.
+    Burst {
+        /// Number of requests.
+        count: u64,
+    },
+    /// Request `i` at `i / per_second` (the real run's open model).
+    Rate {
+        /// Requests per second.
+        per_second: f64,
+        /// Number of requests, `floor(per_second * duration)`.
+        total: u64,
+    },
+}
+
+impl Arrivals {
+    /// Number of requests.
+    pub fn total(&self) -> u64 {
+        match *self {
+            Arrivals::Burst { count } => count,
+            Arrivals::Rate { total, .. } => total,
+        }
+    }
+
+    /// Intended send time of request `i`, computed as the real workload's pacing does.
+    pub fn at(&self, i: u64) -> Nanos {
+        match *self {
+            Arrivals::Burst { .. } => 0,
+            Arrivals::Rate { per_second, .. } => {
+                to_nanos(Duration::from_secs_f64(i as f64 / per_second))
+            }
+        }
+    }
+}
+
+/// One simulated run, fully resolved: no profile lookups during the run.
+#[derive(Debug, Clone)]
+pub struct SimSetup {
+    /// The profile's seed: placement sampling, lifetimes and chaos picks derive from it.
+    pub seed: u64,
+    /// The fleet (node count, specs, overrides).
+    pub cluster: ClusterConfig,
+    /// Seed of the node models (`cluster.seed`, else the profile's seed), passed through
+    /// [`mock_node::fleet::node_seed`] as the real fleet does.
+    pub cluster_seed: u64,
+    /// Parameters of every placement replica.
+    pub placement: PlacementConfig,
+    /// Independent placement instances; requests go round-robin.
+    pub replicas: usize,
+    /// Period of each replica's node sync.
+    pub sync_interval: Nanos,
+    /// Overall deadline of one create request.
+    pub request_timeout: Nanos,
+    /// Deadline of one Create RPC.
+    pub create_rpc_timeout: Nanos,
+    /// When requests are meant to leave.
+    pub arrivals: Arrivals,
+    /// Requests open at once at most (the real run's goose users).
+    pub workers: usize,
+    /// What each create asks for.
+    pub sandbox: SandboxSpec,
+    /// Delete each sandbox after a lifetime drawn from this.
+    pub lifetime: Option<LatencyDist>,
+    /// Timeline sampling period.
+    pub collect_interval: Nanos,
+    /// The chaos schedule, resolved to node indices and virtual times.
+    pub faults: Vec<PlannedFault>,
+}
+
+impl SimSetup {
+    /// Resolve `profile` for one run in accounting `mode`.
+    pub fn from_profile(profile: &Profile, mode: AccountingMode) -> Result<Self, SimError> {
+        let PlacementSection::Embedded(p) = &profile.placement else {
+            return Err(SimError::ExternalPlacement);
+        };
+        let placement = PlacementConfig {
+            k: p.best_of_k.k,
+            r: p.best_of_k.r,
+            alpha: p.best_of_k.alpha,
+            max_retries: p.max_retries,
+            mode,
+            max_starting_per_node: p.max_starting_per_node,
+            ..PlacementConfig::default()
+        };
+        if let Some(e) = placement.validate().into_iter().next() {
+            return Err(SimError::setting(
+                format!("placement.embedded.best_of_k.{}", e.field),
+                e.message,
+            ));
+        }
+        if profile.cluster.nodes == 0 {
+            return Err(SimError::setting("cluster.nodes", "must be at least 1"));
+        }
+        if u32::try_from(profile.cluster.nodes).is_err() {
+            return Err(SimError::setting("cluster.nodes", "too many nodes"));
+        }
+        if p.sync_interval.is_zero() {
+            return Err(SimError::setting(
+                "placement.embedded.sync_interval",
+                "must be > 0",
+            ));
+        }
+        if profile.collect.interval.is_zero() {
+            return Err(SimError::setting("collect.interval", "must be > 0"));
+        }
+        let arrivals = match &profile.workload.shape {
+            Shape::Burst { count } => Arrivals::Burst {
+                count: *count as u64,
+            },
+            Shape::Rate {
+                per_second,
+                duration,
+            } => {
+                if !(*per_second > 0.0 && per_second.is_finite()) {
+                    return Err(SimError::setting(
+                        "workload.shape.rate.per_second",
+                        "must be a finite number > 0",
+                    ));
+                }
+                Arrivals::Rate {
+                    per_second: *per_second,
+                    total: (per_second * duration.as_secs_f64()).floor() as u64,
+                }
+            }
+            Shape::Plan { .. } => {
+                return Err(SimError::UnsupportedShape {
+                    shape: "plan",
+                    message: "the simulator runs burst and rate shapes only (a goose test \
+                              plan is a closed model of users); use `rate` steps instead"
+                        .into(),
+                })
+            }
+        };
+        let workers = match arrivals {
+            Arrivals::Burst { count } => count.max(1) as usize,
+            Arrivals::Rate { total, .. } => profile
+                .workload
+                .max_in_flight
+                .min(usize::try_from(total).unwrap_or(usize::MAX))
+                .max(1),
+        };
+        let cluster_seed = profile.cluster.seed.unwrap_or(profile.seed);
+        let faults = plan_faults(&profile.chaos, &profile.cluster, profile.seed)?;
+        Ok(SimSetup {
+            seed: profile.seed,
+            cluster: profile.cluster.clone(),
+            cluster_seed,
+            placement,
+            replicas: p.replicas.max(1) as usize,
+            sync_interval: to_nanos(p.sync_interval),
+            request_timeout: to_nanos(p.request_timeout),
+            create_rpc_timeout: to_nanos(p.create_rpc_timeout),
+            arrivals,
+            workers,
+            sandbox: profile.workload.sandbox.clone(),
+            lifetime: profile.workload.lifetime.clone(),
+            collect_interval: to_nanos(profile.collect.interval),
+            faults,
+        })
+    }
+}
+
+/// The accounting modes a profile asks for, in its order (a sim runs each once).
+pub fn profile_modes(profile: &Profile) -> Result<Vec<AccountingMode>, SimError> {
+    match &profile.placement {
+        PlacementSection::Embedded(p) => Ok(p.accounting.to_vec()),
+        PlacementSection::External(_) => Err(SimError::ExternalPlacement),
+    }
+}
+
+/// A duration in virtual nanoseconds, saturating.
+pub fn to_nanos(d: Duration) -> Nanos {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Virtual nanoseconds as a duration.
+pub fn to_duration(n: Nanos) -> Duration {
+    Duration::from_nanos(n)
+}

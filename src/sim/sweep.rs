@@ -1,0 +1,292 @@
+//! Parameter sweeps: `--sweep key=v1,v2,...` axes, their cartesian product, `--repeat`
+//! seeds per combination, and the spread of the figures over those seeds.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use mock_node::config::LatencyDist;
+
+use super::error::SimError;
+use super::setup::{profile_modes, SimSetup};
+use super::simulate_setup;
+use crate::placement::AccountingMode;
+use crate::profile::{PlacementSection, Profile, Shape};
+use crate::report::RunResult;
+
+/// The settings a sweep can vary.
+pub const SWEEP_KEYS: [&str; 11] = [
+    "accounting",
+    "k",
+    "r",
+    "alpha",
+    "sync_interval",
+    "replicas",
+    "rate",
+    "nodes",
+    "create_latency",
+    "max_starting",
+    "burst",
+];
+
+/// One `--sweep` argument: a key and the values it takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SweepAxis {
+    /// One of [`SWEEP_KEYS`].
+    pub key: String,
+    /// Values in the order given.
+    pub values: Vec<String>,
+}
+
+impl std::str::FromStr for SweepAxis {
+    type Err = SimError;
+
+    /// Parse `key=v1,v2,...`; every value is checked against a default profile.
+    fn from_str(arg: &str) -> Result<Self, SimError> {
+        let bad = |message: String| SimError::Sweep {
+            arg: arg.to_string(),
+            message,
+        };
+        let (key, values) = arg
+            .split_once('=')
+            .ok_or_else(|| bad("expected key=v1,v2,...".into()))?;
+        let key = key.trim().replace('-', "_");
+        if !SWEEP_KEYS.contains(&key.as_str()) {
+            return Err(bad(format!(
+                "unknown key `{key}` (expected one of {})",
+                SWEEP_KEYS.join(", ")
+            )));
+        }
+        let values: Vec<String> = values
+            .split(',')
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+            .collect();
+        if values.is_empty() {
+            return Err(bad("no values".into()));
+        }
+        for v in &values {
+            parse_value(&key, v).map_err(bad)?;
+        }
+        Ok(SweepAxis { key, values })
+    }
+}
+
+/// A parsed sweep value.
+enum Value {
+    Mode(AccountingMode),
+    Count(usize),
+    Float(f64),
+    Time(Duration),
+    Latency(LatencyDist),
+}
+
+fn parse_value(key: &str, v: &str) -> Result<Value, String> {
+    let count = |min: usize| {
+        v.parse::<usize>()
+            .ok()
+            .filter(|n| *n >= min)
+            .map(Value::Count)
+            .ok_or_else(|| format!("{key}: `{v}` is not an integer >= {min}"))
+    };
+    let float = || {
+        v.parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite() && *x >= 0.0)
+            .map(Value::Float)
+            .ok_or_else(|| format!("{key}: `{v}` is not a finite number >= 0"))
+    };
+    let time = |s: &str| humantime::parse_duration(s).map_err(|e| format!("{key}: `{s}`: {e}"));
+    match key {
+        "accounting" => v.parse().map(Value::Mode),
+        "k" | "replicas" | "nodes" | "burst" => count(1),
+        "max_starting" => count(0),
+        "r" | "alpha" | "rate" => float(),
+        "sync_interval" => time(v).map(Value::Time),
+        "create_latency" => match v.split_once('-') {
+            Some((lo, hi)) => Ok(Value::Latency(LatencyDist::Uniform {
+                min: time(lo)?,
+                max: time(hi)?,
+            })),
+            None => Ok(Value::Latency(LatencyDist::Constant { value: time(v)? })),
+        },
+        _ => Err(format!("unknown key `{key}`")),
+    }
+}
+
+/// Apply `key=value` to `profile`; an `accounting` value is returned instead.
+fn apply(
+    profile: &mut Profile,
+    key: &str,
+    value: &str,
+) -> Result<Option<AccountingMode>, SimError> {
+    let bad = |message: String| SimError::Sweep {
+        arg: format!("{key}={value}"),
+        message,
+    };
+    let parsed = parse_value(key, value).map_err(bad)?;
+    let PlacementSection::Embedded(p) = &mut profile.placement else {
+        return Err(SimError::ExternalPlacement);
+    };
+    match (key, parsed) {
+        ("accounting", Value::Mode(m)) => return Ok(Some(m)),
+        ("k", Value::Count(k)) => p.best_of_k.k = k,
+        ("r", Value::Float(r)) => p.best_of_k.r = r,
+        ("alpha", Value::Float(a)) => p.best_of_k.alpha = a,
+        ("sync_interval", Value::Time(t)) => p.sync_interval = t,
+        ("replicas", Value::Count(n)) => {
+            p.replicas = u32::try_from(n).map_err(|_| bad("too many replicas".into()))?
+        }
+        ("nodes", Value::Count(n)) => profile.cluster.nodes = n,
+        ("create_latency", Value::Latency(d)) => profile.cluster.node.create_latency = d,
+        ("max_starting", Value::Count(n)) => {
+            profile.cluster.node.max_starting =
+                u32::try_from(n).map_err(|_| bad("too large".into()))?
+        }
+        ("burst", Value::Count(n)) => profile.workload.shape = Shape::Burst { count: n },
+        ("rate", Value::Float(r)) => match &mut profile.workload.shape {
+            Shape::Rate { per_second, .. } => *per_second = r,
+            _ => return Err(bad("`rate` needs a profile with a rate shape".into())),
+        },
+        _ => return Err(bad("value does not fit the key".into())),
+    }
+    Ok(None)
+}
+
+/// Mean, population standard deviation, min and max of one figure over seeds.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Spread {
+    /// Mean.
+    pub mean: f64,
+    /// Population standard deviation.
+    pub std_dev: f64,
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+}
+
+impl Spread {
+    /// The spread of `xs` (all zero when empty).
+    pub fn of(xs: &[f64]) -> Self {
+        if xs.is_empty() {
+            return Spread::default();
+        }
+        let n = xs.len() as f64;
+        let mean = xs.iter().sum::<f64>() / n;
+        let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
+        Spread {
+            mean,
+            std_dev: var.sqrt(),
+            min: xs.iter().copied().fold(f64::INFINITY, f64::min),
+            max: xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        }
+    }
+}
+
+/// One combination of a sweep, run once per seed.
+#[derive(Debug, Clone)]
+pub struct SweepPoint {
+    /// The value of every axis, in axis order.
+    pub values: Vec<String>,
+    /// One run per seed, in seed order.
+    pub runs: Vec<RunResult>,
+    /// CV of the final per-node counts over seeds.
+    pub cv: Spread,
+    /// max/mean over seeds.
+    pub max_over_mean: Spread,
+    /// Error rate over seeds.
+    pub error_rate: Spread,
+}
+
+/// A finished sweep.
+#[derive(Debug, Clone)]
+pub struct Sweep {
+    /// Axis keys, in column order (`accounting` first).
+    pub keys: Vec<String>,
+    /// Seeds used for every combination.
+    pub seeds: Vec<u64>,
+    /// Every combination, in cartesian order (last axis fastest).
+    pub points: Vec<SweepPoint>,
+}
+
+/// Run the cartesian product of `axes` over `profile`, `repeat` seeds each (the
+/// profile's seed, seed+1, ...). Without an `accounting` axis the profile's modes are one.
+pub fn run_sweep(profile: &Profile, axes: &[SweepAxis], repeat: u32) -> Result<Sweep, SimError> {
+    let mut axes: Vec<SweepAxis> = axes.to_vec();
+    if !axes.iter().any(|a| a.key == "accounting") {
+        let values = profile_modes(profile)?
+            .iter()
+            .map(|m| m.as_str().to_string())
+            .collect();
+        axes.insert(
+            0,
+            SweepAxis {
+                key: "accounting".into(),
+                values,
+            },
+        );
+    }
+    let seeds: Vec<u64> = (0..u64::from(repeat.max(1)))
+        .map(|j| profile.seed.wrapping_add(j))
+        .collect();
+    let mut points = Vec::new();
+    for values in cartesian(&axes) {
+        let mut base = profile.clone();
+        let mut mode = None;
+        for (axis, v) in axes.iter().zip(&values) {
+            if let Some(m) = apply(&mut base, &axis.key, v)? {
+                mode = Some(m);
+            }
+        }
+        let mode = mode.unwrap_or(AccountingMode::Optimistic);
+        let settings: BTreeMap<String, String> = axes
+            .iter()
+            .zip(&values)
+            .map(|(a, v)| (a.key.clone(), v.clone()))
+            .collect();
+        let label = axes
+            .iter()
+            .zip(&values)
+            .map(|(a, v)| format!("{}={v}", a.key))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut runs = Vec::with_capacity(seeds.len());
+        for &seed in &seeds {
+            let mut p = base.clone();
+            p.seed = seed;
+            let setup = SimSetup::from_profile(&p, mode)?;
+            runs.push(simulate_setup(&setup, label.clone(), settings.clone()).result);
+        }
+        let figure = |f: fn(&RunResult) -> f64| Spread::of(&runs.iter().map(f).collect::<Vec<_>>());
+        points.push(SweepPoint {
+            cv: figure(|r| r.skew.cv),
+            max_over_mean: figure(|r| r.skew.max_over_mean),
+            error_rate: figure(|r| r.error_rate),
+            values,
+            runs,
+        });
+    }
+    Ok(Sweep {
+        keys: axes.into_iter().map(|a| a.key).collect(),
+        seeds,
+        points,
+    })
+}
+
+/// Every combination of the axes' values, last axis varying fastest.
+fn cartesian(axes: &[SweepAxis]) -> Vec<Vec<String>> {
+    let mut out: Vec<Vec<String>> = vec![Vec::new()];
+    for axis in axes {
+        out = out
+            .into_iter()
+            .flat_map(|prefix| {
+                axis.values.iter().map(move |v| {
+                    let mut row = prefix.clone();
+                    row.push(v.clone());
+                    row
+                })
+            })
+            .collect();
+    }
+    out
+}
