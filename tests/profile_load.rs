@@ -192,3 +192,27 @@ fn committed_profile_schema_is_current() {
         "stampede.schema.json is stale: rerun with STAMPEDE_UPDATE_SCHEMA=1"
     );
 }
+
+/// `placement: {embedded: ...}` and `shape: {rate: ...}` are one-key maps: they parse
+/// with plain `serde_yaml_ng::from_str` (no `!embedded` tags) and also through
+/// `singleton_map_recursive`, which other modules use.
+#[test]
+fn one_key_map_enums_parse_with_plain_and_recursive_deserializers() {
+    let text = std::fs::read_to_string(fixture("valid.yaml")).expect("read");
+    let plain: stampede::profile::Profile = serde_yaml_ng::from_str(&text).expect("plain");
+    let recursive: stampede::profile::Profile =
+        serde_yaml_ng::with::singleton_map_recursive::deserialize(
+            serde_yaml_ng::Deserializer::from_str(&text),
+        )
+        .expect("recursive");
+    assert_eq!(plain, recursive);
+    assert!(matches!(
+        plain.workload.shape,
+        stampede::profile::Shape::Rate { per_second, .. } if per_second == 20.0
+    ));
+    // And back: a profile serializes to YAML that loads again.
+    let yaml = serde_yaml_ng::to_string(&plain).expect("to yaml");
+    assert!(yaml.contains("embedded:"), "{yaml}");
+    let again: stampede::profile::Profile = serde_yaml_ng::from_str(&yaml).expect("reload");
+    assert_eq!(again, plain);
+}
