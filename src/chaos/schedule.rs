@@ -21,10 +21,10 @@ pub struct AppliedFault {
     /// The admin API's fault id (`"7"`, `"7+3"` over several fleets); empty when the
     /// apply failed.
     pub id: String,
-    /// When the fault was in force (the `POST` returned), or when the apply was tried.
+    /// When the `POST` applying it was sent: the fault may be in force from then on.
     pub applied_at_ms: f64,
-    /// When it was healed (`DELETE` returned; = `applied_at_ms` for `restart`); none if
-    /// it was never applied or could not be healed.
+    /// When the `DELETE` healing it returned (= `applied_at_ms` for `restart`): it is
+    /// surely over by then. None if it was never applied or could not be healed.
     pub healed_at_ms: Option<f64>,
     /// What went wrong applying or healing it, if anything.
     pub error: Option<String>,
@@ -90,7 +90,6 @@ async fn run_one(
     };
     let in_force = tokio::time::Instant::now();
     out.id = guard.id();
-    out.applied_at_ms = ms_since(gate);
     tracing::info!(step = f.step, id = %out.id, kind = f.kind.as_str(), nodes = ?f.nodes, "chaos: fault applied");
     if f.kind == FaultKind::Restart {
         out.healed_at_ms = Some(out.applied_at_ms);

@@ -188,13 +188,7 @@ fn sampled_placements(
     let avoid = match inside.last() {
         None => Avoid::Unknown,
         Some((_, g)) if *g > 0 => Avoid::Never,
-        Some(_) => Avoid::LastAt(
-            inside
-                .iter()
-                .filter(|(_, g)| *g > 0)
-                .map(|(t, _)| *t)
-                .last(),
-        ),
+        Some(_) => Avoid::LastAt(inside.iter().rev().find(|(_, g)| *g > 0).map(|(t, _)| *t)),
     };
     let reuse = healed.and_then(|h| {
         samples
