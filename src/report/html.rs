@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use super::format::*;
 use super::markdown::checker_rows;
 use super::model::{Report, RunResult};
-use super::svg::{bars, esc, lines};
+use super::svg::{bars, esc, legend, lines};
 
 const CSS: &str = "body{font-family:system-ui,sans-serif;margin:2em;max-width:72em;color:#222}\
 table{border-collapse:collapse;margin:.5em 0 1em}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:right}\
@@ -147,6 +147,8 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
             "{}",
             lines("sandboxes per node over time", &xs, &series, "")
         )?;
+        let names: Vec<String> = series.iter().map(|(n, _)| n.clone()).collect();
+        writeln!(w, "{}", legend(&names))?;
         let errs: Vec<f64> = run
             .timeline
             .iter()

@@ -10,7 +10,7 @@ const TOP: f64 = 12.0;
 const RIGHT: f64 = 12.0;
 
 /// A colour per series index (repeats after ten).
-fn colour(i: usize) -> &'static str {
+pub fn colour(i: usize) -> &'static str {
     const C: [&str; 10] = [
         "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
         "#bcbd22", "#17becf",
@@ -95,6 +95,22 @@ pub fn lines(title: &str, xs: &[f64], series: &[(String, Vec<f64>)], unit: &str)
     }
     out.push_str("</svg>");
     out
+}
+
+/// An HTML legend for the series of [`lines`]: a coloured name per series.
+pub fn legend(names: &[String]) -> String {
+    let items: Vec<String> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            format!(
+                r#"<span style="color:{};margin-right:1em">&#9632; {}</span>"#,
+                colour(i),
+                esc(n)
+            )
+        })
+        .collect();
+    format!("<p>{}</p>", items.join(""))
 }
 
 /// Vertical bar chart with one labelled bar per item.
