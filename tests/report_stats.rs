@@ -85,3 +85,22 @@ fn finding_keeps_the_count_and_the_first_twenty_sorted_ids() {
     assert_eq!(f.ids.first().map(String::as_str), Some("sb-00"));
     assert_eq!(f.ids.last().map(String::as_str), Some("sb-19"));
 }
+
+proptest::proptest! {
+    /// For any counts: CV >= 0, 1/n <= Jain <= 1, max/mean >= 1 when mean > 0, and an
+    /// even spread has CV 0 and Jain 1.
+    #[test]
+    fn skew_invariants(counts in proptest::collection::vec(0u64..10_000, 1..64)) {
+        let s = SkewStats::from_counts(&counts);
+        let n = counts.len() as f64;
+        proptest::prop_assert!(s.cv >= 0.0);
+        proptest::prop_assert!(s.jain <= 1.0 + 1e-12 && s.jain >= 1.0 / n - 1e-12, "jain {}", s.jain);
+        if s.mean > 0.0 {
+            proptest::prop_assert!(s.max_over_mean >= 1.0 - 1e-12);
+            // Jain and CV are two views of one spread: J = 1 / (1 + CV^2).
+            proptest::prop_assert!((s.jain - 1.0 / (1.0 + s.cv * s.cv)).abs() < 1e-9);
+        }
+        let even = SkewStats::from_counts(&vec![counts[0]; counts.len()]);
+        proptest::prop_assert!(even.cv == 0.0 && even.jain == 1.0);
+    }
+}
