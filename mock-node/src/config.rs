@@ -91,8 +91,13 @@ pub struct NodeSpec {
     /// Allocated vCPU already on the node at start (not sandboxes of this run), drawn
     /// uniformly in `[min, max]` per node. Default 0..0.
     pub baseline_vcpu: VcpuRange,
-    /// Fraction of allocated vCPU that is busy, for `metric_cpu_percent`. Default 0.5.
+    /// Fraction of allocated vCPU that is busy, for `metric_cpu_percent` (E2B's unit:
+    /// 100 per busy CPU, so 4 allocated vCPU at 0.5 report 200). Default 0.5.
     pub busy_fraction: f64,
+    /// Background host CPU load (100 = one busy CPU), drawn uniformly in `[min, max]` per
+    /// node and added to `metric_cpu_percent`. Real hosts never report identical CPU usage, and
+    /// Best-of-K breaks ties between equally allocated nodes on it. Default 0..0.
+    pub idle_cpu_percent: VcpuRange,
     /// ServiceInfo serves a snapshot refreshed every `metrics_lag`; 0 = live. Default 0s.
     #[serde(with = "humantime_serde")]
     #[schemars(with = "String")]
@@ -116,6 +121,7 @@ impl Default for NodeSpec {
             failures: Vec::new(),
             baseline_vcpu: VcpuRange::default(),
             busy_fraction: 0.5,
+            idle_cpu_percent: VcpuRange::default(),
             metrics_lag: Duration::ZERO,
         }
     }
@@ -145,6 +151,8 @@ pub struct NodeOverride {
     pub baseline_vcpu: Option<VcpuRange>,
     /// See [`NodeSpec::busy_fraction`].
     pub busy_fraction: Option<f64>,
+    /// See [`NodeSpec::idle_cpu_percent`].
+    pub idle_cpu_percent: Option<VcpuRange>,
     /// See [`NodeSpec::metrics_lag`].
     #[serde(with = "humantime_serde")]
     #[schemars(with = "Option<String>")]
@@ -166,12 +174,13 @@ impl NodeOverride {
             failures: self.failures.clone().unwrap_or(b.failures),
             baseline_vcpu: self.baseline_vcpu.unwrap_or(b.baseline_vcpu),
             busy_fraction: self.busy_fraction.unwrap_or(b.busy_fraction),
+            idle_cpu_percent: self.idle_cpu_percent.unwrap_or(b.idle_cpu_percent),
             metrics_lag: self.metrics_lag.unwrap_or(b.metrics_lag),
         }
     }
 }
 
-/// An inclusive range of whole vCPUs.
+/// An inclusive range of whole numbers (vCPUs, or CPU percent for `idle_cpu_percent`).
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
 )]
@@ -315,6 +324,9 @@ impl NodeSpec {
         }
         if self.baseline_vcpu.min > self.baseline_vcpu.max {
             errs.push(err(path, "baseline_vcpu", "min must be <= max"));
+        }
+        if self.idle_cpu_percent.min > self.idle_cpu_percent.max {
+            errs.push(err(path, "idle_cpu_percent", "min must be <= max"));
         }
         for (name, d) in [
             ("create_latency", &self.create_latency),

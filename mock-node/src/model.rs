@@ -23,6 +23,7 @@ pub struct NodeModel {
     service_id: String,
     started_at: Duration,
     baseline_vcpu: u32,
+    idle_cpu_percent: u32,
     status: ServiceStatus,
     running: BTreeMap<String, Sandbox>,
     starting: BTreeMap<String, Sandbox>,
@@ -43,6 +44,12 @@ impl NodeModel {
             b.min
         };
         let service_id = new_service_id(&mut rng);
+        let p = spec.idle_cpu_percent;
+        let idle_cpu_percent = if p.max > p.min {
+            rng.random_range(p.min..=p.max)
+        } else {
+            p.min
+        };
         Self {
             id,
             spec,
@@ -50,6 +57,7 @@ impl NodeModel {
             service_id,
             started_at: Duration::ZERO,
             baseline_vcpu,
+            idle_cpu_percent,
             status: ServiceStatus::Healthy,
             running: BTreeMap::new(),
             starting: BTreeMap::new(),
@@ -360,11 +368,11 @@ impl NodeModel {
         let s = &self.spec;
         let allocated = u64::from(self.baseline_vcpu) + sum_vcpu(self.running.values());
         let allocated_vcpu = u32::try_from(allocated).unwrap_or(u32::MAX);
-        let cpu_percent = if s.cpu_count == 0 {
-            0.0
-        } else {
-            (s.busy_fraction * allocated as f64 / f64::from(s.cpu_count) * 100.0).clamp(0.0, 100.0)
-        };
+        // E2B's unit: 100 = one fully busy CPU (the score divides by 100 to get CPUs),
+        // so a host tops out at cpu_count * 100.
+        let busy = s.busy_fraction * allocated as f64 * 100.0;
+        let cpu_percent =
+            (f64::from(self.idle_cpu_percent) + busy).clamp(0.0, f64::from(s.cpu_count) * 100.0);
         let mem_mib: u64 = self.running.values().map(|x| x.ram_mb).sum();
         let mem_bytes = mem_mib.saturating_mul(1 << 20);
         MetricsSnapshot {

@@ -70,8 +70,7 @@ pub(crate) async fn drive(
     let pacing = pacing_of(profile);
     let progress = progress_bar(opts, &pacing, &target.label);
     let (gate_tx, gate_rx) = tokio::sync::oneshot::channel();
-    let chaos =
-        chaos_stage::spawn(profile, &target.chaos_admin, &target.node_ids, gate_rx).await?;
+    let chaos = chaos_stage::spawn(profile, &target.chaos_admin, &target.node_ids, gate_rx).await?;
     let workload = run_workload(
         WorkloadRun {
             targets: target.urls.clone(),
@@ -81,7 +80,7 @@ pub(crate) async fn drive(
             lifetime: profile.workload.lifetime.clone(),
             seed: profile.seed,
             request_timeout: target.request_timeout,
-            goose_report: None,
+            goose_report: super::goose_report_path(profile, opts, &target.label),
             cancel: opts.cancel.clone(),
             progress: progress.clone(),
         },
@@ -106,9 +105,9 @@ pub(crate) async fn drive(
     let mut samples = sampling.await.unwrap_or_default();
     samples.push(last.clone());
     // Ledger and fault times run from the gate; put the samples on that clock too.
-    let offset_ms = workload
-        .gate
-        .map_or(0.0, |g| g.saturating_duration_since(start).as_secs_f64() * 1000.0);
+    let offset_ms = workload.gate.map_or(0.0, |g| {
+        g.saturating_duration_since(start).as_secs_f64() * 1000.0
+    });
     for s in &mut samples {
         s.t_ms -= offset_ms;
     }

@@ -56,8 +56,8 @@ pub(crate) fn pacing_of(profile: &Profile) -> Pacing {
 
 /// A per-run key for the embedded service: derived from the seed (nothing random
 /// escapes the profile's seed), never printed.
-fn embedded_key(seed: u64) -> ApiKey {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x6b65_7973);
+fn embedded_key(seed: u64, purpose: u64) -> ApiKey {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ purpose);
     ApiKey::new(format!("e2b_{:032x}", rng.random::<u128>()))
 }
 
@@ -73,8 +73,9 @@ async fn run_mode(
     let fleet = fleet::start(cluster, FleetOptions::default())
         .await
         .map_err(|e| StageError::Fleet(e.to_string()))?;
-    let key = embedded_key(profile.seed);
-    let replicas = match start_replicas(profile, e, mode, &fleet, &key).await {
+    let key = embedded_key(profile.seed, 0x6b65_7973);
+    let admin = embedded_key(profile.seed, 0x6164_6d69);
+    let replicas = match start_replicas(profile, e, mode, &fleet, &key, &admin).await {
         Ok(r) => r,
         Err(err) => {
             fleet.shutdown().await;
@@ -96,7 +97,7 @@ async fn run_mode(
         key,
         truth: TruthSource::MockAdmin(vec![fleet.admin_url()]),
         believers: replicas.urls(),
-        admin_token: None,
+        admin_token: Some(admin),
         chaos_admin: vec![fleet.admin_url()],
         node_ids: fleet.nodes().into_iter().map(|n| n.id).collect(),
         settle: e.sync_interval + Duration::from_millis(500),
@@ -109,4 +110,3 @@ async fn run_mode(
     r.wall_ms = wall.elapsed().as_secs_f64() * 1000.0;
     Ok(r)
 }
-

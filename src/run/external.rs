@@ -19,10 +19,12 @@ pub(super) async fn run(
     report: &mut Report,
 ) -> Result<(), StageError> {
     let wall = Instant::now();
-    let key =
-        ApiKey::from_env(&x.api_key_env).ok_or_else(|| StageError::MissingKey(x.api_key_env.clone()))?;
+    let key = ApiKey::from_env(&x.api_key_env)
+        .ok_or_else(|| StageError::MissingKey(x.api_key_env.clone()))?;
     let admin_token = match &x.admin_token_env {
-        Some(var) => Some(ApiKey::from_env(var).ok_or_else(|| StageError::MissingKey(var.clone()))?),
+        Some(var) => {
+            Some(ApiKey::from_env(var).ok_or_else(|| StageError::MissingKey(var.clone()))?)
+        }
         None => None,
     };
     let truth = if !x.mock_admin.is_empty() {

@@ -96,17 +96,46 @@ pub async fn run_profile(path: &Path, opts: RunOptions) -> Result<RunOutcome, Ru
     finish(&profile, report, &opts)
 }
 
-fn finish(profile: &Profile, mut report: Report, opts: &RunOptions) -> Result<RunOutcome, RunError> {
+/// Parent directory of this run's report.
+fn report_parent(profile: &Profile, opts: &RunOptions) -> PathBuf {
+    opts.report_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(&profile.report.dir))
+}
+
+/// Where goose writes its HTML report for run `label` until the report directory
+/// exists (its name is only fixed when the report is written).
+pub(crate) fn goose_report_path(
+    profile: &Profile,
+    opts: &RunOptions,
+    label: &str,
+) -> Option<PathBuf> {
+    profile.report.goose_html.then(|| {
+        report_parent(profile, opts)
+            .join(format!(".goose-{}", std::process::id()))
+            .join(format!("goose-{label}.html"))
+    })
+}
+
+fn finish(
+    profile: &Profile,
+    mut report: Report,
+    opts: &RunOptions,
+) -> Result<RunOutcome, RunError> {
     let checks = report::evaluate(&profile.checks, &report);
     report.set_checks(checks);
     if report.incomplete {
         report.passed = false;
     }
-    let parent = opts
-        .report_dir
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(&profile.report.dir));
+    let parent = report_parent(profile, opts);
     let dir = report::write_report_dir(&report, &parent)?;
+    let staging = parent.join(format!(".goose-{}", std::process::id()));
+    if let Ok(entries) = std::fs::read_dir(&staging) {
+        for e in entries.flatten() {
+            std::fs::rename(e.path(), dir.join(e.file_name()))?;
+        }
+        std::fs::remove_dir(&staging)?;
+    }
     if !opts.quiet {
         let mut out = std::io::stdout().lock();
         report::write_terminal(&report, &mut out)?;

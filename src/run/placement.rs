@@ -61,6 +61,7 @@ pub(super) async fn start_replicas(
     mode: AccountingMode,
     fleet: &FleetHandle,
     key: &ApiKey,
+    admin_token: &ApiKey,
 ) -> Result<Replicas, StageError> {
     let cfg = ServeConfig {
         placement: PlacementConfig {
@@ -76,6 +77,7 @@ pub(super) async fn start_replicas(
         request_timeout: e.request_timeout,
         create_rpc_timeout: e.create_rpc_timeout,
         api_key: key.expose().to_string(),
+        admin_token: Some(admin_token.expose().to_string()),
         seed: profile.seed,
         default_vcpu: profile.workload.sandbox.vcpu,
         default_memory_mb: profile.workload.sandbox.ram_mb,
@@ -102,7 +104,8 @@ mod tests {
 
     #[test]
     fn counters_are_read_from_prometheus_text() {
-        let text = "# HELP x y\nstampede_serve_create_retries_total{accounting=\"reported\"} 7\nother 3\n";
+        let text =
+            "# HELP x y\nstampede_serve_create_retries_total{accounting=\"reported\"} 7\nother 3\n";
         assert_eq!(counter(text, "stampede_serve_create_retries_total"), 7);
         assert_eq!(counter(text, "missing"), 0);
     }

@@ -176,10 +176,12 @@ fn build_attack(shared: Arc<Shared>) -> Result<GooseAttack, WorkloadError> {
     config.no_print_metrics = true;
     config.no_error_summary = true;
     config.no_telnet = true;
-    config.no_websocket = true;
     config.quiet = 1;
     config.timeout = Some(format!("{:.3}", shared.run.request_timeout.as_secs_f64()));
     if let Some(path) = &shared.run.goose_report {
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
         config.report_file = vec![path.display().to_string()];
     }
     let is_plan = matches!(shared.run.pacing, Pacing::Plan { .. });
