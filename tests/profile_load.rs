@@ -216,3 +216,35 @@ fn one_key_map_enums_parse_with_plain_and_recursive_deserializers() {
     let again: stampede::profile::Profile = serde_yaml_ng::from_str(&yaml).expect("reload");
     assert_eq!(again, plain);
 }
+
+/// A bad accounting mode is named at its own position, in a list or alone (not
+/// "data did not match any variant of untagged enum").
+#[test]
+fn unknown_accounting_mode_is_named_where_it_is_written() {
+    let head = "name: x\nworkload:\n  shape: {burst: {count: 3}}\nplacement:\n  embedded:\n";
+    for (line, want) in [
+        (
+            "    accounting: [optimistic, bogus]\n",
+            "m.yaml:6:30: placement.embedded.accounting[1]: unknown variant `bogus`",
+        ),
+        (
+            "    accounting: bogus\n",
+            "m.yaml:6:17: placement.embedded.accounting: unknown variant `bogus`",
+        ),
+    ] {
+        let src = Source::inline("m.yaml", format!("{head}{line}"));
+        let Err(ProfileError::Parse(issue)) = stampede::profile::parse(&src) else {
+            panic!("expected a parse error for {line}");
+        };
+        assert!(issue.to_string().starts_with(want), "{issue}");
+    }
+    let ok = Source::inline(
+        "m.yaml",
+        format!("{head}    accounting: [reported, in-flight]\n"),
+    );
+    let p = stampede::profile::parse(&ok).expect("two modes");
+    let stampede::profile::PlacementSection::Embedded(e) = p.placement else {
+        panic!("embedded");
+    };
+    assert_eq!(e.accounting.to_vec().len(), 2);
+}

@@ -7,6 +7,7 @@
 mod issue;
 mod load;
 mod locate;
+mod one_or_many;
 mod targets;
 mod types;
 mod validate;

@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::placement::AccountingMode;
 
+pub use super::one_or_many::OneOrMany;
+
 /// A run profile (`profiles/*.yaml`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -63,26 +65,6 @@ pub enum PlacementSection {
 impl Default for PlacementSection {
     fn default() -> Self {
         PlacementSection::Embedded(EmbeddedPlacement::default())
-    }
-}
-
-/// One accounting mode or a list of them (one run each).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(untagged)]
-pub enum OneOrMany<T> {
-    /// A single value.
-    One(T),
-    /// Several values.
-    Many(Vec<T>),
-}
-
-impl<T: Clone> OneOrMany<T> {
-    /// The values as a list.
-    pub fn to_vec(&self) -> Vec<T> {
-        match self {
-            OneOrMany::One(v) => vec![v.clone()],
-            OneOrMany::Many(v) => v.clone(),
-        }
     }
 }
 
