@@ -131,6 +131,19 @@ fn report_dir_holds_json_markdown_and_html() {
     // Same start time again: a new directory, never an overwrite.
     let second = write_report_dir(&report, &tmp).expect("write dir");
     assert_eq!(second, tmp.join("unit-20261130T020000Z-2"));
+    // A simulation may fix started_at (1970 here): its directory uses the wall clock.
+    let mut sim = report.clone();
+    sim.simulated = true;
+    sim.started_at = "1970-01-01T00:00:00Z".into();
+    let sim_dir = write_report_dir(&sim, &tmp).expect("write dir");
+    let name = sim_dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    assert!(
+        name.starts_with("unit-20") && !name.contains("1970"),
+        "{name}"
+    );
     std::fs::remove_dir_all(&tmp).expect("clean up");
 }
 

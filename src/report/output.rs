@@ -78,10 +78,15 @@ pub fn compact_utc(rfc3339: &str) -> Option<String> {
 }
 
 /// Write `report.json`, `report.md` and `report.html` into a new directory
-/// `<parent>/<profile>-<UTC yyyymmddThhmmssZ>/` (time from `started_at`, else now; a
-/// `-2`, `-3`... suffix when it exists already). Returns the directory.
+/// `<parent>/<profile>-<UTC yyyymmddThhmmssZ>/` and return it. The time is the run's
+/// `started_at`, except for a simulation (whose `started_at` may be a fixed value
+/// for reproducibility), which uses the current time; a `-2`, `-3`... suffix is
+/// added when the directory exists already.
 pub fn write_report_dir(report: &Report, parent: &Path) -> io::Result<PathBuf> {
-    let stamp = compact_utc(&report.started_at)
+    let started = (!report.simulated)
+        .then(|| compact_utc(&report.started_at))
+        .flatten();
+    let stamp = started
         .or_else(|| compact_utc(&now_rfc3339()))
         .unwrap_or_else(|| "unknown-time".into());
     let name: String = report
