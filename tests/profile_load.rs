@@ -165,6 +165,11 @@ fn non_loopback_target_must_be_allowed() {
     let src = Source::read(&path).expect("read");
     let located = check_targets_in(&p, Some(&src)).expect_err("located");
     assert_eq!((located.line, located.col), (6, 39), "{located}");
+    assert_eq!(
+        issue.to_string(),
+        "placement.external.orchestrators[1]: host `10.0.0.7` is not loopback; \
+         list it under `allow_targets` to send load there"
+    );
     let mut allowed = p.clone();
     allowed.allow_targets.push("10.0.0.7".into());
     assert!(check_targets(&allowed).is_ok());

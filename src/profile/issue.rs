@@ -21,14 +21,16 @@ pub struct ProfileIssue {
 
 impl fmt::Display for ProfileIssue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file)?;
-        if self.line > 0 {
-            write!(f, ":{}:{}", self.line, self.col)?;
+        let mut head = self.file.clone();
+        if self.line > 0 && !head.is_empty() {
+            head.push_str(&format!(":{}:{}", self.line, self.col));
         }
-        if !self.field.is_empty() {
-            write!(f, ": {}", self.field)?;
+        for part in [head.as_str(), self.field.as_str()] {
+            if !part.is_empty() {
+                write!(f, "{part}: ")?;
+            }
         }
-        write!(f, ": {}", self.message)
+        f.write_str(&self.message)
     }
 }
 
