@@ -161,3 +161,33 @@ async fn shutdown_frees_consecutive_ports() {
     let again = fleet::start(cfg, opts).await.expect("ports were freed");
     again.shutdown().await;
 }
+
+#[tokio::test]
+async fn same_seed_same_fleet_different_seed_different_fleet() {
+    let cfg = |seed| mock_node::config::ClusterConfig {
+        nodes: 4,
+        seed: Some(seed),
+        node: mock_node::config::NodeSpec {
+            baseline_vcpu: mock_node::config::VcpuRange { min: 0, max: 1000 },
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let mut seen = Vec::new();
+    for seed in [1, 1, 2] {
+        let f = fleet::start(cfg(seed), FleetOptions::default())
+            .await
+            .expect("starts");
+        let t: Vec<(String, u64)> = f
+            .truth()
+            .nodes
+            .into_iter()
+            .map(|n| (n.service_id, n.baseline_vcpu))
+            .collect();
+        f.shutdown().await;
+        seen.push(t);
+    }
+    assert_eq!(seen[0], seen[1]);
+    assert_ne!(seen[0], seen[2]);
+    assert_ne!(seen[0][0], seen[0][1], "nodes draw differently");
+}
