@@ -1,0 +1,103 @@
+//! The embedded placement service pointed at a node that is killed mid-run: the fault
+//! window shows failures, then rerouting once a sync notices, then reuse after the heal.
+//!
+//! `max_retries: 1` makes every create the service sends to the dead node a failure the
+//! client sees (with retries the service would hide them), so the window numbers move.
+
+use std::path::PathBuf;
+
+use stampede::run::{run_profile, RunOptions};
+
+const PROFILE: &str = r#"
+name: chaos-service-kill-test
+seed: 9
+cluster:
+  nodes: 4
+  node:
+    cpu_count: 64
+    create_latency: {dist: constant, value: 2ms}
+placement:
+  embedded:
+    accounting: optimistic
+    max_retries: 1
+    sync_interval: 3s
+    create_rpc_timeout: 1s
+    request_timeout: 5s
+workload:
+  shape:
+    rate: {per_second: 20, duration: 9s}
+  max_in_flight: 32
+collect:
+  interval: 250ms
+report:
+  goose_html: false
+chaos:
+  - at: 2s
+    fault: kill
+    nodes: [node-01]
+    duration: 4s
+checks:
+  lost: {max: 0}
+  duplicated: {max: 0}
+"#;
+
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_node_window_shows_failures_then_rerouting_then_reuse() {
+    let dir = TempDir(std::env::temp_dir().join(format!(
+        "stampede-chaos-service-kill-{}",
+        std::process::id()
+    )));
+    std::fs::create_dir_all(&dir.0).expect("temp dir");
+    let path = dir.0.join("profile.yaml");
+    std::fs::write(&path, PROFILE).expect("profile written");
+    let opts = RunOptions {
+        report_dir: Some(dir.0.join("reports")),
+        quiet: true,
+        ..Default::default()
+    };
+    let out = tokio::time::timeout(std::time::Duration::from_secs(60), run_profile(&path, opts))
+        .await
+        .expect("the run ends within 60 s")
+        .expect("the run produces a report");
+    let report = out.report;
+    assert!(!report.incomplete, "{:?}", report.incomplete_reason);
+    let run = &report.runs[0];
+    assert_eq!(run.faults.len(), 1, "{:?}", run.faults);
+    let w = &run.faults[0];
+    eprintln!("{w:?}");
+    let window_ms = w.healed_at_ms.expect("healed") - w.applied_at_ms;
+    assert!(w.failed > 0, "creates sent to the dead node failed: {w:?}");
+    assert!(w.ok > 0, "the others still succeeded: {w:?}");
+    assert_eq!(
+        w.placements_to_faulty, 0,
+        "nothing landed on a dead node: {w:?}"
+    );
+    let avoid = w.time_to_avoid_ms.expect("the service stopped choosing it");
+    assert!(
+        avoid > 0.0 && avoid < window_ms,
+        "rerouted before the heal: {w:?}"
+    );
+    let reuse = w.time_to_reuse_ms.expect("the healed node took work again");
+    assert!(reuse < 6_000.0, "{w:?}");
+    // Failures outside the window would mean the drill measured something else.
+    let failed_total = run.failed;
+    assert_eq!(
+        failed_total, w.failed,
+        "every failure falls inside the window"
+    );
+    let checker = run.checker.as_ref().expect("checked");
+    assert_eq!(
+        checker.lost.count + checker.duplicated.count,
+        0,
+        "{checker:?}"
+    );
+    assert!(report.passed, "{:?}", report.checks);
+}
