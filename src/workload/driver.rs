@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::ledger::{Ledger, LedgerEntry, Outcome};
 use super::pacing::{Pacing, SlotCounter};
-use super::request::{create, create_body, delete};
+use super::request::{create_body, delete, prepare_create, send_create, PreparedCreate};
 use super::secret::ApiKey;
 use crate::profile::SandboxSpec;
 
@@ -119,6 +119,7 @@ pub async fn run_workload(
         tokio::spawn(async move {
             loop {
                 if let Some(g) = shared.gate.get() {
+                    tracing::info!("workload gate open");
                     if let Some(tx) = gate_tx {
                         let _ = tx.send(*g);
                     }
@@ -219,16 +220,23 @@ fn build_attack(shared: Arc<Shared>) -> Result<GooseAttack, WorkloadError> {
 }
 
 /// Burst and rate: warm a connection, wait at the gate, then claim and send slots.
+/// Each request is built before its send time, so the gate releases sends.
 async fn open_worker(s: &Shared, user: &mut GooseUser) {
     let _ = user.get("/health").await; // open this user's connection before the gate
+    let total = s.run.pacing.total();
+    let mut slot = s.slots.claim(total);
+    let mut prepared = slot.map(|i| prepare(s, user, i));
     let _ = tokio::time::timeout(Duration::from_secs(60), s.barrier.wait()).await;
     let gate = *s.gate.get_or_init(Instant::now);
-    let total = s.run.pacing.total();
-    while !s.run.cancel.is_cancelled() {
-        let Some(i) = s.slots.claim(total) else { break };
+    while let (Some(i), Some(req)) = (slot, prepared.take()) {
+        if s.run.cancel.is_cancelled() {
+            break;
+        }
         let intended = gate + s.run.pacing.intended_offset(i);
         tokio::time::sleep_until(intended.into()).await;
-        send_slot(s, user, gate, i, intended).await;
+        send_slot(s, user, gate, i, intended, req).await;
+        slot = s.slots.claim(total);
+        prepared = slot.map(|i| prepare(s, user, i));
     }
 }
 
@@ -239,15 +247,27 @@ async fn plan_step(s: &Shared, user: &mut GooseUser) {
         return;
     }
     if let Some(i) = s.slots.claim(None) {
-        send_slot(s, user, gate, i, Instant::now()).await;
+        let req = prepare(s, user, i);
+        send_slot(s, user, gate, i, Instant::now(), req).await;
     }
 }
 
-async fn send_slot(s: &Shared, user: &mut GooseUser, gate: Instant, i: usize, intended: Instant) {
+fn prepare(s: &Shared, user: &GooseUser, i: usize) -> PreparedCreate {
+    let base = &s.run.targets[i % s.run.targets.len()];
+    prepare_create(user, base, &s.run.api_key, &s.body)
+}
+
+async fn send_slot(
+    s: &Shared,
+    user: &mut GooseUser,
+    gate: Instant,
+    i: usize,
+    intended: Instant,
+    req: PreparedCreate,
+) {
     let target = i % s.run.targets.len();
-    let base = &s.run.targets[target];
     let sent = Instant::now();
-    let r = create(user, base, &s.run.api_key, &s.body).await;
+    let r = send_create(user, req).await;
     let done = Instant::now();
     let ms = |t: Instant| t.saturating_duration_since(gate).as_secs_f64() * 1000.0;
     if let (Some(id), Some(dist)) = (&r.sandbox_id, &s.run.lifetime) {

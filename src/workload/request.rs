@@ -34,23 +34,36 @@ pub(crate) fn create_body(spec: &SandboxSpec) -> serde_json::Value {
     })
 }
 
-/// `POST {base}/sandboxes` through the goose user, so goose's report counts it too.
-pub(crate) async fn create(
-    user: &mut GooseUser,
+/// A create ready to leave: everything but the send is done beforehand, so that the
+/// start gate releases requests, not request building.
+pub(crate) type PreparedCreate = Result<GooseRequest<'static>, String>;
+
+/// Builds `POST {base}/sandboxes` on the goose user's client.
+pub(crate) fn prepare_create(
+    user: &GooseUser,
     base: &str,
     key: &ApiKey,
     body: &serde_json::Value,
-) -> CreateResult {
+) -> PreparedCreate {
     let url = format!("{}/sandboxes", base.trim_end_matches('/'));
-    let rb = match user.get_request_builder(&GooseMethod::Post, &url) {
-        Ok(rb) => rb.header("X-API-Key", key.expose()).json(body),
-        Err(e) => return transport(format!("building request: {e}")),
-    };
-    let req = GooseRequest::builder()
+    let rb = user
+        .get_request_builder(&GooseMethod::Post, &url)
+        .map_err(|e| format!("building request: {e}"))?
+        .header("X-API-Key", key.expose())
+        .json(body);
+    Ok(GooseRequest::builder()
         .set_request_builder(rb)
         .name("POST /sandboxes")
         .expect_status_code(201)
-        .build();
+        .build())
+}
+
+/// Sends a prepared create through the goose user, so goose's report counts it too.
+pub(crate) async fn send_create(user: &mut GooseUser, prepared: PreparedCreate) -> CreateResult {
+    let req = match prepared {
+        Ok(r) => r,
+        Err(e) => return transport(e),
+    };
     let resp = match user.request(req).await {
         Ok(r) => r.response,
         Err(e) => return transport(format!("goose: {e}")),
