@@ -32,6 +32,7 @@ fn fleet(n: usize, mode: AccountingMode, rng: &mut ChaCha8Rng) -> PlacementCore 
                     ..NodeMetrics::default()
                 },
                 sandboxes: Some(sandboxes),
+                listed_now: None,
             },
         );
     }

@@ -22,6 +22,7 @@ fn ready(allocated: u32, cpu_count: u32, ids: Option<Vec<(String, u32)>>) -> Syn
         status: NodeStatus::Ready,
         metrics: metrics(allocated, cpu_count),
         sandboxes: ids,
+        listed_now: None,
     }
 }
 
@@ -313,4 +314,39 @@ fn unknown_nodes_are_ignored() {
     assert!(!core.add_node("n"));
     assert!(core.remove_node("n").is_some());
     assert!(core.is_empty());
+}
+
+/// chaos-stale-heartbeat found this: with frozen metrics (ids from the frozen
+/// ServiceInfo snapshot) `reconciled` gave up its adds after two syncs although `List`
+/// showed the sandboxes running, and the herd came back.
+#[test]
+fn reconciled_keeps_adds_while_metrics_are_frozen() {
+    let mut core = core_with(AccountingMode::Reconciled, &[("n", 4, 16)]);
+    core.start_placing("n", "a", 2);
+    core.create_succeeded("n", "a", 2);
+    for _ in 0..5 {
+        core.apply_sync(
+            "n",
+            SyncSnapshot {
+                status: NodeStatus::Ready,
+                metrics: metrics(4, 16),
+                sandboxes: Some(vec![]),
+                listed_now: Some(vec!["a".to_string()]),
+            },
+        );
+        assert_eq!(core.believed_allocated_vcpu("n"), Some(6));
+    }
+    // Once the node stops running it, the grace applies as before.
+    for _ in 0..2 {
+        core.apply_sync(
+            "n",
+            SyncSnapshot {
+                status: NodeStatus::Ready,
+                metrics: metrics(4, 16),
+                sandboxes: Some(vec![]),
+                listed_now: Some(vec![]),
+            },
+        );
+    }
+    assert_eq!(core.believed_allocated_vcpu("n"), Some(4));
 }

@@ -37,6 +37,7 @@ fn burst(mode: AccountingMode) -> Vec<u64> {
                     ..NodeMetrics::default()
                 },
                 sandboxes: Some(Vec::new()),
+                listed_now: None,
             },
         );
     }

@@ -128,6 +128,7 @@ impl Model {
                 ..NodeMetrics::default()
             },
             sandboxes: Some(ids),
+            listed_now: None,
         }
     }
 

@@ -72,7 +72,11 @@ impl NodeAccounting {
     }
 
     /// A sync reported `reported_vcpu` allocated and, when the node provided one, the list
-    /// of its sandboxes. `unseen_limit` is [`PlacementConfig::reconcile_unseen_syncs`].
+    /// of its sandboxes behind that figure. `listed_now` is what `List` returned live, when
+    /// it differs from that list (lagged or frozen metrics): an unconfirmed add only counts
+    /// as missed when the node no longer runs it, so stale metrics cannot make
+    /// `reconciled` forget a sandbox. `unseen_limit` is
+    /// [`PlacementConfig::reconcile_unseen_syncs`].
     ///
     /// Without an id list `reconciled` cannot confirm anything and falls back to
     /// `optimistic` for this sync (every pending entry is dropped).
@@ -82,6 +86,7 @@ impl NodeAccounting {
         &mut self,
         reported_vcpu: u64,
         sandboxes: Option<&[(String, u32)]>,
+        listed_now: Option<&[String]>,
         unseen_limit: u32,
     ) {
         self.reported_vcpu = reported_vcpu;
@@ -90,11 +95,17 @@ impl NodeAccounting {
             Some(list) => {
                 self.confirmed = list.iter().cloned().collect();
                 let confirmed = &self.confirmed;
+                let live: Option<std::collections::BTreeSet<&str>> =
+                    listed_now.map(|l| l.iter().map(String::as_str).collect());
                 self.pending_removes
                     .retain(|id, _| confirmed.contains_key(id));
                 self.pending_adds.retain(|id, (_, missed)| {
                     if confirmed.contains_key(id) {
                         return false;
+                    }
+                    if live.as_ref().is_some_and(|l| l.contains(id.as_str())) {
+                        *missed = 0; // running, just not in the metrics yet
+                        return true;
                     }
                     *missed += 1;
                     unseen_limit == 0 || *missed < unseen_limit

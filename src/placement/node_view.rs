@@ -71,6 +71,11 @@ pub struct SyncSnapshot {
     /// `(sandbox id, vcpu)` of every sandbox on the node, from `SandboxService/List` or the
     /// ServiceInfo extension field; `None` when the sync did not provide ids.
     pub sandboxes: Option<Vec<(String, u32)>>,
+    /// Ids `SandboxService/List` returned in this sync, when `sandboxes` came from the
+    /// ServiceInfo extension instead (the ids behind possibly lagged or frozen metrics).
+    /// `reconciled` gives an unconfirmed add up only when the node no longer runs it;
+    /// `None` = `sandboxes` is the live list.
+    pub listed_now: Option<Vec<String>>,
 }
 
 /// Per-node placement counters of this instance (E2B's `createSuccesses`/`createFails`).
@@ -153,6 +158,7 @@ impl NodeView {
         self.accounting.apply_sync(
             u64::from(snap.metrics.cpu_allocated),
             snap.sandboxes.as_deref(),
+            snap.listed_now.as_deref(),
             unseen_limit,
         );
         self.counters.syncs += 1;

@@ -96,6 +96,10 @@ fn snapshot_of(
     listed: &[ListedOnNode],
 ) -> SyncSnapshot {
     let vcpu_of: BTreeMap<&str, u32> = listed.iter().map(|s| (s.id.as_str(), s.vcpu)).collect();
+    let listed_now = info
+        .stampede_sandbox_ids
+        .as_ref()
+        .map(|_| listed.iter().map(|s| s.id.clone()).collect());
     let sandboxes = match &info.stampede_sandbox_ids {
         Some(ext) => {
             let known = lock(&shared.sandboxes);
@@ -124,6 +128,7 @@ fn snapshot_of(
             sandboxes_running: info.metric_sandboxes_running,
         },
         sandboxes: Some(sandboxes),
+        listed_now,
     }
 }
 

@@ -35,12 +35,20 @@ impl Engine<'_> {
                 core.set_status(&n.id, NodeStatus::Unhealthy);
                 continue;
             }
+            // Like the reference service: ids behind the (possibly lagged or frozen)
+            // metrics from ServiceInfo's extension, the live ids from List.
             let snap = m.metrics(now);
-            let sandboxes = m
+            let live: std::collections::BTreeMap<String, u32> = m
                 .list(now)
                 .into_iter()
                 .map(|s| (s.sandbox_id, s.vcpu))
                 .collect();
+            let sandboxes = snap
+                .sandbox_ids
+                .iter()
+                .map(|id| (id.clone(), live.get(id).copied().unwrap_or(0)))
+                .collect();
+            let listed_now = Some(live.into_keys().collect());
             let snapshot = SyncSnapshot {
                 status: node_status(m.status()),
                 metrics: NodeMetrics {
@@ -52,6 +60,7 @@ impl Engine<'_> {
                     sandboxes_running: snap.sandboxes_running,
                 },
                 sandboxes: Some(sandboxes),
+                listed_now,
             };
             core.apply_sync(&n.id, snapshot);
         }
