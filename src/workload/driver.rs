@@ -233,7 +233,9 @@ async fn open_worker(s: &Shared, user: &mut GooseUser) {
             break;
         }
         let intended = gate + s.run.pacing.intended_offset(i);
-        tokio::time::sleep_until(intended.into()).await;
+        if intended > Instant::now() {
+            tokio::time::sleep_until(intended.into()).await;
+        }
         send_slot(s, user, gate, i, intended, req).await;
         slot = s.slots.claim(total);
         prepared = slot.map(|i| prepare(s, user, i));
