@@ -3,13 +3,13 @@
 
 pub mod chaos;
 pub mod checker;
+pub mod cli;
 pub mod collect;
 pub mod collect_cmd;
 pub mod placement;
 pub mod profile;
 pub mod report;
+pub mod run;
 pub mod serve;
 pub mod sim;
 pub mod workload;
-pub mod run;
-pub mod cli;
