@@ -14,6 +14,9 @@ impl Engine<'_> {
     /// Replica `replica` syncs every node, in node order.
     pub(super) fn sync_all(&mut self, replica: u32) {
         let now = to_duration(self.now);
+        // An id behind lagged metrics that List no longer shows: the service falls back
+        // to the vCPU it recorded for it, which is the workload's for every sandbox.
+        let vcpu = self.setup.sandbox.vcpu;
         let core = &mut self.cores[replica as usize];
         for n in &mut self.nodes {
             if n.effect.killed || n.effect.hung {
@@ -46,7 +49,7 @@ impl Engine<'_> {
             let sandboxes = snap
                 .sandbox_ids
                 .iter()
-                .map(|id| (id.clone(), live.get(id).copied().unwrap_or(0)))
+                .map(|id| (id.clone(), live.get(id).copied().unwrap_or(vcpu)))
                 .collect();
             let listed_now = Some(live.into_keys().collect());
             let snapshot = SyncSnapshot {

@@ -1,0 +1,156 @@
+//! Simulator speed: the e2b-pr2201 profile (25 s virtual, 4 modes; target < 100 ms wall)
+//! and a scale run of 1,000 nodes x 1,000,000 placements (target < 10 s), each against
+//! a baseline measured in the same run: one bare Best-of-K decision on the same fleet
+//! size (what a placement costs without the simulation around it).
+//!
+//! `cargo bench --bench sim`; `SIM_BENCH_10K=1` adds 10,000 nodes x 1,000,000 placements.
+
+use std::collections::BTreeSet;
+use std::hint::black_box;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use stampede::placement::{
+    AccountingMode, NodeMetrics, NodeStatus, PlacementConfig, PlacementCore, SyncSnapshot,
+};
+use stampede::profile::{load_and_validate, parse, Profile, Source};
+use stampede::sim::{simulate_profile, simulate_setup, SimSetup};
+
+fn scale_profile(nodes: usize, placements: u64) -> Profile {
+    let per_second = 10_000;
+    let secs = placements / per_second;
+    let yaml = format!(
+        "name: sim-scale
+seed: 1
+cluster:
+  nodes: {nodes}
+  node:
+    cpu_count: 192
+    overcommit: 0
+    max_sandboxes: 0
+    max_starting: 0
+    create_latency: {{dist: uniform, min: 0ms, max: 2ms}}
+    baseline_vcpu: {{min: 0, max: 4}}
+placement:
+  embedded:
+    accounting: optimistic
+    sync_interval: 20s
+workload:
+  shape:
+    rate: {{per_second: {per_second}, duration: {secs}s}}
+  lifetime: {{dist: constant, value: 5s}}
+collect:
+  interval: 1s
+"
+    );
+    parse(&Source::inline("sim-scale.yaml", yaml)).expect("bench profile parses")
+}
+
+/// A synced fleet of `n` idle nodes, as the simulator's cores see it.
+fn bare_core(n: usize) -> PlacementCore {
+    let mut core = PlacementCore::new(PlacementConfig::default());
+    for i in 0..n {
+        let id = format!("node-{i:05}");
+        core.add_node(id.clone());
+        let metrics = NodeMetrics {
+            cpu_count: 192,
+            cpu_allocated: (i % 5) as u32,
+            ..NodeMetrics::default()
+        };
+        core.apply_sync(
+            &id,
+            SyncSnapshot {
+                status: NodeStatus::Ready,
+                metrics,
+                sandboxes: Some(Vec::new()),
+                listed_now: None,
+            },
+        );
+    }
+    core
+}
+
+/// Wall time of one bare Best-of-K decision on `n` nodes (mean over `reps`).
+fn decision_time(n: usize, reps: u32) -> Duration {
+    let mut core = bare_core(n);
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let none = BTreeSet::new();
+    let t = Instant::now();
+    for _ in 0..reps {
+        black_box(core.choose(1, &none, &mut rng));
+    }
+    t.elapsed() / reps
+}
+
+fn scale_run(nodes: usize, placements: u64) {
+    let profile = scale_profile(nodes, placements);
+    let setup = SimSetup::from_profile(&profile, AccountingMode::Optimistic).expect("setup");
+    let t = Instant::now();
+    let run = simulate_setup(&setup, "scale".into(), Default::default());
+    let wall = t.elapsed();
+    let base = decision_time(nodes, 20_000);
+    let per_placement = wall / run.result.requests.max(1) as u32;
+    println!(
+        "sim scale {nodes} nodes x {} placements: {:.2} s wall, {:.0} s virtual \
+         ({:.0}x real time), {} events ({:.1} M events/s), {:.2} us per placement = \
+         {:.1}x a bare decision ({:.2} us), ok {}, CV {:.3}",
+        run.result.requests,
+        wall.as_secs_f64(),
+        run.virtual_ns as f64 / 1e9,
+        run.virtual_ns as f64 / 1e9 / wall.as_secs_f64(),
+        run.events,
+        run.events as f64 / wall.as_secs_f64() / 1e6,
+        per_placement.as_secs_f64() * 1e6,
+        per_placement.as_secs_f64() / base.as_secs_f64(),
+        base.as_secs_f64() * 1e6,
+        run.result.ok,
+        run.result.skew.cv,
+    );
+}
+
+fn pr2201(c: &mut Criterion) {
+    let profile = load_and_validate(Path::new("profiles/e2b-pr2201.yaml")).expect("profile");
+    let mut g = c.benchmark_group("sim");
+    g.bench_function("e2b_pr2201_4_modes", |b| {
+        b.iter(|| black_box(simulate_profile(&profile).expect("simulates")))
+    });
+    g.bench_function("baseline_one_decision_10_nodes", |b| {
+        let mut core = bare_core(10);
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let none = BTreeSet::new();
+        b.iter(|| black_box(core.choose(1, &none, &mut rng)))
+    });
+    g.finish();
+    // Ratio to real time: 4 runs x 25 s of virtual time.
+    let t = Instant::now();
+    let report = simulate_profile(&profile).expect("simulates");
+    let wall = t.elapsed();
+    let virtual_s: f64 = report.runs.iter().map(|r| r.wall_ms / 1000.0).sum();
+    println!(
+        "sim e2b-pr2201: 4 modes in {:.2} ms wall for {virtual_s:.0} s virtual ({:.0}x real time); \
+         CV {}",
+        wall.as_secs_f64() * 1000.0,
+        virtual_s / wall.as_secs_f64(),
+        report
+            .runs
+            .iter()
+            .map(|r| format!("{} {:.3}", r.label, r.skew.cv))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+}
+
+fn scale(_c: &mut Criterion) {
+    scale_run(1_000, 1_000_000);
+    if std::env::var_os("SIM_BENCH_10K").is_some() {
+        scale_run(10_000, 1_000_000);
+    } else {
+        scale_run(10_000, 100_000);
+    }
+}
+
+criterion_group!(benches, pr2201, scale);
+criterion_main!(benches);
