@@ -111,7 +111,7 @@ async fn fetch_mock(client: &reqwest::Client, base: &str) -> Result<Vec<NodeSamp
         .into_iter()
         .map(|n| NodeSample {
             id: n.id,
-            sandboxes: n.sandbox_count as u64,
+            sandboxes: n.sandbox_count,
             allocated_vcpu: n.allocated_vcpu as f64,
             ids: Some(n.sandbox_ids),
             status: n.status,
