@@ -3,7 +3,8 @@
 //! a baseline measured in the same run: one bare Best-of-K decision on the same fleet
 //! size (what a placement costs without the simulation around it).
 //!
-//! `cargo bench --bench sim`; `SIM_BENCH_10K=1` adds 10,000 nodes x 1,000,000 placements.
+//! `cargo bench --bench sim`; `SIM_BENCH_10K=1` runs 10,000 nodes x 1,000,000 placements
+//! (default: x 100,000).
 
 use std::collections::BTreeSet;
 use std::hint::black_box;
@@ -19,7 +20,7 @@ use stampede::placement::{
 use stampede::profile::{load_and_validate, parse, Profile, Source};
 use stampede::sim::{simulate_profile, simulate_setup, SimSetup};
 
-fn scale_profile(nodes: usize, placements: u64) -> Profile {
+fn scale_profile(nodes: usize, placements: u64, lifetime_s: u64) -> Profile {
     let per_second = 10_000;
     let secs = placements / per_second;
     let yaml = format!(
@@ -41,7 +42,7 @@ placement:
 workload:
   shape:
     rate: {{per_second: {per_second}, duration: {secs}s}}
-  lifetime: {{dist: constant, value: 5s}}
+  lifetime: {{dist: constant, value: {lifetime_s}s}}
 collect:
   interval: 1s
 "
@@ -85,8 +86,8 @@ fn decision_time(n: usize, reps: u32) -> Duration {
     t.elapsed() / reps
 }
 
-fn scale_run(nodes: usize, placements: u64) {
-    let profile = scale_profile(nodes, placements);
+fn scale_run(nodes: usize, placements: u64, lifetime_s: u64) {
+    let profile = scale_profile(nodes, placements, lifetime_s);
     let setup = SimSetup::from_profile(&profile, AccountingMode::Optimistic).expect("setup");
     let t = Instant::now();
     let run = simulate_setup(&setup, "scale".into(), Default::default());
@@ -94,7 +95,7 @@ fn scale_run(nodes: usize, placements: u64) {
     let base = decision_time(nodes, 20_000);
     let per_placement = wall / run.result.requests.max(1) as u32;
     println!(
-        "sim scale {nodes} nodes x {} placements: {:.2} s wall, {:.0} s virtual \
+        "sim scale {nodes} nodes x {} placements, {lifetime_s} s lifetime: {:.2} s wall, {:.0} s virtual \
          ({:.0}x real time), {} events ({:.1} M events/s), {:.2} us per placement = \
          {:.1}x a bare decision ({:.2} us), ok {}, CV {:.3}",
         run.result.requests,
@@ -144,11 +145,13 @@ fn pr2201(c: &mut Criterion) {
 }
 
 fn scale(_c: &mut Criterion) {
-    scale_run(1_000, 1_000_000);
+    // 10,000 creates/s: a 5 s lifetime keeps ~50 sandboxes per node alive, 1 s ~10.
+    scale_run(1_000, 1_000_000, 5);
+    scale_run(1_000, 1_000_000, 1);
     if std::env::var_os("SIM_BENCH_10K").is_some() {
-        scale_run(10_000, 1_000_000);
+        scale_run(10_000, 1_000_000, 5);
     } else {
-        scale_run(10_000, 100_000);
+        scale_run(10_000, 100_000, 5);
     }
 }
 

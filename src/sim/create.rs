@@ -9,6 +9,7 @@ use rand_chacha::ChaCha8Rng;
 use super::engine::{sandbox_id, Engine, Event};
 use super::setup::{to_duration, to_nanos, RPC_ROUND_TRIP};
 use crate::placement::{CreateOutcome, Decision, NoCandidate, PlacementFailure};
+use crate::workload::Outcome;
 
 /// Same per-slot lifetime seeding as the real workload, so both draw the same lifetimes.
 const LIFETIME_MIX: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -211,23 +212,32 @@ impl Engine<'_> {
         self.pending_deletes -= 1;
         let now = to_duration(self.now);
         let n = &mut self.nodes[node as usize];
-        if n.effect.killed || n.effect.hung {
-            self.tally.delete_failures += 1;
-            return;
-        }
         let m = &mut n.model;
-        let injected = n
-            .effect
-            .errors
-            .and_then(|(p, code)| m.chance(p).then_some(code))
-            .or_else(|| m.sample_failure(RpcKind::Delete));
-        if injected.is_some() {
-            self.tally.delete_failures += 1;
-            return;
-        }
         let id = sandbox_id(req);
-        if let Ok(sb) = m.delete(&id, now) {
-            self.cores[replica as usize].delete_succeeded(&n.id, &id, sb.vcpu);
+        let outcome = if n.effect.hung {
+            Outcome::Timeout
+        } else if n.effect.killed
+            || n.effect
+                .errors
+                .and_then(|(p, code)| m.chance(p).then_some(code))
+                .or_else(|| m.sample_failure(RpcKind::Delete))
+                .is_some()
+        {
+            Outcome::Status(500)
+        } else {
+            match m.delete(&id, now) {
+                Ok(sb) => {
+                    self.cores[replica as usize].delete_succeeded(&n.id, &id, sb.vcpu);
+                    Outcome::Status(204)
+                }
+                Err(_) => Outcome::Status(404),
+            }
+        };
+        if !matches!(outcome, Outcome::Status(204 | 404)) {
+            self.tally.delete_failures += 1;
+        }
+        if let Some(ledger) = &mut self.set_ledger {
+            ledger.deleted(req, outcome);
         }
     }
 }

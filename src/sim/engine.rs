@@ -13,6 +13,7 @@ use mock_node::node::FaultEffect;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use super::checker::{Answer, SetLedger};
 use super::measure::Tally;
 use super::queue::{EventQueue, Nanos};
 use super::setup::SimSetup;
@@ -63,6 +64,8 @@ pub(super) struct SimNode {
 pub(super) struct Active {
     pub req: u64,
     pub intended: Nanos,
+    /// When a worker sent it.
+    pub started: Nanos,
     pub replica: u32,
     pub attempt: PlacementAttempt,
     /// Node of the create in flight.
@@ -90,6 +93,8 @@ pub(super) struct Engine<'a> {
     pub next_arrival: u64,
     pub pending_deletes: u64,
     pub tally: Tally,
+    /// The client ledger, when the set checker runs.
+    pub set_ledger: Option<SetLedger>,
     pub events: u64,
 }
 
@@ -142,6 +147,7 @@ impl<'a> Engine<'a> {
             next_arrival: 0,
             pending_deletes: 0,
             tally: Tally::new(setup),
+            set_ledger: setup.check_sets.then(SetLedger::default),
             events: 0,
         }
     }
@@ -244,6 +250,7 @@ impl<'a> Engine<'a> {
         let active = Active {
             req,
             intended,
+            started: self.now,
             replica,
             attempt: PlacementAttempt::new(sandbox_id(req), self.setup.sandbox.vcpu),
             node: 0,
@@ -270,8 +277,20 @@ impl<'a> Engine<'a> {
         };
         self.free_slots.push(slot);
         self.open -= 1;
-        self.tally
-            .answered(status, self.now.saturating_sub(a.intended), a.intended);
+        let latency = self.now.saturating_sub(a.intended);
+        self.tally.answered(status, latency, a.intended);
+        if let Some(ledger) = &mut self.set_ledger {
+            ledger.answered(Answer {
+                req: a.req,
+                replica: a.replica,
+                intended: a.intended,
+                sent: a.started,
+                latency,
+                status,
+                sandbox_id: a.attempt.sandbox_id(),
+                node: &self.nodes[a.node as usize].id,
+            });
+        }
         if let Some((req, intended)) = self.backlog.pop_front() {
             self.start(req, intended);
         }

@@ -190,6 +190,17 @@ impl Engine<'_> {
             });
         }
         let counts: Vec<u64> = nodes.iter().map(|n| n.sandboxes).collect();
+        let checker = self.set_ledger.take().map(|ledger| {
+            let inventory = self
+                .nodes
+                .iter_mut()
+                .map(|n| {
+                    let ids = n.model.list(now).into_iter().map(|s| s.sandbox_id);
+                    (n.id.clone(), ids.collect())
+                })
+                .collect();
+            ledger.check(self.setup, inventory, self.now)
+        });
         let t = &mut self.tally;
         let requests: u64 = t.statuses.values().sum();
         let ok = t.statuses.get("201").copied().unwrap_or(0);
@@ -243,7 +254,7 @@ impl Engine<'_> {
             send,
             timeline: std::mem::take(&mut t.timeline),
             faults: windows,
-            checker: None,
+            checker,
             wall_ms: ms(self.now),
         }
     }

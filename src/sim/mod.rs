@@ -12,6 +12,7 @@
 //! in flight on a node that is killed fails when it would have completed; syncs and
 //! deletes ignore `slow`; a hung node's sync fails at once; deletes ignore their latency.
 
+mod checker;
 mod cli;
 mod create;
 mod engine;

@@ -8,7 +8,7 @@ use super::error::SimError;
 use super::faults::{plan_faults, PlannedFault};
 use super::queue::Nanos;
 use crate::placement::{AccountingMode, PlacementConfig};
-use crate::profile::{PlacementSection, Profile, SandboxSpec, Shape};
+use crate::profile::{Checks, PlacementSection, Profile, SandboxSpec, Shape};
 
 /// Client-visible round trip of an RPC the node answers at once (a refusal, an
 /// injected error, a killed listener). It also keeps a ResourceExhausted retry loop
@@ -84,6 +84,9 @@ pub struct SimSetup {
     pub collect_interval: Nanos,
     /// The chaos schedule, resolved to node indices and virtual times.
     pub faults: Vec<PlannedFault>,
+    /// Keep a client ledger and run the set checker (chaos, or `lost`/`duplicated`
+    /// checks); off for plain runs, where it would only cost memory.
+    pub check_sets: bool,
 }
 
 impl SimSetup {
@@ -174,9 +177,15 @@ impl SimSetup {
             sandbox: profile.workload.sandbox.clone(),
             lifetime: profile.workload.lifetime.clone(),
             collect_interval: to_nanos(profile.collect.interval),
+            check_sets: !faults.is_empty() || checks_sets(&profile.checks),
             faults,
         })
     }
+}
+
+/// Whether `checks` (or a per-mode override) needs the set checker.
+fn checks_sets(c: &Checks) -> bool {
+    c.lost.is_some() || c.duplicated.is_some() || c.per_mode.values().any(checks_sets)
 }
 
 /// The accounting modes a profile asks for, in its order (a sim runs each once).
