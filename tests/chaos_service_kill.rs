@@ -76,9 +76,14 @@ async fn killed_node_window_shows_failures_then_rerouting_then_reuse() {
     let window_ms = w.healed_at_ms.expect("healed") - w.applied_at_ms;
     assert!(w.failed > 0, "creates sent to the dead node failed: {w:?}");
     assert!(w.ok > 0, "the others still succeeded: {w:?}");
+    assert!(
+        w.placements_to_faulty > 0,
+        "the service sent creates to the dead node before it noticed: {w:?}"
+    );
     assert_eq!(
-        w.placements_to_faulty, 0,
-        "nothing landed on a dead node: {w:?}"
+        w.failed_on_faulty,
+        Some(w.placements_to_faulty),
+        "every create sent to the dead node failed, nothing landed there: {w:?}"
     );
     let avoid = w.time_to_avoid_ms.expect("the service stopped choosing it");
     assert!(

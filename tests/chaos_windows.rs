@@ -68,6 +68,7 @@ fn samples(b_count: impl Fn(f64) -> usize) -> Vec<Sample> {
                     nodes: vec![node("a", k * 3), node("b", b_count(t))],
                 },
                 believed: Vec::new(),
+                calls: Vec::new(),
             }
         })
         .collect()

@@ -12,7 +12,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::collect::{NodeSample, Sample};
+use crate::collect::{NodeCalls, NodeSample, Sample};
 use crate::report::FaultWindow;
 use crate::workload::{Ledger, LedgerEntry};
 
@@ -60,10 +60,11 @@ pub fn fault_windows(
                 .filter(|e| !e.outcome.is_created())
                 .map(|e| done_ms(e))
                 .fold(None, |m, t| max_opt(m, Some(t)));
-            let (placements, avoid, reuse) = if by_ledger {
-                ledger_placements(ledger, &faulty, start, end, a.healed_at_ms)
-            } else {
-                sampled_placements(samples, &faulty, start, end, a.healed_at_ms)
+            let service = service_calls(samples, &faulty, start, end, a.healed_at_ms);
+            let (placements, avoid, reuse) = match &service {
+                Some(c) => (c.attempts, c.avoid, c.reuse),
+                None if by_ledger => ledger_placements(ledger, &faulty, start, end, a.healed_at_ms),
+                None => sampled_placements(samples, &faulty, start, end, a.healed_at_ms),
             };
             let time_to_avoid_ms = match avoid {
                 Avoid::Never => None,
@@ -82,6 +83,7 @@ pub fn fault_windows(
                 ok,
                 failed: sent.len() as u64 - ok,
                 placements_to_faulty: placements,
+                failed_on_faulty: service.map(|c| c.failed),
                 time_to_avoid_ms,
                 time_to_reuse_ms: reuse,
             }
@@ -90,6 +92,7 @@ pub fn fault_windows(
 }
 
 /// When the service last chose a faulty node during the window.
+#[derive(Clone, Copy)]
 enum Avoid {
     /// At this time (or `start` when never): it stopped after.
     LastAt(Option<f64>),
@@ -198,4 +201,86 @@ fn sampled_placements(
             .map(|w| (w[1].t_ms - h).max(0.0))
     });
     (placements, avoid, reuse)
+}
+
+/// What the placement service's own per-node create counters say about one window.
+struct ServiceCalls {
+    attempts: u64,
+    failed: u64,
+    avoid: Avoid,
+    reuse: Option<f64>,
+}
+
+/// Create RPCs every replica had sent to the faulty nodes by sample `s`.
+fn calls_at(s: &Sample, faulty: &BTreeSet<&str>) -> NodeCalls {
+    let mut total = NodeCalls::default();
+    for replica in &s.calls {
+        for (node, c) in replica {
+            if faulty.contains(node.as_str()) {
+                total.ok += c.ok;
+                total.failed += c.failed;
+            }
+        }
+    }
+    total
+}
+
+/// Window figures from the services' `createSuccesses`/`createFails` per node (sampled,
+/// so times have the sampling interval's resolution); `None` when no sample has them.
+fn service_calls(
+    samples: &[Sample],
+    faulty: &BTreeSet<&str>,
+    start: f64,
+    end: f64,
+    healed: Option<f64>,
+) -> Option<ServiceCalls> {
+    if samples.iter().all(|s| s.calls.is_empty()) {
+        return None;
+    }
+    let with: Vec<(f64, NodeCalls)> = samples
+        .iter()
+        .filter(|s| !s.calls.is_empty())
+        .map(|s| (s.t_ms, calls_at(s, faulty)))
+        .collect();
+    let at_or_before = |t: f64| {
+        with.iter()
+            .rev()
+            .find(|(ts, _)| *ts <= t)
+            .or_else(|| with.first())
+            .map(|(_, c)| *c)
+            .unwrap_or_default()
+    };
+    let (c0, c1) = (at_or_before(start), at_or_before(end));
+    let attempts = (c1.ok + c1.failed).saturating_sub(c0.ok + c0.failed);
+    let failed = c1.failed.saturating_sub(c0.failed);
+    // The last sampled interval inside the window in which the faulty nodes got calls.
+    let mut last = None;
+    let mut still_at_end = false;
+    for pair in with.windows(2) {
+        let ((_, a), (tb, b)) = (pair[0], pair[1]);
+        if tb <= start || tb > end {
+            continue;
+        }
+        let grew = b.ok + b.failed > a.ok + a.failed;
+        if grew {
+            last = Some(tb);
+        }
+        still_at_end = grew;
+    }
+    let avoid = if still_at_end && healed.is_none() {
+        Avoid::Never
+    } else {
+        Avoid::LastAt(last)
+    };
+    let reuse = healed.and_then(|h| {
+        with.windows(2)
+            .find(|p| p[1].0 > h && p[1].1.ok > p[0].1.ok)
+            .map(|p| (p[1].0 - h).max(0.0))
+    });
+    Some(ServiceCalls {
+        attempts,
+        failed,
+        avoid,
+        reuse,
+    })
 }

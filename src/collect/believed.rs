@@ -28,6 +28,12 @@ pub struct ApiNode {
     /// Older layout: allocation at the top level.
     #[serde(default, rename = "allocatedCPU")]
     pub allocated_cpu_flat: Option<f64>,
+    /// Creates this API placed on the node successfully.
+    #[serde(default)]
+    pub create_successes: u64,
+    /// Creates this API sent to the node that failed.
+    #[serde(default)]
+    pub create_fails: u64,
 }
 
 /// `Node.metrics`.
@@ -49,7 +55,8 @@ impl ApiNode {
     }
 }
 
-pub(crate) async fn fetch_api_nodes(
+/// `GET {base}/nodes` of an E2B-compatible API (admin token sent when given).
+pub async fn fetch_api_nodes(
     client: &reqwest::Client,
     base: &str,
     admin_token: Option<&ApiKey>,

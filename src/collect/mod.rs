@@ -5,9 +5,9 @@ mod believed;
 mod sampler;
 mod truth;
 
-pub use believed::{fetch_believed, ApiNode};
-pub use sampler::{Sample, Sampler};
-pub use truth::{fetch_truth, NodeSample, Truth, TruthSource};
+pub use believed::{fetch_api_nodes, fetch_believed, ApiNode};
+pub use sampler::{NodeCalls, Sample, Sampler};
+pub use truth::{fetch_truth, list_over_grpc, NodeSample, Truth, TruthSource};
 
 /// Why a collection failed.
 #[derive(Debug, thiserror::Error)]

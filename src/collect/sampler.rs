@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use super::believed::fetch_believed;
+use super::believed::fetch_api_nodes;
 use super::truth::{fetch_truth, Truth, TruthSource};
 use crate::workload::ApiKey;
 
@@ -18,6 +18,18 @@ pub struct Sample {
     pub truth: Truth,
     /// Per replica: believed allocated vCPU per node id.
     pub believed: Vec<BTreeMap<String, f64>>,
+    /// Per replica: the create RPCs it has sent to each node so far.
+    pub calls: Vec<BTreeMap<String, NodeCalls>>,
+}
+
+/// Create RPCs one placement instance sent to one node (E2B's `createSuccesses` and
+/// `createFails`), cumulative.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NodeCalls {
+    /// Creates that succeeded on the node.
+    pub ok: u64,
+    /// Creates that failed on the node.
+    pub failed: u64,
 }
 
 impl Sample {
@@ -59,15 +71,34 @@ impl Sampler {
     pub async fn sample(&self, client: &reqwest::Client, start: Instant) -> Option<Sample> {
         let truth = fetch_truth(client, &self.source).await.ok()?;
         let mut believed = Vec::new();
+        let mut calls = Vec::new();
         for b in &self.believers {
-            if let Ok(m) = fetch_believed(client, b, self.admin_token.as_ref()).await {
-                believed.push(m);
+            if let Ok(nodes) = fetch_api_nodes(client, b, self.admin_token.as_ref()).await {
+                believed.push(
+                    nodes
+                        .iter()
+                        .map(|n| (n.id.clone(), n.allocated_cpu()))
+                        .collect(),
+                );
+                calls.push(
+                    nodes
+                        .iter()
+                        .map(|n| {
+                            let c = NodeCalls {
+                                ok: n.create_successes,
+                                failed: n.create_fails,
+                            };
+                            (n.id.clone(), c)
+                        })
+                        .collect(),
+                );
             }
         }
         Some(Sample {
             t_ms: start.elapsed().as_secs_f64() * 1000.0,
             truth,
             believed,
+            calls,
         })
     }
 

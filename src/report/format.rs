@@ -130,3 +130,12 @@ pub fn comparison_row(run: &RunResult) -> Vec<String> {
         run.retries.to_string(),
     ]
 }
+
+/// Placements to the faulty nodes, with the failed RPCs among them when known
+/// (`12 (9 failed)`).
+pub fn to_faulty(f: &super::model::FaultWindow) -> String {
+    match f.failed_on_faulty {
+        Some(failed) => format!("{} ({failed} failed)", f.placements_to_faulty),
+        None => f.placements_to_faulty.to_string(),
+    }
+}

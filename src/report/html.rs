@@ -204,7 +204,7 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
                     f.attempted.to_string(),
                     f.ok.to_string(),
                     f.failed.to_string(),
-                    f.placements_to_faulty.to_string(),
+                    to_faulty(f),
                     opt_ms(f.time_to_avoid_ms),
                     opt_ms(f.time_to_reuse_ms),
                 ]

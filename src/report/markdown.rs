@@ -210,7 +210,7 @@ fn write_faults(w: &mut impl Write, faults: &[FaultWindow]) -> io::Result<()> {
                 f.attempted.to_string(),
                 f.ok.to_string(),
                 f.failed.to_string(),
-                f.placements_to_faulty.to_string(),
+                to_faulty(f),
                 opt_ms(f.time_to_avoid_ms),
                 opt_ms(f.time_to_reuse_ms),
             ]

@@ -222,8 +222,13 @@ pub struct FaultWindow {
     pub ok: u64,
     /// Of which failed.
     pub failed: u64,
-    /// Placements the service sent to a faulty node during the window.
+    /// Placements the service sent to a faulty node during the window: create RPCs
+    /// from the service's own per-node counters when it exposes them, else sandboxes
+    /// that appeared on those nodes.
     pub placements_to_faulty: u64,
+    /// Of those, create RPCs that failed (known only from the service's counters).
+    #[serde(default)]
+    pub failed_on_faulty: Option<u64>,
     /// Time from the fault until the service stopped choosing the faulty nodes.
     #[serde(default)]
     pub time_to_avoid_ms: Option<f64>,

@@ -156,7 +156,7 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
                 f.attempted.to_string(),
                 f.ok.to_string(),
                 f.failed.to_string(),
-                f.placements_to_faulty.to_string(),
+                to_faulty(f),
             ]);
         }
         print_table(w, b)?;
