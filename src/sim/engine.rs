@@ -16,7 +16,7 @@ use rand_chacha::ChaCha8Rng;
 use super::checker::{Answer, SetLedger};
 use super::measure::Tally;
 use super::queue::{EventQueue, Nanos};
-use super::setup::SimSetup;
+use super::setup::{to_nanos, Arrivals, SimSetup, RPC_ROUND_TRIP};
 use crate::placement::{CreateOutcome, PlacementAttempt, PlacementCore};
 
 /// What can happen at an instant.
@@ -45,6 +45,8 @@ pub(super) enum Event {
     FaultStart { fault: u32 },
     /// Chaos step `fault` heals.
     FaultEnd { fault: u32 },
+    /// Plan user `user` sends its next request (if still active).
+    UserSend { user: u32 },
     /// Timeline sample.
     Sample,
 }
@@ -66,6 +68,8 @@ pub(super) struct Active {
     pub intended: Nanos,
     /// When a worker sent it.
     pub started: Nanos,
+    /// The plan user that sent it (closed model), if any.
+    pub user: Option<u32>,
     pub replica: u32,
     pub attempt: PlacementAttempt,
     /// Node of the create in flight.
@@ -92,6 +96,8 @@ pub(super) struct Engine<'a> {
     pub open: usize,
     pub next_arrival: u64,
     pub pending_deletes: u64,
+    /// `UserSend` events scheduled and not yet handled.
+    pub user_sends: u64,
     pub tally: Tally,
     /// The client ledger, when the set checker runs.
     pub set_ledger: Option<SetLedger>,
@@ -146,6 +152,7 @@ impl<'a> Engine<'a> {
             open: 0,
             next_arrival: 0,
             pending_deletes: 0,
+            user_sends: 0,
             tally: Tally::new(setup),
             set_ledger: setup.check_sets.then(SetLedger::default),
             events: 0,
@@ -171,6 +178,12 @@ impl<'a> Engine<'a> {
         if self.setup.arrivals.total() > 0 {
             self.queue.push(self.setup.arrivals.at(0), Event::Arrival);
         }
+        if let Arrivals::Plan { users } = &self.setup.arrivals {
+            for (k, &(start, _)) in users.iter().enumerate() {
+                self.user_sends += 1;
+                self.queue.push(start, Event::UserSend { user: k as u32 });
+            }
+        }
         while !self.workload_done() {
             let Some((at, event)) = self.queue.pop() else {
                 break;
@@ -187,6 +200,7 @@ impl<'a> Engine<'a> {
             && self.open == 0
             && self.backlog.is_empty()
             && self.pending_deletes == 0
+            && self.user_sends == 0
     }
 
     /// Replica `r` syncs `r / replicas` of an interval after replica 0.
@@ -219,6 +233,14 @@ impl<'a> Engine<'a> {
             }
             Event::FaultStart { fault } => self.fault_start(fault as usize),
             Event::FaultEnd { fault } => self.fault_end(fault as usize),
+            Event::UserSend { user } => {
+                self.user_sends -= 1;
+                if self.user_active(user) {
+                    let req = self.next_arrival;
+                    self.next_arrival += 1;
+                    self.start(req, self.now, Some(user));
+                }
+            }
             Event::Sample => {
                 self.sample();
                 let next = self.now.saturating_add(self.setup.collect_interval);
@@ -232,7 +254,7 @@ impl<'a> Engine<'a> {
         self.next_arrival += 1;
         let intended = self.setup.arrivals.at(i);
         if self.open < self.setup.workers {
-            self.start(i, intended);
+            self.start(i, intended, None);
         } else {
             self.backlog.push_back((i, intended));
         }
@@ -243,7 +265,7 @@ impl<'a> Engine<'a> {
     }
 
     /// Sends request `req` now (a worker is free) and makes its first decision.
-    fn start(&mut self, req: u64, intended: Nanos) {
+    fn start(&mut self, req: u64, intended: Nanos, user: Option<u32>) {
         self.open += 1;
         self.tally.sent(self.now, self.now.saturating_sub(intended));
         let replica = (req % self.setup.replicas as u64) as u32;
@@ -251,6 +273,7 @@ impl<'a> Engine<'a> {
             req,
             intended,
             started: self.now,
+            user,
             replica,
             attempt: PlacementAttempt::new(sandbox_id(req), self.setup.sandbox.vcpu),
             node: 0,
@@ -292,7 +315,23 @@ impl<'a> Engine<'a> {
             });
         }
         if let Some((req, intended)) = self.backlog.pop_front() {
-            self.start(req, intended);
+            self.start(req, intended, None);
+        }
+        if let Some(user) = a.user.filter(|&u| self.user_active(u)) {
+            // The closed loop: the next request one client round trip later.
+            self.user_sends += 1;
+            let at = self.now.saturating_add(to_nanos(RPC_ROUND_TRIP));
+            self.queue.push(at, Event::UserSend { user });
+        }
+    }
+
+    /// Whether plan user `user` is still sending.
+    fn user_active(&self, user: u32) -> bool {
+        match &self.setup.arrivals {
+            Arrivals::Plan { users } => users
+                .get(user as usize)
+                .is_some_and(|&(start, stop)| self.now >= start && self.now < stop),
+            _ => false,
         }
     }
 }

@@ -6,11 +6,12 @@
 //! the same [`Report`](crate::report::Report), marked `simulated`. Two runs of one
 //! profile and seed give byte-identical `report.json`.
 //!
-//! Known simplifications against a real run: a goose `plan` shape is not simulated; an
-//! RPC answered at once (refusal, injected error, killed node) takes
-//! [`RPC_ROUND_TRIP`]; a successful create answers when the node finishes it; a create
-//! in flight on a node that is killed fails when it would have completed; syncs and
-//! deletes ignore `slow`; a hung node's sync fails at once; deletes ignore their latency.
+//! Known simplifications against a real run: a goose `plan` is a closed model whose
+//! users send their next create one [`RPC_ROUND_TRIP`] after an answer; an RPC answered
+//! at once (refusal, injected error, killed node) takes [`RPC_ROUND_TRIP`]; a successful
+//! create answers when the node finishes it; a create in flight on a node that is
+//! killed fails when it would have completed; syncs and deletes ignore `slow`; a hung
+//! node's sync fails at once; deletes ignore their latency; orphans are never killed.
 
 mod checker;
 mod cli;
@@ -31,7 +32,7 @@ pub use cli::{run_sim_cli, SimArgs};
 pub use error::SimError;
 pub use faults::{plan_faults, PlannedFault};
 pub use queue::{EventQueue, Nanos};
-pub use setup::{profile_modes, Arrivals, SimSetup, RPC_ROUND_TRIP};
+pub use setup::{plan_users, profile_modes, Arrivals, SimSetup, RPC_ROUND_TRIP};
 pub use sweep::{run_sweep, Spread, Sweep, SweepAxis, SweepPoint, SWEEP_KEYS};
 pub use table::{write_sweep_csv, write_sweep_table};
 

@@ -16,7 +16,7 @@ use crate::profile::{Checks, PlacementSection, Profile, SandboxSpec, Shape};
 pub const RPC_ROUND_TRIP: Duration = Duration::from_micros(100);
 
 /// When the workload's requests are meant to leave.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Arrivals {
     /// `count` requests at t = 0.
     Burst {
@@ -30,21 +30,28 @@ pub enum Arrivals {
         /// Number of requests, `floor(per_second * duration)`.
         total: u64,
     },
+    /// A goose test plan (closed model): each user sends a create, waits for the
+    /// answer, and sends the next one [`RPC_ROUND_TRIP`] later, while it is active.
+    Plan {
+        /// `(start, stop)` of every user's activity, in start order.
+        users: Vec<(Nanos, Nanos)>,
+    },
 }
 
 impl Arrivals {
-    /// Number of requests.
+    /// Number of open-model requests (0 for a plan, whose users send as they go).
     pub fn total(&self) -> u64 {
         match *self {
             Arrivals::Burst { count } => count,
             Arrivals::Rate { total, .. } => total,
+            Arrivals::Plan { .. } => 0,
         }
     }
 
     /// Intended send time of request `i`, computed as the real workload's pacing does.
     pub fn at(&self, i: u64) -> Nanos {
         match *self {
-            Arrivals::Burst { .. } => 0,
+            Arrivals::Burst { .. } | Arrivals::Plan { .. } => 0,
             Arrivals::Rate { per_second, .. } => {
                 to_nanos(Duration::from_secs_f64(i as f64 / per_second))
             }
@@ -144,14 +151,12 @@ impl SimSetup {
                     total: (per_second * duration.as_secs_f64()).floor() as u64,
                 }
             }
-            Shape::Plan { .. } => {
-                return Err(SimError::UnsupportedShape {
+            Shape::Plan { steps } => Arrivals::Plan {
+                users: plan_users(steps).map_err(|message| SimError::UnsupportedShape {
                     shape: "plan",
-                    message: "the simulator runs burst and rate shapes only (a goose test \
-                              plan is a closed model of users); use `rate` steps instead"
-                        .into(),
-                })
-            }
+                    message,
+                })?,
+            },
         };
         let workers = match arrivals {
             Arrivals::Burst { count } => count.max(1) as usize,
@@ -160,6 +165,8 @@ impl SimSetup {
                 .max_in_flight
                 .min(usize::try_from(total).unwrap_or(usize::MAX))
                 .max(1),
+            // Users bound their own concurrency: one request each.
+            Arrivals::Plan { ref users } => users.len().max(1),
         };
         let cluster_seed = profile.cluster.seed.unwrap_or(profile.seed);
         let faults = plan_faults(&profile.chaos, &profile.cluster, profile.seed)?;
@@ -204,4 +211,52 @@ pub fn to_nanos(d: Duration) -> Nanos {
 /// Virtual nanoseconds as a duration.
 pub fn to_duration(n: Nanos) -> Duration {
     Duration::from_nanos(n)
+}
+
+/// The activity spans of a goose test plan's users (`"10,5s;10,20s;0,5s"`: users and the
+/// time to reach that count). Ramps are linear: on the way up users start evenly over
+/// the step, on the way down the most recent stop first; users still active at the end
+/// of the plan stop then.
+pub fn plan_users(steps: &str) -> Result<Vec<(Nanos, Nanos)>, String> {
+    let mut spans: Vec<(Nanos, Nanos)> = Vec::new();
+    let mut active: Vec<usize> = Vec::new();
+    let mut t: Nanos = 0;
+    for part in steps.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+        let (users, time) = part
+            .split_once(',')
+            .ok_or_else(|| format!("step `{part}` is not `users,duration`"))?;
+        let target: usize = users
+            .trim()
+            .parse()
+            .map_err(|_| format!("step `{part}`: `{}` is not a user count", users.trim()))?;
+        let d = to_nanos(
+            humantime::parse_duration(time.trim())
+                .map_err(|e| format!("step `{part}`: bad duration ({e})"))?,
+        );
+        let cur = active.len();
+        if target > cur {
+            let n = (target - cur) as u128;
+            for j in 0..(target - cur) {
+                let start = t + (u128::from(d) * j as u128 / n) as u64;
+                active.push(spans.len());
+                spans.push((start, Nanos::MAX));
+            }
+        } else if target < cur {
+            let n = (cur - target) as u128;
+            for j in 0..(cur - target) {
+                let stop = t + (u128::from(d) * (j as u128 + 1) / n) as u64;
+                if let Some(k) = active.pop() {
+                    spans[k].1 = stop;
+                }
+            }
+        }
+        t = t.saturating_add(d);
+    }
+    for k in active {
+        spans[k].1 = t;
+    }
+    if spans.is_empty() {
+        return Err("the plan never starts a user".into());
+    }
+    Ok(spans)
 }
