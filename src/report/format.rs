@@ -139,3 +139,35 @@ pub fn to_faulty(f: &super::model::FaultWindow) -> String {
         None => f.placements_to_faulty.to_string(),
     }
 }
+
+/// Column headers of a fault-window table.
+pub const FAULT_HEADERS: [&str; 11] = [
+    "fault",
+    "kind",
+    "nodes",
+    "applied",
+    "healed",
+    "attempted",
+    "ok",
+    "failed",
+    "to faulty",
+    "time to avoid",
+    "time to reuse",
+];
+
+/// One row of a fault-window table, in [`FAULT_HEADERS`] order.
+pub fn fault_row(f: &super::model::FaultWindow) -> Vec<String> {
+    vec![
+        f.id.clone(),
+        f.kind.clone(),
+        f.nodes.join(", "),
+        ms(f.applied_at_ms),
+        opt_ms(f.healed_at_ms),
+        f.attempted.to_string(),
+        f.ok.to_string(),
+        f.failed.to_string(),
+        to_faulty(f),
+        opt_ms(f.time_to_avoid_ms),
+        opt_ms(f.time_to_reuse_ms),
+    ]
+}

@@ -191,42 +191,8 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
     }
     if !run.faults.is_empty() {
         writeln!(w, "<h3>Fault timeline</h3>")?;
-        let rows: Vec<Vec<String>> = run
-            .faults
-            .iter()
-            .map(|f| {
-                vec![
-                    f.id.clone(),
-                    f.kind.clone(),
-                    f.nodes.join(", "),
-                    ms(f.applied_at_ms),
-                    opt_ms(f.healed_at_ms),
-                    f.attempted.to_string(),
-                    f.ok.to_string(),
-                    f.failed.to_string(),
-                    to_faulty(f),
-                    opt_ms(f.time_to_avoid_ms),
-                    opt_ms(f.time_to_reuse_ms),
-                ]
-            })
-            .collect();
-        table(
-            w,
-            &[
-                "fault",
-                "kind",
-                "nodes",
-                "applied",
-                "healed",
-                "attempted",
-                "ok",
-                "failed",
-                "to faulty",
-                "time to avoid",
-                "time to reuse",
-            ],
-            &rows,
-        )?;
+        let rows: Vec<Vec<String>> = run.faults.iter().map(fault_row).collect();
+        table(w, &FAULT_HEADERS, &rows)?;
     }
     if let Some(c) = &run.checker {
         writeln!(w, "<h3>Checker</h3>")?;

@@ -198,41 +198,8 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
 fn write_faults(w: &mut impl Write, faults: &[FaultWindow]) -> io::Result<()> {
     writeln!(w, "### Fault timeline")?;
     writeln!(w)?;
-    let rows: Vec<Vec<String>> = faults
-        .iter()
-        .map(|f| {
-            vec![
-                f.id.clone(),
-                f.kind.clone(),
-                f.nodes.join(", "),
-                ms(f.applied_at_ms),
-                opt_ms(f.healed_at_ms),
-                f.attempted.to_string(),
-                f.ok.to_string(),
-                f.failed.to_string(),
-                to_faulty(f),
-                opt_ms(f.time_to_avoid_ms),
-                opt_ms(f.time_to_reuse_ms),
-            ]
-        })
-        .collect();
-    table(
-        w,
-        &[
-            "fault",
-            "kind",
-            "nodes",
-            "applied",
-            "healed",
-            "attempted",
-            "ok",
-            "failed",
-            "to faulty",
-            "time to avoid",
-            "time to reuse",
-        ],
-        &rows,
-    )
+    let rows: Vec<Vec<String>> = faults.iter().map(fault_row).collect();
+    table(w, &FAULT_HEADERS, &rows)
 }
 
 fn write_checker(w: &mut impl Write, c: &CheckerResult) -> io::Result<()> {

@@ -135,29 +135,9 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
     if !run.faults.is_empty() {
         writeln!(w, "Faults of run {}", run.label)?;
         let mut b = Builder::default();
-        b.push_record([
-            "fault",
-            "kind",
-            "nodes",
-            "applied",
-            "healed",
-            "attempted",
-            "ok",
-            "failed",
-            "to faulty",
-        ]);
+        b.push_record(FAULT_HEADERS);
         for f in &run.faults {
-            b.push_record([
-                f.id.clone(),
-                f.kind.clone(),
-                f.nodes.join(","),
-                ms(f.applied_at_ms),
-                opt_ms(f.healed_at_ms),
-                f.attempted.to_string(),
-                f.ok.to_string(),
-                f.failed.to_string(),
-                to_faulty(f),
-            ]);
+            b.push_record(fault_row(f));
         }
         print_table(w, b)?;
     }
