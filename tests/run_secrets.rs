@@ -36,14 +36,7 @@ async fn api_key_and_admin_token_never_leak() {
     let fleet = fleet::start(cluster, FleetOptions::default())
         .await
         .expect("fleet");
-    let nodes = fleet
-        .nodes()
-        .into_iter()
-        .map(|n| NodeTarget {
-            id: Some(n.id),
-            addr: n.addr.to_string(),
-        })
-        .collect();
+    let nodes = NodeTarget::all_of(&fleet);
     let cfg = ServeConfig {
         api_key: KEY.into(),
         admin_token: Some(ADMIN.into()),

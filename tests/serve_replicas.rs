@@ -14,14 +14,7 @@ async fn replicas_keep_their_own_state() {
     let fleet = mock_node::fleet::start(cluster(3, &[]), Default::default())
         .await
         .unwrap();
-    let nodes: Vec<NodeTarget> = fleet
-        .nodes()
-        .into_iter()
-        .map(|n| NodeTarget {
-            id: Some(n.id),
-            addr: n.addr.to_string(),
-        })
-        .collect();
+    let nodes: Vec<NodeTarget> = NodeTarget::all_of(&fleet);
     let mut cfg = serve_config(AccountingMode::Optimistic);
     cfg.kill_orphans = true;
     let replicas = start_replicas(cfg, nodes, "127.0.0.1:0".parse().unwrap(), 2)

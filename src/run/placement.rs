@@ -83,14 +83,7 @@ pub(super) async fn start_replicas(
         default_memory_mb: profile.workload.sandbox.ram_mb,
         ..ServeConfig::default()
     };
-    let nodes = fleet
-        .nodes()
-        .into_iter()
-        .map(|n| NodeTarget {
-            id: Some(n.id),
-            addr: n.addr.to_string(),
-        })
-        .collect();
+    let nodes = NodeTarget::all_of(fleet);
     let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
     let handles = serve::start_replicas(cfg, nodes, listen, e.replicas.max(1) as usize)
         .await

@@ -66,14 +66,7 @@ impl Rig {
         let fleet = mock_node::fleet::start(cluster, FleetOptions::default())
             .await
             .expect("fleet starts");
-        let nodes = fleet
-            .nodes()
-            .into_iter()
-            .map(|n| NodeTarget {
-                id: Some(n.id),
-                addr: n.addr.to_string(),
-            })
-            .collect();
+        let nodes = NodeTarget::all_of(&fleet);
         let listen: SocketAddr = "127.0.0.1:0".parse().unwrap();
         let svc = stampede::serve::start(cfg, nodes, listen)
             .await
