@@ -5,10 +5,9 @@ use std::time::Duration;
 
 use mock_node::api::{FaultKind, NodesResponse};
 use serde::{Deserialize, Serialize};
-use stampede_proto::sandbox_service_client::SandboxServiceClient;
 
 use crate::chaos::AppliedFault;
-use crate::collect::{Sample, TruthSource};
+use crate::collect::{list_over_grpc, Sample, TruthSource};
 use crate::workload::Ledger;
 
 /// When an id was seen on one node during the run (ms after the workload's start gate).
@@ -199,16 +198,6 @@ async fn admin_nodes(
 /// Sandbox ids an orchestrator at `addr` (`host:port`) lists with `SandboxService/List`.
 /// (`collect::list_over_grpc` does the same but is not exported from `collect`.)
 async fn list_ids(addr: &str) -> Result<Vec<String>, String> {
-    let fail = |m: String| format!("List on {addr}: {m}");
-    let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
-        .map_err(|e| fail(e.to_string()))?
-        .connect_timeout(Duration::from_secs(5))
-        .timeout(Duration::from_secs(10));
-    let channel = endpoint.connect().await.map_err(|e| fail(e.to_string()))?;
-    let list = SandboxServiceClient::new(channel)
-        .list(())
-        .await
-        .map_err(|e| fail(e.to_string()))?
-        .into_inner();
-    Ok(list.sandboxes.into_iter().map(|s| s.sandbox_id).collect())
+    let node = list_over_grpc(addr).await.map_err(|e| e.to_string())?;
+    Ok(node.ids.unwrap_or_default())
 }
