@@ -77,6 +77,15 @@ fn a_killed_node_fails_creates_until_the_next_sync_marks_it_unhealthy() {
     assert!(run.retries >= w.placements_to_faulty, "{}", summary(run));
     assert_eq!(run.failed, 0, "{}", summary(run));
     assert_eq!(run.checker.as_ref().unwrap().lost.count, 0);
+    assert_eq!(w.failed_on_faulty, Some(w.placements_to_faulty));
+    let avoid = w.time_to_avoid_ms.unwrap();
+    assert!(avoid > 0.0 && avoid <= 1_300.0, "avoided after {avoid} ms");
+    // Healed at 18.7 s, ready again at the 20 s sync.
+    let reuse = w.time_to_reuse_ms.expect("healed nodes get work again");
+    assert!(
+        (1_300.0..2_000.0).contains(&reuse),
+        "reused after {reuse} ms"
+    );
 }
 
 #[test]

@@ -44,7 +44,7 @@ impl Engine<'_> {
         a.node = node;
         a.sent = now;
         a.epoch = n.epoch;
-        self.tally.placed_on(&n.active);
+        a.faults.clone_from(&n.active);
         let eff = &n.effect;
         if eff.killed {
             self.reply_after(RPC_ROUND_TRIP, slot, CreateOutcome::Failed);
@@ -186,6 +186,10 @@ impl Engine<'_> {
         };
         if outcome == CreateOutcome::ResourceExhausted {
             self.tally.refusals += 1;
+        }
+        self.tally.create_outcome(&a.faults, a.sent, outcome);
+        if outcome == CreateOutcome::Created {
+            self.tally.created_on(&self.setup.faults, a.node, now);
         }
         let core = &mut self.cores[a.replica as usize];
         match a.attempt.report(core, outcome) {

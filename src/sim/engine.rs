@@ -78,6 +78,8 @@ pub(super) struct Active {
     pub sent: Nanos,
     /// Node epoch when it was sent.
     pub epoch: u64,
+    /// Chaos steps in force on that node when it was sent (empty: no allocation).
+    pub faults: Vec<usize>,
 }
 
 /// The whole simulated world.
@@ -279,6 +281,7 @@ impl<'a> Engine<'a> {
             node: 0,
             sent: self.now,
             epoch: 0,
+            faults: Vec::new(),
         };
         let slot = match self.free_slots.pop() {
             Some(s) => {
@@ -301,7 +304,7 @@ impl<'a> Engine<'a> {
         self.free_slots.push(slot);
         self.open -= 1;
         let latency = self.now.saturating_sub(a.intended);
-        self.tally.answered(status, latency, a.intended);
+        self.tally.answered(status, latency, a.started);
         if let Some(ledger) = &mut self.set_ledger {
             ledger.answered(Answer {
                 req: a.req,

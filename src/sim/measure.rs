@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 
 use super::engine::Engine;
+use super::faults::PlannedFault;
+use crate::placement::CreateOutcome;
 use super::queue::Nanos;
 use super::setup::{to_duration, SimSetup};
 use crate::report::{
@@ -29,6 +31,8 @@ pub(super) struct Tally {
     err_samples: u64,
     windows: Vec<FaultWindow>,
     spans: Vec<(Nanos, Option<Nanos>)>,
+    /// Per chaos step: when the service last sent a create to one of its nodes.
+    last_chosen: Vec<Option<Nanos>>,
 }
 
 fn histogram() -> Histogram<u64> {
@@ -70,6 +74,7 @@ impl Tally {
                 })
                 .collect(),
             spans: setup.faults.iter().map(|f| (f.at, None)).collect(),
+            last_chosen: vec![None; setup.faults.len()],
         }
     }
 
@@ -80,13 +85,14 @@ impl Tally {
         self.lateness_us.saturating_record(late / 1000);
     }
 
-    /// A request intended at `intended` was answered `status` after `latency`.
-    pub fn answered(&mut self, status: &'static str, latency: Nanos, intended: Nanos) {
+    /// A request sent at `sent` was answered `status` after `latency` (from its
+    /// intended time).
+    pub fn answered(&mut self, status: &'static str, latency: Nanos, sent: Nanos) {
         *self.statuses.entry(status).or_default() += 1;
         self.latency_us.saturating_record((latency / 1000).max(1));
         let ok = status == "201";
         for (w, (at, until)) in self.windows.iter_mut().zip(&self.spans) {
-            if intended >= *at && until.is_none_or(|u| intended < u) {
+            if sent >= *at && until.is_none_or(|u| sent <= u) {
                 w.attempted += 1;
                 if ok {
                     w.ok += 1;
@@ -97,11 +103,32 @@ impl Tally {
         }
     }
 
-    /// A create was sent to a node with the chaos steps `active` in force.
-    pub fn placed_on(&mut self, active: &[usize]) {
-        for &f in active {
+    /// A create sent at `sent` to a node with the chaos steps `faults` in force ended
+    /// with `outcome`: the service chose a faulty node.
+    pub fn create_outcome(&mut self, faults: &[usize], sent: Nanos, outcome: CreateOutcome) {
+        for &f in faults {
             if let Some(w) = self.windows.get_mut(f) {
                 w.placements_to_faulty += 1;
+                if outcome == CreateOutcome::Failed {
+                    *w.failed_on_faulty.get_or_insert(0) += 1;
+                }
+                let last = &mut self.last_chosen[f];
+                *last = Some(last.map_or(sent, |l| l.max(sent)));
+            }
+        }
+    }
+
+    /// A sandbox landed on node `node` at `now`: a healed node receiving work again.
+    pub fn created_on(&mut self, plan: &[PlannedFault], node: u32, now: Nanos) {
+        for (f, w) in self.windows.iter_mut().enumerate() {
+            let Some(healed) = self.spans[f].1 else {
+                continue;
+            };
+            if w.time_to_reuse_ms.is_none()
+                && now >= healed
+                && plan.get(f).is_some_and(|p| p.nodes.binary_search(&node).is_ok())
+            {
+                w.time_to_reuse_ms = Some(ms(now - healed));
             }
         }
     }
@@ -222,8 +249,10 @@ impl Engine<'_> {
             }
         };
         let mut windows = std::mem::take(&mut t.windows);
-        for w in &mut windows {
+        for (w, last) in windows.iter_mut().zip(&t.last_chosen) {
             w.healed_at_ms.get_or_insert(ms(self.now));
+            let applied = w.applied_at_ms;
+            w.time_to_avoid_ms = Some(last.map_or(0.0, |l| (ms(l) - applied).max(0.0)));
         }
         RunResult {
             label,

@@ -83,13 +83,15 @@ impl Engine<'_> {
                 n.model.restart(now);
                 continue;
             }
+
             n.active.push(f);
             self.refresh(k as usize);
         }
-        if let Some(until) = fault.until {
-            if fault.kind != FaultKind::Restart {
-                self.queue.push(until, Event::FaultEnd { fault: f as u32 });
-            }
+        match fault.until {
+            // An instant fault: its window closes where it opens.
+            _ if fault.kind == FaultKind::Restart => self.tally.fault_healed(f, self.now),
+            Some(until) => self.queue.push(until, Event::FaultEnd { fault: f as u32 }),
+            None => {}
         }
     }
 
