@@ -7,9 +7,9 @@ use hdrhistogram::Histogram;
 
 use super::engine::Engine;
 use super::faults::PlannedFault;
-use crate::placement::CreateOutcome;
 use super::queue::Nanos;
 use super::setup::{to_duration, SimSetup};
+use crate::placement::CreateOutcome;
 use crate::report::{
     AccountingError, FaultWindow, LatencySummary, NodeFigures, RunResult, SendTiming, SkewStats,
     TimelinePoint,
@@ -126,7 +126,9 @@ impl Tally {
             };
             if w.time_to_reuse_ms.is_none()
                 && now >= healed
-                && plan.get(f).is_some_and(|p| p.nodes.binary_search(&node).is_ok())
+                && plan
+                    .get(f)
+                    .is_some_and(|p| p.nodes.binary_search(&node).is_ok())
             {
                 w.time_to_reuse_ms = Some(ms(now - healed));
             }
