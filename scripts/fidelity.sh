@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Real run vs simulator of one profile: per-mode CV side by side, and whether they agree
+# within 15% (design.md section 3). Usage: scripts/fidelity.sh [PROFILE]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+profile=${1:-profiles/e2b-pr2201.yaml}
+out=$(mktemp -d)
+cargo build --release --quiet -p stampede
+./target/release/stampede run --quiet --report-dir "$out/real" "$profile" || true
+./target/release/stampede sim "$profile" --out "$out/sim" > /dev/null || true
+python3 - "$out" <<'PY'
+import glob, json, sys
+out = sys.argv[1]
+real = json.load(open(glob.glob(f"{out}/real/*/report.json")[0]))
+sim = json.load(open(glob.glob(f"{out}/sim/*/report.json")[0]))
+cv = lambda r: {x["label"]: x["skew"]["cv"] for x in r["runs"]}
+a, b = cv(real), cv(sim)
+ok = True
+print(f"{'run':<12} {'real CV':>8} {'sim CV':>8} {'diff':>7}")
+for label in a:
+    d = abs(a[label] - b[label]) / max(a[label], 1e-9)
+    ok &= d <= 0.15
+    print(f"{label:<12} {a[label]:>8.3f} {b[label]:>8.3f} {d:>6.1%}")
+print("agree within 15%" if ok else "DISAGREE")
+sys.exit(0 if ok else 1)
+PY
