@@ -30,6 +30,9 @@ pub struct NodeModel {
     counters: Counters,
     last_now: Duration,
     lagged: Option<(u128, MetricsSnapshot)>,
+    /// A lower bound of the earliest `end` among running sandboxes: `advance` scans
+    /// for expiries only once time has reached it (the scan is O(running)).
+    next_expiry: Option<Duration>,
     frozen: Option<MetricsSnapshot>,
 }
 
@@ -64,6 +67,7 @@ impl NodeModel {
             counters: Counters::default(),
             last_now: Duration::ZERO,
             lagged: None,
+            next_expiry: None,
             frozen: None,
         }
     }
@@ -110,15 +114,18 @@ impl NodeModel {
     pub fn advance(&mut self, now: Duration) {
         let now = now.max(self.last_now);
         self.last_now = now;
-        let expired: Vec<String> = self
-            .running
-            .iter()
-            .filter(|(_, s)| s.end.is_some_and(|e| e <= now))
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in expired {
-            self.running.remove(&id);
-            self.counters.expired += 1;
+        if self.next_expiry.is_some_and(|t| t <= now) {
+            let expired: Vec<String> = self
+                .running
+                .iter()
+                .filter(|(_, s)| s.end.is_some_and(|e| e <= now))
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in expired {
+                self.running.remove(&id);
+                self.counters.expired += 1;
+            }
+            self.next_expiry = self.running.values().filter_map(|s| s.end).min();
         }
         // Zero lag means live metrics: no period, no snapshot.
         if let Some(period) = now.as_nanos().checked_div(self.spec.metrics_lag.as_nanos()) {
@@ -224,6 +231,7 @@ impl NodeModel {
         match self.starting.remove(sandbox_id) {
             Some(mut sb) => {
                 sb.start = self.last_now;
+                self.note_end(sb.end);
                 self.running.insert(sb.sandbox_id.clone(), sb.clone());
                 self.counters.creates_ok += 1;
                 Ok(sb)
@@ -272,7 +280,15 @@ impl NodeModel {
             .get_mut(sandbox_id)
             .ok_or_else(|| NotFound(sandbox_id.to_string()))?;
         sb.end = end;
+        self.note_end(end);
         Ok(())
+    }
+
+    /// Keeps `next_expiry` a lower bound after a sandbox got `end`.
+    fn note_end(&mut self, end: Option<Duration>) {
+        if let Some(e) = end {
+            self.next_expiry = Some(self.next_expiry.map_or(e, |n| n.min(e)));
+        }
     }
 
     /// Running sandboxes, by id.
