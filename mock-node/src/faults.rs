@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crate::api::{FaultInfo, FaultKind, FaultRequest};
-use crate::config::FailureCode;
 use crate::fleet::FleetShared;
 use crate::node::FaultEffect;
 
@@ -62,23 +61,7 @@ impl FaultBook {
             if !f.nodes.iter().any(|n| n == node) {
                 continue;
             }
-            e.fault_ids.push(f.id);
-            let p = &f.params;
-            match f.kind {
-                FaultKind::Kill => e.killed = true,
-                FaultKind::Hang => e.hung = true,
-                FaultKind::Slow => e.slow = p.latency,
-                FaultKind::Errors => {
-                    e.errors = Some((
-                        p.probability.unwrap_or(1.0),
-                        p.code.unwrap_or(FailureCode::Unavailable),
-                    ))
-                }
-                FaultKind::Exhaust => e.exhaust = true,
-                FaultKind::FreezeMetrics => e.frozen = true,
-                FaultKind::Status => e.status = p.status,
-                FaultKind::Restart => {}
-            }
+            e.add(f.id, f.kind, &f.params);
         }
         e
     }

@@ -33,6 +33,30 @@ pub struct FaultEffect {
     pub fault_ids: Vec<u64>,
 }
 
+impl FaultEffect {
+    /// Adds fault `id` of `kind` with `params`; a later fault wins on conflicts. The one
+    /// rule both the fleet's fault book and the simulator apply.
+    pub fn add(&mut self, id: u64, kind: crate::api::FaultKind, p: &crate::api::FaultParams) {
+        use crate::api::FaultKind;
+        self.fault_ids.push(id);
+        match kind {
+            FaultKind::Kill => self.killed = true,
+            FaultKind::Hang => self.hung = true,
+            FaultKind::Slow => self.slow = p.latency,
+            FaultKind::Errors => {
+                self.errors = Some((
+                    p.probability.unwrap_or(1.0),
+                    p.code.unwrap_or(FailureCode::Unavailable),
+                ))
+            }
+            FaultKind::Exhaust => self.exhaust = true,
+            FaultKind::FreezeMetrics => self.frozen = true,
+            FaultKind::Status => self.status = p.status,
+            FaultKind::Restart => {}
+        }
+    }
+}
+
 /// A node of the fleet as the servers and the admin API share it.
 #[derive(Debug)]
 pub struct NodeRuntime {

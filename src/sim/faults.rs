@@ -5,7 +5,7 @@
 //! virtual times.
 
 use mock_node::api::{FaultKind, FaultParams};
-use mock_node::config::{ClusterConfig, FailureCode};
+use mock_node::config::ClusterConfig;
 use mock_node::node::FaultEffect;
 
 use super::error::SimError;
@@ -73,23 +73,7 @@ pub fn effect_of(plan: &[PlannedFault], active: &[usize]) -> FaultEffect {
     let mut e = FaultEffect::default();
     for &i in active {
         let Some(f) = plan.get(i) else { continue };
-        e.fault_ids.push(f.index as u64);
-        let p = &f.params;
-        match f.kind {
-            FaultKind::Kill => e.killed = true,
-            FaultKind::Hang => e.hung = true,
-            FaultKind::Slow => e.slow = p.latency,
-            FaultKind::Errors => {
-                e.errors = Some((
-                    p.probability.unwrap_or(1.0),
-                    p.code.unwrap_or(FailureCode::Unavailable),
-                ))
-            }
-            FaultKind::Exhaust => e.exhaust = true,
-            FaultKind::FreezeMetrics => e.frozen = true,
-            FaultKind::Status => e.status = p.status,
-            FaultKind::Restart => {}
-        }
+        e.add(f.index as u64, f.kind, &f.params);
     }
     e
 }
