@@ -214,28 +214,18 @@ fn workload(v: &mut Problems, w: &WorkloadSpec) {
     }
 }
 
-/// goose test-plan syntax: `users,duration;users,duration;...`.
+/// goose test-plan syntax (`users,timespan;...`, timespans in whole seconds or
+/// `30s`/`2m`/`1h30m`), checked by goose's own parser so that what validates also runs.
 fn plan_steps(steps: &str) -> Result<(), String> {
-    let parts: Vec<&str> = steps
-        .split(';')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .collect();
-    if parts.is_empty() {
-        return Err("needs at least one `users,duration` step".into());
-    }
-    for part in parts {
-        let (users, time) = part
-            .split_once(',')
-            .ok_or_else(|| format!("step `{part}` is not `users,duration`"))?;
-        users
-            .trim()
-            .parse::<usize>()
-            .map_err(|_| format!("step `{part}`: `{}` is not a user count", users.trim()))?;
-        humantime::parse_duration(time.trim())
-            .map_err(|e| format!("step `{part}`: bad duration `{}` ({e})", time.trim()))?;
-    }
-    Ok(())
+    steps
+        .parse::<goose::test_plan::TestPlan>()
+        .map(|_| ())
+        .map_err(|e| match e {
+            goose::GooseError::InvalidOption { value, detail, .. } => {
+                format!("`{value}`: {detail}")
+            }
+            other => other.to_string(),
+        })
 }
 
 fn checks(v: &mut Problems, p: &str, c: &Checks, top: bool) {
