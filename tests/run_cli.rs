@@ -151,3 +151,31 @@ fn ctrl_c_writes_a_partial_report_marked_incomplete() {
     let sent = report["runs"][0]["requests"].as_u64().unwrap_or(0);
     assert!(sent > 0 && sent < 1200, "partial ledger kept: {sent}");
 }
+
+#[test]
+fn stampede_mock_node_is_the_mock_node_binary() {
+    use std::io::BufRead;
+    let mut child = stampede()
+        .args(["mock-node", "--nodes", "3", "--base-port", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = std::io::BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("a ready line");
+    child.kill().unwrap();
+    let _ = child.wait();
+    assert!(
+        line.starts_with("mock-node ready admin=http://127.0.0.1:"),
+        "{line}"
+    );
+    assert_eq!(line.matches("@127.0.0.1:").count(), 3, "{line}");
+}
