@@ -7,11 +7,10 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use super::chaos_stage;
-use super::embedded::pacing_of;
 use super::result::{build_run_result, RunMeasurements};
 use super::{RunOptions, StageError};
 use crate::collect::{Sampler, TruthSource};
-use crate::profile::Profile;
+use crate::profile::{Profile, Shape};
 use crate::report::RunResult;
 use crate::workload::{run_workload, ApiKey, Pacing, WorkloadRun};
 
@@ -138,6 +137,24 @@ pub(crate) async fn drive(
         .await?;
     }
     Ok(result)
+}
+
+/// The pacing a workload spec describes.
+fn pacing_of(profile: &Profile) -> Pacing {
+    match &profile.workload.shape {
+        Shape::Burst { count } => Pacing::Burst { count: *count },
+        Shape::Rate {
+            per_second,
+            duration,
+        } => Pacing::Rate {
+            per_second: *per_second,
+            duration: *duration,
+            workers: profile.workload.max_in_flight,
+        },
+        Shape::Plan { steps } => Pacing::Plan {
+            steps: steps.clone(),
+        },
+    }
 }
 
 fn progress_bar(opts: &RunOptions, pacing: &Pacing, label: &str) -> Option<indicatif::ProgressBar> {

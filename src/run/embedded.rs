@@ -12,9 +12,9 @@ use super::drive::{drive, Target};
 use super::{RunOptions, StageError};
 use crate::collect::TruthSource;
 use crate::placement::AccountingMode;
-use crate::profile::{EmbeddedPlacement, Profile, Shape};
+use crate::profile::{EmbeddedPlacement, Profile};
 use crate::report::{Report, RunResult};
-use crate::workload::{ApiKey, Pacing};
+use crate::workload::ApiKey;
 
 use super::placement::start_replicas;
 
@@ -34,24 +34,6 @@ pub(super) async fn run_all(
         report.runs.push(r);
     }
     Ok(())
-}
-
-/// The pacing a workload spec describes.
-pub(crate) fn pacing_of(profile: &Profile) -> Pacing {
-    match &profile.workload.shape {
-        Shape::Burst { count } => Pacing::Burst { count: *count },
-        Shape::Rate {
-            per_second,
-            duration,
-        } => Pacing::Rate {
-            per_second: *per_second,
-            duration: *duration,
-            workers: profile.workload.max_in_flight,
-        },
-        Shape::Plan { steps } => Pacing::Plan {
-            steps: steps.clone(),
-        },
-    }
 }
 
 /// A per-run key for the embedded service: derived from the seed (nothing random
