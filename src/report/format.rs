@@ -171,3 +171,13 @@ pub fn fault_row(f: &super::model::FaultWindow) -> Vec<String> {
         opt_ms(f.time_to_reuse_ms),
     ]
 }
+
+/// The first cells of a check row: run, check, bound, actual (`-` when missing).
+pub fn check_cells(c: &super::model::CheckOutcome) -> Vec<String> {
+    vec![
+        c.run.clone(),
+        c.check.clone(),
+        c.bound.clone(),
+        c.actual.map_or_else(|| "-".into(), |a| format!("{a:.4}")),
+    ]
+}

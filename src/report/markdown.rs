@@ -45,14 +45,10 @@ pub fn write_markdown(report: &Report, mut w: impl Write) -> io::Result<()> {
             .checks
             .iter()
             .map(|c| {
-                vec![
-                    c.run.clone(),
-                    c.check.clone(),
-                    c.bound.clone(),
-                    c.actual.map_or_else(|| "-".into(), |a| format!("{a:.4}")),
-                    if c.passed { "pass" } else { "**FAIL**" }.into(),
-                    c.message.clone(),
-                ]
+                let mut row = check_cells(c);
+                row.push(if c.passed { "pass" } else { "**FAIL**" }.into());
+                row.push(c.message.clone());
+                row
             })
             .collect();
         table(

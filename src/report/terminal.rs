@@ -41,17 +41,13 @@ pub fn write_terminal(report: &Report, mut w: impl Write) -> io::Result<()> {
         let mut b = Builder::default();
         b.push_record(["run", "check", "bound", "actual", "result"]);
         for c in &report.checks {
-            b.push_record([
-                c.run.clone(),
-                c.check.clone(),
-                c.bound.clone(),
-                c.actual.map_or_else(|| "-".into(), |a| format!("{a:.4}")),
-                if c.passed {
-                    "pass".into()
-                } else {
-                    format!("FAIL: {}", c.message)
-                },
-            ]);
+            let mut row = check_cells(c);
+            row.push(if c.passed {
+                "pass".into()
+            } else {
+                format!("FAIL: {}", c.message)
+            });
+            b.push_record(row);
         }
         print_table(w, b)?;
     }
