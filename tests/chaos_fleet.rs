@@ -203,7 +203,7 @@ async fn schedule_applies_on_time_heals_after_duration_and_at_stop() {
     let gate = Instant::now();
     let run = tokio::spawn({
         let (client, stop) = (client.clone(), stop.clone());
-        async move { run_schedule(&plan, &client, gate, stop).await }
+        async move { run_schedule(&plan, &client, None, gate, stop).await }
     });
     let hung = eventually(Duration::from_secs(5), async || {
         active(&client)

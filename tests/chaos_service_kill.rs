@@ -3,6 +3,11 @@
 //!
 //! `max_retries: 1` makes every create the service sends to the dead node a failure the
 //! client sees (with retries the service would hide them), so the window numbers move.
+//!
+//! The embedded service syncs on the workload's clock (3 s, 6 s, 9 s after the gate), so
+//! every run has the same phases: the kill holds from 1 s to 5 s; until the 3 s sync the
+//! service still sends creates to the dead node (about a quarter of 2 s x 20/s), from
+//! then on it avoids it; the 6 s sync sees it healed and it takes work until 9 s.
 
 use std::path::PathBuf;
 
@@ -32,7 +37,7 @@ collect:
 report:
   goose_html: false
 chaos:
-  - at: 2s
+  - at: 1s
     fault: kill
     nodes: [node-01]
     duration: 4s
@@ -74,16 +79,27 @@ async fn killed_node_window_shows_failures_then_rerouting_then_reuse() {
     let w = &run.faults[0];
     eprintln!("{w:?}");
     let window_ms = w.healed_at_ms.expect("healed") - w.applied_at_ms;
+    // The service's counters are read once the kill holds and just before the heal:
+    // a create answered with success in between was already on its way at the kill
+    // (the node commits a create before the kill holds or not at all). How many were on
+    // their way is scheduling; that none beyond them succeeded is guaranteed.
+    let failed_there = w
+        .failed_on_faulty
+        .expect("the service's counters were read");
+    let in_flight = w
+        .in_flight_at_fault
+        .expect("counters read at the fault's edges");
+    let ok_there = w.placements_to_faulty - failed_there;
+    assert!(
+        ok_there <= in_flight,
+        "only creates already on their way at the kill may have succeeded on the dead node \
+         ({ok_there} succeeded, {in_flight} were on their way): {w:?}"
+    );
     assert!(w.failed > 0, "creates sent to the dead node failed: {w:?}");
     assert!(w.ok > 0, "the others still succeeded: {w:?}");
     assert!(
         w.placements_to_faulty > 0,
         "the service sent creates to the dead node before it noticed: {w:?}"
-    );
-    assert_eq!(
-        w.failed_on_faulty,
-        Some(w.placements_to_faulty),
-        "every create sent to the dead node failed, nothing landed there: {w:?}"
     );
     let avoid = w.time_to_avoid_ms.expect("the service stopped choosing it");
     assert!(
@@ -92,10 +108,10 @@ async fn killed_node_window_shows_failures_then_rerouting_then_reuse() {
     );
     let reuse = w.time_to_reuse_ms.expect("the healed node took work again");
     assert!(reuse < 6_000.0, "{w:?}");
-    // Failures outside the window would mean the drill measured something else.
-    let failed_total = run.failed;
+    // Failures outside the window would mean the drill measured something else: the
+    // window holds every create in flight at some point of it, so none can fall outside.
     assert_eq!(
-        failed_total, w.failed,
+        run.failed, w.failed,
         "every failure falls inside the window"
     );
     let checker = run.checker.as_ref().expect("checked");

@@ -19,8 +19,11 @@ fn applied(kind: FaultKind, nodes: &[&str], at: f64, healed: Option<f64>) -> App
         },
         id: "1".into(),
         applied_at_ms: at,
+        in_force_at_ms: Some(at),
         healed_at_ms: healed,
         error: None,
+        calls_in_force: None,
+        calls_before_heal: None,
     }
 }
 

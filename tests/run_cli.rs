@@ -123,14 +123,14 @@ fn ctrl_c_writes_a_partial_report_marked_incomplete() {
             .lines()
             .map_while(Result::ok)
         {
-            if line.contains("workload gate open") {
+            if line.contains("first create answered") {
                 let _ = tx.send(());
             }
         }
     });
+    // Wait until a create has been answered (so the ledger has something to keep).
     rx.recv_timeout(Duration::from_secs(60))
-        .expect("the workload started within 60 s");
-    std::thread::sleep(Duration::from_secs(2));
+        .expect("a create was answered within 60 s");
     let pid = child.id().to_string();
     let killed = Command::new("kill").args(["-INT", &pid]).status().unwrap();
     assert!(killed.success());

@@ -94,7 +94,12 @@ impl NodeService {
             tokio::time::sleep(latency).await;
         }
         let now = self.node.clock.now();
-        match self.node.model().delete(sandbox_id, now) {
+        let mut m = self.node.model();
+        // As for creates: a killed node changes nothing.
+        if self.node.effect().killed {
+            return Err(Status::unavailable("node killed"));
+        }
+        match m.delete(sandbox_id, now) {
             Ok(_) => Ok(Response::new(())),
             Err(e) => Err(Status::not_found(e.to_string())),
         }
@@ -155,8 +160,20 @@ impl SandboxService for NodeService {
             if !latency.is_zero() {
                 tokio::time::sleep(latency).await;
             }
-            guard.sandbox_id = None;
-            let done = self.node.model().finish_create(&sandbox_id, clock.now());
+            let done = {
+                let mut m = self.node.model();
+                // Decided under the model lock, which a kill takes to install itself: a
+                // create commits before the kill holds or not at all (the guard aborts it).
+                if self.node.effect().killed {
+                    None
+                } else {
+                    guard.sandbox_id = None;
+                    Some(m.finish_create(&sandbox_id, clock.now()))
+                }
+            };
+            let Some(done) = done else {
+                return Err(Status::unavailable("node killed"));
+            };
             match done {
                 Ok(_) => Ok(Response::new(SandboxCreateResponse {
                     client_id: self.node.id.clone(),

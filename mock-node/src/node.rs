@@ -153,6 +153,9 @@ impl NodeRuntime {
     /// Installs a new fault effect, applying its edges (kill/heal, freeze/unfreeze, status).
     pub async fn apply(self: &Arc<Self>, new: FaultEffect) -> std::io::Result<()> {
         let old = {
+            // The model lock first: RPCs that commit a change read the effect under it,
+            // so each change commits either before the new effect holds or under it.
+            let _model = self.model();
             let mut e = self.effect.lock().unwrap_or_else(|p| p.into_inner());
             std::mem::replace(&mut *e, new.clone())
         };

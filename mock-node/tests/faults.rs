@@ -162,23 +162,18 @@ async fn hang_holds_health_checks_and_a_kill_answers_hung_rpcs_unavailable() {
 
 #[tokio::test]
 async fn slow_adds_latency_and_heals_itself() {
+    const SLOW: Duration = Duration::from_secs(1);
     let f = fleet_with(1, |_| {}).await;
     let (mut sb, _) = clients(f.nodes()[0].addr).await;
-    let t = Instant::now();
     sb.list(()).await.expect("list");
-    let base = t.elapsed();
     fault(
         &f,
-        json!({"kind": "slow", "nodes": ["node-00"], "latency": "300ms", "duration": "1s"}),
+        json!({"kind": "slow", "nodes": ["node-00"], "latency": "1s", "duration": "1500ms"}),
     )
     .await;
     let t = Instant::now();
     sb.list(()).await.expect("slow list");
-    assert!(
-        t.elapsed() >= Duration::from_millis(300),
-        "{:?}",
-        t.elapsed()
-    );
+    assert!(t.elapsed() >= SLOW, "{:?}", t.elapsed());
     let healed = eventually(Duration::from_secs(5), async || {
         let faults: serde_json::Value = http()
             .get(format!("{}/faults", f.admin_url()))
@@ -194,10 +189,9 @@ async fn slow_adds_latency_and_heals_itself() {
     assert!(healed, "duration elapsed: fault inactive");
     let t = Instant::now();
     sb.list(()).await.expect("list");
-    assert!(
-        t.elapsed() < Duration::from_millis(300).max(base * 2),
-        "fast again"
-    );
+    // Healed, the call no longer waits the fault's latency (whatever the machine's load,
+    // an idle loopback List takes far less than a second).
+    assert!(t.elapsed() < SLOW, "fast again: {:?}", t.elapsed());
     f.shutdown().await;
 }
 

@@ -4,11 +4,13 @@
 //! summarised per fault by [`fault_windows`].
 
 mod client;
+mod edge_calls;
 mod plan;
 mod schedule;
 mod windows;
 
 pub use client::{ChaosClient, ChaosError, FaultGuard};
+pub use edge_calls::{CallProbe, EdgeCalls};
 pub use plan::{FaultPlan, PlanError, PlannedFault};
 pub use schedule::{run_schedule, AppliedFault};
 pub use windows::fault_windows;

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use super::client::{ChaosClient, FaultGuard};
+use super::edge_calls::{CallProbe, EdgeCalls};
 use super::plan::{FaultPlan, PlannedFault};
 
 /// Heal attempts before a fault is reported as not healed.
@@ -23,11 +24,22 @@ pub struct AppliedFault {
     pub id: String,
     /// When the `POST` applying it was sent: the fault may be in force from then on.
     pub applied_at_ms: f64,
+    /// When the `POST` applying it returned: it surely held from then on. None if it
+    /// was never applied.
+    #[serde(default)]
+    pub in_force_at_ms: Option<f64>,
     /// When the `DELETE` healing it returned (= `applied_at_ms` for `restart`): it is
     /// surely over by then. None if it was never applied or could not be healed.
     pub healed_at_ms: Option<f64>,
     /// What went wrong applying or healing it, if anything.
     pub error: Option<String>,
+    /// The services' create counters for the fault's nodes read once the fault was in
+    /// force (the `POST` had returned); none without a probe or when the read failed.
+    #[serde(default)]
+    pub calls_in_force: Option<EdgeCalls>,
+    /// The same read just before the heal was sent (the fault still held).
+    #[serde(default)]
+    pub calls_before_heal: Option<EdgeCalls>,
 }
 
 impl AppliedFault {
@@ -42,14 +54,19 @@ impl AppliedFault {
 /// once every applied fault is healed, in plan order. Faults whose time had not come when
 /// `stop` fired are not applied and not listed. Open-ended faults last until `stop`:
 /// cancel it when the workload ends. If this future is dropped instead, the guards' drops
-/// heal in the background.
+/// heal in the background. With a `probe`, the placement services' create counters are
+/// read at each fault's edges ([`AppliedFault::calls_in_force`]).
 pub async fn run_schedule(
     plan: &FaultPlan,
     client: &ChaosClient,
+    probe: Option<&CallProbe>,
     gate: Instant,
     stop: CancellationToken,
 ) -> Vec<AppliedFault> {
-    let runs = plan.faults.iter().map(|f| run_one(f, client, gate, &stop));
+    let runs = plan
+        .faults
+        .iter()
+        .map(|f| run_one(f, client, probe, gate, &stop));
     futures::future::join_all(runs)
         .await
         .into_iter()
@@ -64,6 +81,7 @@ fn ms_since(gate: Instant) -> f64 {
 async fn run_one(
     f: &PlannedFault,
     client: &ChaosClient,
+    probe: Option<&CallProbe>,
     gate: Instant,
     stop: &CancellationToken,
 ) -> Option<AppliedFault> {
@@ -77,8 +95,11 @@ async fn run_one(
         planned: f.clone(),
         id: String::new(),
         applied_at_ms: ms_since(gate),
+        in_force_at_ms: None,
         healed_at_ms: None,
         error: None,
+        calls_in_force: None,
+        calls_before_heal: None,
     };
     let guard = match client.apply(f).await {
         Ok(g) => g,
@@ -89,7 +110,11 @@ async fn run_one(
         }
     };
     let in_force = tokio::time::Instant::now();
+    out.in_force_at_ms = Some(ms_since(gate));
     out.id = guard.id();
+    if let Some(p) = probe {
+        out.calls_in_force = p.read(&f.nodes).await;
+    }
     tracing::info!(step = f.step, id = %out.id, kind = f.kind.as_str(), nodes = ?f.nodes, "chaos: fault applied");
     if f.kind == FaultKind::Restart {
         out.healed_at_ms = Some(out.applied_at_ms);
@@ -103,6 +128,9 @@ async fn run_one(
             }
         }
         None => stop.cancelled().await,
+    }
+    if let Some(p) = probe {
+        out.calls_before_heal = p.read(&f.nodes).await;
     }
     match heal_with_retries(guard).await {
         Ok(()) => {

@@ -16,12 +16,17 @@ use crate::collect::{NodeCalls, NodeSample, Sample};
 use crate::report::FaultWindow;
 use crate::workload::{Ledger, LedgerEntry};
 
+use super::edge_calls::EdgeCalls;
 use super::schedule::AppliedFault;
 
 /// One window per applied fault, in the order given; faults never applied are skipped.
 ///
-/// - `attempted` / `ok` / `failed`: creates *sent* during `[applied, healed]` (an
-///   unhealed fault's window runs to the last observation) and their outcome.
+/// - `attempted` / `ok` / `failed`: creates in flight at some point of `[applied,
+///   healed]` (sent before its end, answered after its start; an unhealed fault's window
+///   runs to the last observation) and their outcome.
+/// - With the services' counters read at the fault's edges ([`AppliedFault::
+///   calls_in_force`]), `placements_to_faulty` / `failed_on_faulty` are the create RPCs
+///   answered between the two reads, exactly; otherwise they come from the sampler.
 /// - `placements_to_faulty`: sandboxes placed on the fault's nodes during the window.
 /// - `time_to_avoid_ms`: from the fault until the last sign that the service still chose
 ///   a faulty node (a placement on it, or a create that failed, during the window); 0
@@ -47,12 +52,17 @@ pub fn fault_windows(
         .filter(|a| a.was_applied())
         .map(|a| {
             let start = a.applied_at_ms;
+            // Placements seen on the faulty nodes count from when the fault surely held:
+            // a create that landed while the `POST` was on its way is not the fault's.
+            let held = a.in_force_at_ms.unwrap_or(start);
             let end = a.healed_at_ms.unwrap_or(last_seen.max(start));
             let faulty: BTreeSet<&str> = a.planned.nodes.iter().map(String::as_str).collect();
+            // In flight at some point of the window: a create sent just before the fault
+            // and answered after it went through the fault too.
             let sent: Vec<&LedgerEntry> = ledger
                 .entries
                 .iter()
-                .filter(|e| e.sent_ms >= start && e.sent_ms <= end)
+                .filter(|e| e.sent_ms <= end && done_ms(e) >= start)
                 .collect();
             let ok = sent.iter().filter(|e| e.outcome.is_created()).count() as u64;
             let last_failure = sent
@@ -60,11 +70,12 @@ pub fn fault_windows(
                 .filter(|e| !e.outcome.is_created())
                 .map(|e| done_ms(e))
                 .fold(None, |m, t| max_opt(m, Some(t)));
-            let service = service_calls(samples, &faulty, start, end, a.healed_at_ms);
+            let edges = a.calls_in_force.zip(a.calls_before_heal);
+            let service = service_calls(samples, &faulty, start, end, a.healed_at_ms, edges);
             let (placements, avoid, reuse) = match &service {
                 Some(c) => (c.attempts, c.avoid, c.reuse),
-                None if by_ledger => ledger_placements(ledger, &faulty, start, end, a.healed_at_ms),
-                None => sampled_placements(samples, &faulty, start, end, a.healed_at_ms),
+                None if by_ledger => ledger_placements(ledger, &faulty, held, end, a.healed_at_ms),
+                None => sampled_placements(samples, &faulty, held, end, a.healed_at_ms),
             };
             let time_to_avoid_ms = match avoid {
                 Avoid::Never => None,
@@ -83,7 +94,8 @@ pub fn fault_windows(
                 ok,
                 failed: sent.len() as u64 - ok,
                 placements_to_faulty: placements,
-                failed_on_faulty: service.map(|c| c.failed),
+                failed_on_faulty: service.as_ref().map(|c| c.failed),
+                in_flight_at_fault: edges.map(|(at, _)| at.starting),
                 time_to_avoid_ms,
                 time_to_reuse_ms: reuse,
             }
@@ -233,8 +245,9 @@ fn service_calls(
     start: f64,
     end: f64,
     healed: Option<f64>,
+    edges: Option<(EdgeCalls, EdgeCalls)>,
 ) -> Option<ServiceCalls> {
-    if samples.iter().all(|s| s.calls.is_empty()) {
+    if samples.iter().all(|s| s.calls.is_empty()) && edges.is_none() {
         return None;
     }
     let with: Vec<(f64, NodeCalls)> = samples
@@ -250,9 +263,19 @@ fn service_calls(
             .map(|(_, c)| *c)
             .unwrap_or_default()
     };
-    let (c0, c1) = (at_or_before(start), at_or_before(end));
-    let attempts = (c1.ok + c1.failed).saturating_sub(c0.ok + c0.failed);
-    let failed = c1.failed.saturating_sub(c0.failed);
+    let (attempts, failed) = match edges {
+        Some((at, before_heal)) => (
+            before_heal.answered().saturating_sub(at.answered()),
+            before_heal.failed.saturating_sub(at.failed),
+        ),
+        None => {
+            let (c0, c1) = (at_or_before(start), at_or_before(end));
+            (
+                (c1.ok + c1.failed).saturating_sub(c0.ok + c0.failed),
+                c1.failed.saturating_sub(c0.failed),
+            )
+        }
+    };
     // The last sampled interval inside the window in which the faulty nodes got calls.
     let mut last = None;
     let mut still_at_end = false;

@@ -34,6 +34,9 @@ pub struct ApiNode {
     /// Creates this API sent to the node that failed.
     #[serde(default)]
     pub create_fails: u64,
+    /// Creates this API has sent to the node and not yet seen answered.
+    #[serde(default)]
+    pub sandbox_starting_count: u64,
 }
 
 /// `Node.metrics`.

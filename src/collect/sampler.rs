@@ -12,7 +12,8 @@ use crate::workload::ApiKey;
 /// Truth (and belief, per placement replica) at one instant.
 #[derive(Debug, Clone)]
 pub struct Sample {
-    /// Milliseconds since the sampler started.
+    /// Milliseconds since the sampler started, taken when this sample began reading:
+    /// everything that had happened by then is in it.
     pub t_ms: f64,
     /// The nodes' truth.
     pub truth: Truth,
@@ -69,6 +70,7 @@ pub struct Sampler {
 impl Sampler {
     /// One sample now; `start` anchors `t_ms`.
     pub async fn sample(&self, client: &reqwest::Client, start: Instant) -> Option<Sample> {
+        let t_ms = start.elapsed().as_secs_f64() * 1000.0;
         let truth = fetch_truth(client, &self.source).await.ok()?;
         let mut believed = Vec::new();
         let mut calls = Vec::new();
@@ -95,7 +97,7 @@ impl Sampler {
             }
         }
         Some(Sample {
-            t_ms: start.elapsed().as_secs_f64() * 1000.0,
+            t_ms,
             truth,
             believed,
             calls,

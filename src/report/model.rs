@@ -229,6 +229,12 @@ pub struct FaultWindow {
     /// Of those, create RPCs that failed (known only from the service's counters).
     #[serde(default)]
     pub failed_on_faulty: Option<u64>,
+    /// Creates already on their way to the faulty nodes when the fault took hold (the
+    /// services' `sandboxStartingCount` then): the only ones that may still have
+    /// succeeded there during the window. None when the counters were not read at the
+    /// fault's edges.
+    #[serde(default)]
+    pub in_flight_at_fault: Option<u64>,
     /// Time from the fault until the service stopped choosing the faulty nodes.
     #[serde(default)]
     pub time_to_avoid_ms: Option<f64>,

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::drive::Target;
 use super::StageError;
-use crate::chaos::{fault_windows, run_schedule, AppliedFault, ChaosClient, FaultPlan};
+use crate::chaos::{fault_windows, run_schedule, AppliedFault, CallProbe, ChaosClient, FaultPlan};
 use crate::checker::{check, collect_inventory, Inventory};
 use crate::collect::Sample;
 use crate::profile::Profile;
@@ -36,10 +36,10 @@ impl ChaosRun {
 /// workload's gate opens. Nothing runs when the profile has no schedule.
 pub(crate) async fn spawn(
     profile: &Profile,
-    admin: &[String],
-    node_ids: &[String],
+    target: &Target,
     gate: oneshot::Receiver<Instant>,
 ) -> Result<ChaosRun, StageError> {
+    let (admin, node_ids) = (&target.chaos_admin, &target.node_ids);
     let stop = CancellationToken::new();
     if profile.chaos.is_empty() {
         return Ok(ChaosRun { task: None, stop });
@@ -59,10 +59,12 @@ pub(crate) async fn spawn(
             .await
             .map_err(|e| StageError::Chaos(e.to_string()))?
     };
+    // The services whose counters bracket each fault window (see `CallProbe`).
+    let probe = CallProbe::new(target.believers.clone(), target.admin_token.clone());
     let until = stop.clone();
     let task = tokio::spawn(async move {
         match gate.await {
-            Ok(at) => run_schedule(&plan, &client, at, until).await,
+            Ok(at) => run_schedule(&plan, &client, Some(&probe), at, until).await,
             Err(_) => Vec::new(), // the workload never opened its gate
         }
     });

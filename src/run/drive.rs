@@ -41,11 +41,13 @@ pub(crate) struct Target {
     pub request_timeout: Duration,
 }
 
-/// Drives one run; `telemetry` returns (retries, refusals) at the end.
+/// Drives one run; `on_gate` is called when the workload's gate opens, `telemetry`
+/// returns (retries, refusals) at the end.
 pub(crate) async fn drive(
     profile: &Profile,
     target: Target,
     opts: &RunOptions,
+    on_gate: impl FnOnce(Instant) + Send + 'static,
     telemetry: impl FnOnce() -> (u64, u64),
 ) -> Result<RunResult, StageError> {
     let sampler = Sampler {
@@ -68,8 +70,15 @@ pub(crate) async fn drive(
     };
     let pacing = pacing_of(profile);
     let progress = progress_bar(opts, &pacing, &target.label);
-    let (gate_tx, gate_rx) = tokio::sync::oneshot::channel();
-    let chaos = chaos_stage::spawn(profile, &target.chaos_admin, &target.node_ids, gate_rx).await?;
+    let (gate_tx, gate_rx) = tokio::sync::oneshot::channel::<Instant>();
+    let (chaos_gate_tx, chaos_gate_rx) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        if let Ok(at) = gate_rx.await {
+            on_gate(at);
+            let _ = chaos_gate_tx.send(at);
+        }
+    });
+    let chaos = chaos_stage::spawn(profile, &target, chaos_gate_rx).await?;
     let workload = run_workload(
         WorkloadRun {
             targets: target.urls.clone(),

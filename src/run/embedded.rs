@@ -85,7 +85,10 @@ async fn run_mode(
         settle: e.sync_interval + Duration::from_millis(500),
         request_timeout: e.request_timeout + Duration::from_secs(5),
     };
-    let result = drive(profile, target, opts, || replicas.telemetry()).await;
+    let result = drive(profile, target, opts, replicas.sync_phasing(), || {
+        replicas.telemetry()
+    })
+    .await;
     replicas.shutdown().await;
     fleet.shutdown().await;
     let mut r = result?;

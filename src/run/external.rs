@@ -61,7 +61,7 @@ pub(super) async fn run(
         settle: Duration::from_secs(21),
         request_timeout: Duration::from_secs(75),
     };
-    let mut r = drive(profile, target, opts, || (0, 0)).await?;
+    let mut r = drive(profile, target, opts, |_gate| {}, || (0, 0)).await?;
     r.wall_ms = wall.elapsed().as_secs_f64() * 1000.0;
     report.runs.push(r);
     Ok(())

@@ -1,13 +1,14 @@
 //! Starting and stopping the embedded placement replicas of one run.
 
 use std::net::{Ipv4Addr, SocketAddr};
+use std::time::{Duration, Instant};
 
 use mock_node::fleet::FleetHandle;
 
 use super::StageError;
 use crate::placement::{AccountingMode, PlacementConfig};
 use crate::profile::{EmbeddedPlacement, Profile};
-use crate::serve::{self, NodeTarget, ServeConfig, ServiceHandle};
+use crate::serve::{self, NodeTarget, ServeConfig, ServiceHandle, SyncPhaser};
 use crate::workload::ApiKey;
 
 /// The running replicas of one run.
@@ -32,6 +33,30 @@ impl Replicas {
             refusals += counter(&text, "stampede_serve_create_refusals_total");
         }
         (retries, refusals)
+    }
+
+    /// What phases the replicas' periodic syncs from the workload's gate as the
+    /// simulator does: replica `r` of `n` first syncs `r / n` of an interval after the
+    /// gate (a whole interval for replica 0), then every interval.
+    pub(super) fn sync_phasing(&self) -> impl FnOnce(Instant) + Send + 'static {
+        let phasers: Vec<SyncPhaser> = self
+            .handles
+            .iter()
+            .map(ServiceHandle::sync_phaser)
+            .collect();
+        move |gate| {
+            let n = phasers.len().max(1) as u32;
+            for (r, p) in phasers.iter().enumerate() {
+                let interval = p.interval();
+                let phase = interval
+                    .checked_mul(r as u32)
+                    .map_or(Duration::ZERO, |d| d / n);
+                let first = if phase.is_zero() { interval } else { phase };
+                if let Some(at) = gate.checked_add(first) {
+                    p.next_sync_at(at);
+                }
+            }
+        }
     }
 
     /// Stops every replica and frees its port.

@@ -26,4 +26,4 @@ pub mod telemetry;
 pub use args::{run, ServeArgs};
 pub use config::{NodeTarget, ServeConfig, DEFAULT_API_KEY};
 pub use error::{ApiError, ServeError};
-pub use service::{start, start_replicas, ServiceHandle};
+pub use service::{start, start_replicas, ServiceHandle, SyncPhaser};

@@ -3,10 +3,11 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use indexmap::IndexMap;
 use tokio::net::TcpListener;
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -25,6 +26,30 @@ pub struct ServiceHandle {
     shared: Arc<Shared>,
     cancel: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
+    sync_phase: Arc<watch::Sender<Option<Instant>>>,
+}
+
+/// Moves one instance's periodic sync; cheap to clone and `'static`, so a harness can
+/// hand it to whatever sees its workload's gate open.
+#[derive(Debug, Clone)]
+pub struct SyncPhaser {
+    tx: Arc<watch::Sender<Option<Instant>>>,
+    interval: Duration,
+}
+
+impl SyncPhaser {
+    /// The instance's sync interval.
+    pub fn interval(&self) -> Duration {
+        self.interval
+    }
+
+    /// The next periodic sync comes at `first`, then every interval after it. A harness
+    /// aligns it with its workload's gate so that a drill meets the syncs at the same
+    /// offsets every run (as the simulator and E2B's placement benchmark do); a
+    /// standalone `serve` keeps its start-up phase.
+    pub fn next_sync_at(&self, first: Instant) {
+        self.tx.send_replace(Some(first));
+    }
 }
 
 impl ServiceHandle {
@@ -46,6 +71,14 @@ impl ServiceHandle {
     /// Sync every node now and wait for it (instead of waiting for the next tick).
     pub async fn sync_now(&self) {
         sync_all(&self.shared).await;
+    }
+
+    /// A handle that moves this instance's periodic sync.
+    pub fn sync_phaser(&self) -> SyncPhaser {
+        SyncPhaser {
+            tx: self.sync_phase.clone(),
+            interval: self.shared.cfg.sync_interval,
+        }
     }
 
     /// A copy of the placement core (what this instance believes, per node).
@@ -108,13 +141,15 @@ pub async fn start(
             tracing::error!(error = %e, "placement service stopped");
         }
     });
-    let sync_loop = tokio::spawn(sync_forever(shared.clone(), cancel.clone()));
+    let (sync_phase, phase) = watch::channel(None);
+    let sync_loop = tokio::spawn(sync_forever(shared.clone(), phase, cancel.clone()));
     tracing::info!(%addr, mode = %shared.cfg.placement.mode, nodes = shared.nodes.len(), "placement service ready");
     Ok(ServiceHandle {
         addr,
         shared,
         cancel,
         tasks: vec![server, sync_loop],
+        sync_phase: Arc::new(sync_phase),
     })
 }
 
@@ -152,13 +187,26 @@ pub async fn start_replicas(
     Ok(handles)
 }
 
-async fn sync_forever(shared: Arc<Shared>, cancel: CancellationToken) {
+async fn sync_forever(
+    shared: Arc<Shared>,
+    mut phase: watch::Receiver<Option<Instant>>,
+    cancel: CancellationToken,
+) {
     let period = shared.cfg.sync_interval.max(Duration::from_millis(10));
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut phased = true;
     loop {
         tokio::select! {
             _ = cancel.cancelled() => return,
+            changed = phase.changed(), if phased => match changed {
+                Ok(()) => {
+                    if let Some(first) = *phase.borrow_and_update() {
+                        tick.reset_at(first.into());
+                    }
+                }
+                Err(_) => phased = false,
+            },
             _ = tick.tick() => sync_all(&shared).await,
         }
     }

@@ -107,7 +107,13 @@ pub async fn run_workload(
         let mut ledger = Ledger::new();
         while let Some(ev) = rx.recv().await {
             match ev {
-                Event::Created(e) => ledger.record(e),
+                Event::Created(e) => {
+                    if ledger.entries.is_empty() {
+                        // A readiness mark for whoever drives the process (tests, CI).
+                        tracing::info!("first create answered");
+                    }
+                    ledger.record(e)
+                }
                 Event::Deleted(i, o) => ledger.record_delete(i, o),
             }
         }

@@ -106,6 +106,7 @@ pub fn chaos_report() -> Report {
         failed: 4,
         placements_to_faulty: 2,
         failed_on_faulty: Some(1),
+        in_flight_at_fault: Some(0),
         time_to_avoid_ms: Some(150.0),
         time_to_reuse_ms: None,
     });
