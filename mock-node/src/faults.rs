@@ -26,7 +26,7 @@ use crate::node::FaultEffect;
 pub const MAX_FAULT_DURATION: Duration = Duration::from_secs(30 * 24 * 3600);
 
 /// Faults in force at once, fleet-wide; more are refused until some heal.
-pub const MAX_ACTIVE_FAULTS: usize = 4096;
+pub const MAX_ACTIVE_FAULTS: usize = 1024;
 
 /// Healed faults `GET /faults` keeps listing; the oldest are forgotten first.
 pub const MAX_HEALED_FAULTS_KEPT: usize = 1024;

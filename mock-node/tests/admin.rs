@@ -195,3 +195,72 @@ async fn fault_request_with_an_unknown_field_is_400_naming_it() {
     assert!(listed.faults.is_empty(), "nothing applied: {body}");
     f.shutdown().await;
 }
+
+#[tokio::test]
+async fn fault_book_is_bounded_healed_faults_forgotten_and_active_ones_capped() {
+    // Issue 16, no unbounded growth: every POST used to stay listed forever.
+    use mock_node::api::{FaultKind, FaultRequest, FaultsResponse};
+    use mock_node::faults::{MAX_ACTIVE_FAULTS, MAX_HEALED_FAULTS_KEPT};
+    let f = fleet_with(1, |_| {}).await;
+    let req = |kind| FaultRequest {
+        kind,
+        nodes: vec!["node-00".into()],
+        duration: None,
+        params: Default::default(),
+    };
+    let extra = 10;
+    for _ in 0..MAX_HEALED_FAULTS_KEPT + extra {
+        let id = f.apply_fault(req(FaultKind::Hang)).await.expect("applied");
+        f.heal_fault(id).await.expect("healed");
+    }
+    let listed = |body: String| -> FaultsResponse { serde_json::from_str(&body).expect("json") };
+    let (status, body) = list_faults(&f).await;
+    assert_eq!(status, 200);
+    let book = listed(body);
+    assert_eq!(book.faults.len(), MAX_HEALED_FAULTS_KEPT);
+    assert_eq!(
+        book.faults[0].id,
+        extra as u64 + 1,
+        "the oldest are forgotten"
+    );
+    assert_eq!(heal(&f, 1).await, 404);
+
+    let mut last = 0;
+    for _ in 0..MAX_ACTIVE_FAULTS {
+        last = f
+            .apply_fault(req(FaultKind::Exhaust))
+            .await
+            .expect("applied");
+    }
+    let (status, v) = post_fault(&f, json!({"kind": "exhaust", "nodes": ["node-00"]})).await;
+    assert_eq!(status, 400, "{v}");
+    assert!(
+        v["error"].as_str().unwrap_or("").contains("in force"),
+        "{v}"
+    );
+    assert_eq!(heal(&f, last).await, 204);
+    fault(&f, json!({"kind": "exhaust", "nodes": ["node-00"]})).await;
+    let (_, body) = list_faults(&f).await;
+    let book = listed(body);
+    assert_eq!(
+        book.faults.iter().filter(|x| x.active).count(),
+        MAX_ACTIVE_FAULTS
+    );
+    assert!(book.faults.len() <= MAX_ACTIVE_FAULTS + MAX_HEALED_FAULTS_KEPT);
+    f.shutdown().await;
+}
+
+#[tokio::test]
+async fn fault_naming_a_node_twice_targets_it_once() {
+    let f = fleet_with(2, |_| {}).await;
+    let id = fault(
+        &f,
+        json!({"kind": "hang", "nodes": ["node-01", "node-00", "node-01"]}),
+    )
+    .await;
+    let (_, body) = list_faults(&f).await;
+    let book: mock_node::api::FaultsResponse = serde_json::from_str(&body).expect("json");
+    assert_eq!(book.faults[0].id, id);
+    assert_eq!(book.faults[0].nodes, vec!["node-01", "node-00"]);
+    f.shutdown().await;
+}
