@@ -249,7 +249,10 @@ async fn one_case(
     body: Body,
     tally: &Tally,
 ) -> Result<(), TestCaseError> {
-    Tally::bump(&tally.cases);
+    let n = tally.cases.fetch_add(1, Ordering::Relaxed) + 1;
+    if n % 10_000 == 0 {
+        eprintln!("admin fuzz: {n} inputs sent so far");
+    }
     let shown = format!("{body:?}");
     let r = client
         .post(format!("{base}/faults"))
