@@ -211,8 +211,10 @@ fn body() -> impl Strategy<Value = Body> {
     ]
 }
 
-#[derive(Default)]
 struct Tally {
+    started: std::time::Instant,
+    /// Seconds since `started` of the last progress line.
+    reported: AtomicU64,
     cases: AtomicU64,
     created: AtomicU64,
     refused: AtomicU64,
@@ -250,8 +252,10 @@ async fn one_case(
     tally: &Tally,
 ) -> Result<(), TestCaseError> {
     let n = tally.cases.fetch_add(1, Ordering::Relaxed) + 1;
-    if n % 10_000 == 0 {
-        eprintln!("admin fuzz: {n} inputs sent so far");
+    let secs = tally.started.elapsed().as_secs();
+    if secs >= tally.reported.load(Ordering::Relaxed) + 30 {
+        tally.reported.store(secs, Ordering::Relaxed);
+        eprintln!("admin fuzz: {n} inputs sent in {secs} s");
     }
     let shown = format!("{body:?}");
     let r = client
@@ -340,8 +344,17 @@ fn admin_fault_requests_never_5xx_and_get_faults_keeps_answering() {
         .timeout(Duration::from_secs(10))
         .build()
         .expect("client");
-    let tally = Tally::default();
-    let started = std::time::Instant::now();
+    let tally = Tally {
+        started: std::time::Instant::now(),
+        reported: AtomicU64::new(0),
+        cases: AtomicU64::new(0),
+        created: AtomicU64::new(0),
+        refused: AtomicU64::new(0),
+        healed: AtomicU64::new(0),
+        already_inactive: AtomicU64::new(0),
+        rebind_failed: AtomicU64::new(0),
+        accepted: Default::default(),
+    };
     let mut runner = TestRunner::new(config);
     let result = runner.run(&body(), |b| {
         rt.block_on(one_case(&client, &base, b, &tally))
@@ -364,7 +377,7 @@ fn admin_fault_requests_never_5xx_and_get_faults_keeps_answering() {
          inactive, {} re-bind failures), {} refused with 400",
         t(&tally.cases),
         cases,
-        started.elapsed(),
+        tally.started.elapsed(),
         t(&tally.created),
         t(&tally.healed),
         t(&tally.already_inactive),
