@@ -69,7 +69,12 @@ pub struct FaultParams {
 }
 
 /// `POST /faults` body: `{"kind": "slow", "nodes": ["node-03"], "duration": "10s", "latency": "200ms"}`.
+///
+/// Unknown fields are refused (a misspelt `durration` would otherwise make a fault that
+/// never heals); durations and latencies are at most
+/// [`MAX_FAULT_DURATION`](crate::faults::MAX_FAULT_DURATION).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct FaultRequest {
     /// What to do.
     pub kind: FaultKind,
@@ -94,7 +99,8 @@ pub struct FaultCreated {
     pub id: u64,
 }
 
-/// One fault as `GET /faults` lists it (healed ones stay listed, inactive).
+/// One fault as `GET /faults` lists it (healed ones stay listed, inactive, up to
+/// [`MAX_HEALED_FAULTS_KEPT`](crate::faults::MAX_HEALED_FAULTS_KEPT)).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FaultInfo {
     /// Fault id.
@@ -123,7 +129,7 @@ pub struct FaultInfo {
 /// `GET /faults` answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FaultsResponse {
-    /// Every fault applied so far, by id.
+    /// Every fault in force and the most recently healed ones, by id.
     pub faults: Vec<FaultInfo>,
 }
 

@@ -26,9 +26,9 @@ impl FleetClock {
         self.start.elapsed()
     }
 
-    /// Wall time of a model offset.
-    pub fn wall(&self, offset: Duration) -> SystemTime {
-        self.epoch + offset
+    /// Wall time of a model offset; `None` past what `SystemTime` can hold.
+    pub fn wall(&self, offset: Duration) -> Option<SystemTime> {
+        self.epoch.checked_add(offset)
     }
 
     /// Model offset of a wall time (times before fleet start map to zero).
@@ -36,12 +36,13 @@ impl FleetClock {
         t.duration_since(self.epoch).unwrap_or(Duration::ZERO)
     }
 
-    /// Protobuf timestamp of a model offset.
+    /// Protobuf timestamp of a model offset (saturating at the largest timestamp).
     pub fn timestamp(&self, offset: Duration) -> prost_types::Timestamp {
         let d = self
-            .wall(offset)
+            .epoch
             .duration_since(UNIX_EPOCH)
-            .unwrap_or(Duration::ZERO);
+            .unwrap_or(Duration::ZERO)
+            .saturating_add(offset);
         prost_types::Timestamp {
             seconds: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
             nanos: i32::try_from(d.subsec_nanos()).unwrap_or(0),
@@ -49,7 +50,8 @@ impl FleetClock {
     }
 
     /// Model offset of a protobuf timestamp; `None` for an absent or zero timestamp
-    /// (E2B leaves `end_time` unset for sandboxes that never expire).
+    /// (E2B leaves `end_time` unset for sandboxes that never expire). A time past what
+    /// `SystemTime` can hold maps to `Duration::MAX`.
     pub fn offset_of_timestamp(&self, ts: Option<&prost_types::Timestamp>) -> Option<Duration> {
         let ts = ts?;
         if ts.seconds <= 0 && ts.nanos <= 0 {
@@ -57,6 +59,25 @@ impl FleetClock {
         }
         let secs = u64::try_from(ts.seconds).unwrap_or(0);
         let nanos = u32::try_from(ts.nanos).unwrap_or(0).min(999_999_999);
-        Some(self.offset_of(UNIX_EPOCH + Duration::new(secs, nanos)))
+        let t = UNIX_EPOCH.checked_add(Duration::new(secs, nanos));
+        Some(t.map_or(Duration::MAX, |t| self.offset_of(t)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamp_of_a_huge_offset_saturates_instead_of_panicking() {
+        let c = FleetClock::start_now();
+        assert_eq!(c.timestamp(Duration::MAX).seconds, i64::MAX);
+        assert_eq!(c.wall(Duration::MAX), None);
+        let far = prost_types::Timestamp {
+            seconds: i64::MAX,
+            nanos: i32::MAX,
+        };
+        let off = c.offset_of_timestamp(Some(&far)).expect("given");
+        assert_eq!(c.timestamp(off).seconds, i64::MAX, "round trip");
     }
 }

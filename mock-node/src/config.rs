@@ -70,9 +70,11 @@ pub fn node_id(k: usize, n: usize) -> String {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct NodeSpec {
-    /// vCPUs the node reports (`metric_cpu_count`). Must be > 0. Default 16.
+    /// vCPUs the node reports (`metric_cpu_count`). Must be > 0. Default 16. A create
+    /// asking for more vCPU than this is InvalidArgument.
     pub cpu_count: u32,
-    /// Memory in MiB (`metric_memory_total_bytes`). Default 65536.
+    /// Memory in MiB (`metric_memory_total_bytes`). Default 65536. A create asking for
+    /// more `ram_mb` than this is InvalidArgument.
     pub memory_mib: u64,
     /// Create is refused when allocated + requested vCPU > `overcommit` * `cpu_count`.
     /// 0 disables the rule. Default 4.0.

@@ -3,6 +3,11 @@
 //! A fault is a value `{kind, nodes, duration, params}`. The effect on a node is
 //! recomputed from every fault in force on it whenever one is added or removed, so
 //! overlapping faults compose and removing one never heals another.
+//!
+//! Hostile requests cannot grow the book or break it: durations are capped at
+//! [`MAX_FAULT_DURATION`] (so every expiry is a time `GET /faults` can print), at most
+//! [`MAX_ACTIVE_FAULTS`] are in force at once, and only the newest
+//! [`MAX_HEALED_FAULTS_KEPT`] healed faults stay listed.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -11,6 +16,20 @@ use std::time::{Duration, SystemTime};
 use crate::api::{FaultInfo, FaultKind, FaultRequest};
 use crate::fleet::FleetShared;
 use crate::node::FaultEffect;
+
+/// Longest `duration` a fault may heal after, and longest `slow` latency: 30 days.
+///
+/// Longer ones are refused (HTTP 400). Without a ceiling, `now + duration` can overflow
+/// the clock, and an expiry past the year 9999 cannot be written as RFC 3339, which
+/// `GET /faults` does. A fault meant to last longer is given no duration and healed with
+/// `DELETE /faults/{id}`.
+pub const MAX_FAULT_DURATION: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// Faults in force at once, fleet-wide; more are refused until some heal.
+pub const MAX_ACTIVE_FAULTS: usize = 1024;
+
+/// Healed faults `GET /faults` keeps listing; the oldest are forgotten first.
+pub const MAX_HEALED_FAULTS_KEPT: usize = 1024;
 
 /// Why a fault could not be applied or removed.
 #[derive(Debug, thiserror::Error)]
@@ -21,6 +40,21 @@ pub enum FaultError {
     /// Parameters missing or out of range for the kind.
     #[error("bad fault: {0}")]
     BadRequest(String),
+    /// A duration past [`MAX_FAULT_DURATION`] (or one the clock cannot add).
+    #[error(
+        "`{field}` {} is too long: at most {} (heal longer faults with DELETE)",
+        humantime::format_duration(*.value),
+        humantime::format_duration(MAX_FAULT_DURATION)
+    )]
+    DurationTooLong {
+        /// `duration` or `latency`.
+        field: &'static str,
+        /// What was asked.
+        value: Duration,
+    },
+    /// [`MAX_ACTIVE_FAULTS`] are in force already.
+    #[error("{0} faults are in force already: heal some first")]
+    TooManyFaults(usize),
     /// No fault with this id is in force.
     #[error("no active fault with id {0}")]
     UnknownFault(u64),
@@ -41,7 +75,7 @@ impl FaultError {
     }
 }
 
-/// Every fault applied so far, by id.
+/// The faults in force and the most recently healed ones, by id.
 #[derive(Debug, Default)]
 pub struct FaultBook {
     next_id: u64,
@@ -49,6 +83,25 @@ pub struct FaultBook {
 }
 
 impl FaultBook {
+    /// Faults in force.
+    pub fn active_count(&self) -> usize {
+        self.faults.values().filter(|f| f.active).count()
+    }
+
+    /// Forgets the oldest healed faults beyond [`MAX_HEALED_FAULTS_KEPT`].
+    fn prune(&mut self) {
+        let healed: Vec<u64> = self
+            .faults
+            .values()
+            .filter(|f| !f.active)
+            .map(|f| f.id)
+            .collect();
+        let excess = healed.len().saturating_sub(MAX_HEALED_FAULTS_KEPT);
+        for id in &healed[..excess] {
+            self.faults.remove(id);
+        }
+    }
+
     /// Every fault, in id order.
     pub fn list(&self) -> Vec<FaultInfo> {
         self.faults.values().cloned().collect()
@@ -77,6 +130,11 @@ fn check(req: &FaultRequest, fleet: &FleetShared) -> Result<(), FaultError> {
         return Err(FaultError::UnknownNode(n.clone()));
     }
     let p = &req.params;
+    for (field, d) in [("duration", req.duration), ("latency", p.latency)] {
+        if let Some(value) = d.filter(|d| *d > MAX_FAULT_DURATION) {
+            return Err(FaultError::DurationTooLong { field, value });
+        }
+    }
     match req.kind {
         FaultKind::Slow if p.latency.is_none() => Err(FaultError::BadRequest(
             "`slow` needs `latency`, e.g. \"200ms\"".into(),
@@ -91,24 +149,39 @@ fn check(req: &FaultRequest, fleet: &FleetShared) -> Result<(), FaultError> {
     }
 }
 
-/// Applies a fault; returns its id. A fault with a duration heals itself.
-pub async fn add(fleet: &Arc<FleetShared>, req: FaultRequest) -> Result<u64, FaultError> {
+/// Applies a fault; returns its id. A fault with a duration heals itself. A node named
+/// twice is targeted once.
+pub async fn add(fleet: &Arc<FleetShared>, mut req: FaultRequest) -> Result<u64, FaultError> {
+    let mut seen = std::collections::BTreeSet::new();
+    req.nodes.retain(|n| seen.insert(n.clone()));
     check(&req, fleet)?;
-    let mut book = fleet.faults.lock().await;
-    book.next_id += 1;
-    let id = book.next_id;
     let now = SystemTime::now();
     let instant = req.kind == FaultKind::Restart;
+    let expires_at = match req.duration.filter(|_| !instant) {
+        Some(d) => Some(now.checked_add(d).ok_or(FaultError::DurationTooLong {
+            field: "duration",
+            value: d,
+        })?),
+        None => None,
+    };
+    let mut book = fleet.faults.lock().await;
+    let active = book.active_count();
+    if !instant && active >= MAX_ACTIVE_FAULTS {
+        return Err(FaultError::TooManyFaults(active));
+    }
+    book.next_id += 1;
+    let id = book.next_id;
     let info = FaultInfo {
         id,
         kind: req.kind,
         nodes: req.nodes.clone(),
         params: req.params.clone(),
         applied_at: now,
-        expires_at: req.duration.filter(|_| !instant).map(|d| now + d),
+        expires_at,
         active: !instant,
     };
     book.faults.insert(id, info);
+    book.prune();
     if instant {
         for n in &req.nodes {
             if let Some(node) = fleet.node(n) {
@@ -138,6 +211,7 @@ pub async fn remove(fleet: &Arc<FleetShared>, id: u64) -> Result<(), FaultError>
         }
         _ => return Err(FaultError::UnknownFault(id)),
     };
+    book.prune();
     refresh(fleet, &book, &nodes).await?;
     tracing::info!(id, "fault healed");
     Ok(())

@@ -4,10 +4,16 @@
 //! calls the sans-IO [`NodeModel`](crate::model::NodeModel). `Pause` behaves like
 //! `Delete` (E2B's pause snapshots the sandbox and removes it from the node): the
 //! sandbox leaves the node, unknown ids get NotFound.
+//!
+//! Hostile input gets InvalidArgument, never a panic or a stored megabyte: ids longer
+//! than [`MAX_ID_BYTES`], sandboxes larger than the node, and an `end_time` that is not
+//! after `start_time`. Oversized messages are refused earlier, by
+//! [`MessageLimitLayer`](crate::limit::MessageLimitLayer).
 
 use std::sync::Arc;
 
 use stampede_proto::info_service_server::InfoService;
+use stampede_proto::prost_types::Timestamp;
 use stampede_proto::sandbox_service_server::SandboxService;
 use stampede_proto::{
     MachineInfo, RunningSandbox, SandboxConfig, SandboxCreateRequest, SandboxCreateResponse,
@@ -17,7 +23,7 @@ use stampede_proto::{
 use tonic::{Request, Response, Status};
 
 use crate::config::{FailureCode, RpcKind};
-use crate::model::{CreateRejection, CreateRequest, Sandbox, ServiceStatus};
+use crate::model::{CreateRejection, CreateRequest, Sandbox, ServiceStatus, MAX_ID_BYTES};
 use crate::node::NodeRuntime;
 
 /// Both gRPC services of one node.
@@ -89,6 +95,7 @@ impl NodeService {
 
     async fn remove(&self, sandbox_id: &str) -> Result<Response<()>, Status> {
         self.gate(RpcKind::Delete).await?;
+        check_id_len(sandbox_id)?;
         let latency = self.node.model().sample_delete_latency();
         if !latency.is_zero() {
             tokio::time::sleep(latency).await;
@@ -132,6 +139,7 @@ impl SandboxService for NodeService {
             let req = request.into_inner();
             self.gate(RpcKind::Create).await?;
             let clock = self.node.clock;
+            let lifetime = check_lifetime(req.start_time.as_ref(), req.end_time.as_ref());
             let cfg = req.sandbox.unwrap_or_default();
             let sandbox_id = cfg.sandbox_id.clone();
             let create = CreateRequest {
@@ -148,6 +156,9 @@ impl SandboxService for NodeService {
                 let mut m = self.node.model();
                 if exhaust {
                     return Err(rejection(&m.reject(CreateRejection::Exhausted)));
+                }
+                if let Err(r) = lifetime {
+                    return Err(rejection(&m.reject(r)));
                 }
                 m.begin_create(create, clock.now())
                     .map_err(|r| rejection(&r))?;
@@ -190,6 +201,7 @@ impl SandboxService for NodeService {
         self.guarded(async move {
             let req = request.into_inner();
             self.gate(RpcKind::Any).await?;
+            check_id_len(&req.sandbox_id)?;
             let clock = self.node.clock;
             let end = clock.offset_of_timestamp(req.end_time.as_ref());
             self.node
@@ -271,6 +283,37 @@ impl InfoService for NodeService {
             }))
         })
         .await
+    }
+}
+
+/// An id no sandbox can have is refused before any lookup, and not echoed back.
+fn check_id_len(sandbox_id: &str) -> Result<(), Status> {
+    if sandbox_id.len() > MAX_ID_BYTES {
+        return Err(Status::invalid_argument(format!(
+            "sandbox_id is {} bytes long, at most {MAX_ID_BYTES} allowed",
+            sandbox_id.len()
+        )));
+    }
+    Ok(())
+}
+
+/// A timestamp that is set: absent or zero means "not given", as E2B sends it.
+fn given(ts: Option<&Timestamp>) -> Option<(i64, i32)> {
+    let ts = ts?;
+    (ts.seconds > 0 || ts.nanos > 0).then_some((ts.seconds, ts.nanos.clamp(0, 999_999_999)))
+}
+
+/// A create giving both times must end after it starts.
+fn check_lifetime(
+    start: Option<&Timestamp>,
+    end: Option<&Timestamp>,
+) -> Result<(), CreateRejection> {
+    match (given(start), given(end)) {
+        (Some(s), Some(e)) if e <= s => Err(CreateRejection::InvalidArgument(format!(
+            "end_time ({}.{:09}) must be after start_time ({}.{:09})",
+            e.0, e.1, s.0, s.1
+        ))),
+        _ => Ok(()),
     }
 }
 

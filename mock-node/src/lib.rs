@@ -12,6 +12,7 @@ pub mod fleet;
 pub mod grpc;
 pub mod hang;
 pub mod latency;
+pub mod limit;
 pub mod model;
 pub mod node;
 pub mod prometheus;

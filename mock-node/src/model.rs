@@ -14,6 +14,12 @@ use crate::config::{FailureCode, NodeSpec, RpcKind};
 pub use crate::rejection::{CreateRejection, NotFound};
 pub use crate::snapshot::{Counters, CreateRequest, MetricsSnapshot, Sandbox, ServiceStatus};
 
+/// Longest sandbox, template, team or execution id a create may carry, in bytes.
+///
+/// E2B's ids are far shorter (a sandbox id is `i` and 20 characters); the bound keeps a
+/// hostile client from storing megabytes per sandbox, which every `List` would echo.
+pub const MAX_ID_BYTES: usize = 128;
+
 /// One virtual orchestrator node.
 #[derive(Debug, Clone)]
 pub struct NodeModel {
@@ -169,28 +175,56 @@ impl NodeModel {
     }
 
     fn admit(&self, req: &CreateRequest) -> Result<(u32, u64), CreateRejection> {
+        let invalid = CreateRejection::InvalidArgument;
         if req.sandbox_id.is_empty() {
-            return Err(CreateRejection::InvalidArgument(
+            return Err(invalid(
                 "sandbox config with a non-empty sandbox_id is required".into(),
             ));
         }
-        let vcpu = u32::try_from(req.vcpu)
-            .ok()
-            .filter(|v| *v > 0)
-            .ok_or_else(|| {
-                CreateRejection::InvalidArgument(format!("vcpu must be > 0, got {}", req.vcpu))
-            })?;
-        let ram_mb = u64::try_from(req.ram_mb)
-            .ok()
-            .filter(|v| *v > 0)
-            .ok_or_else(|| {
-                CreateRejection::InvalidArgument(format!("ram_mb must be > 0, got {}", req.ram_mb))
-            })?;
+        for (field, id) in [
+            ("sandbox_id", &req.sandbox_id),
+            ("template_id", &req.template_id),
+            ("team_id", &req.team_id),
+            ("execution_id", &req.execution_id),
+        ] {
+            if id.len() > MAX_ID_BYTES {
+                // Not echoed: it may be megabytes.
+                return Err(invalid(format!(
+                    "{field} is {} bytes long, at most {MAX_ID_BYTES} allowed",
+                    id.len()
+                )));
+            }
+        }
+        // A sandbox larger than the whole node is a malformed request, not a full node.
+        let s = &self.spec;
+        let vcpu = match u32::try_from(req.vcpu) {
+            _ if req.vcpu <= 0 => {
+                return Err(invalid(format!("vcpu must be > 0, got {}", req.vcpu)));
+            }
+            Ok(v) if v <= s.cpu_count => v,
+            _ => {
+                return Err(invalid(format!(
+                    "vcpu {} is more than the node's {} CPUs",
+                    req.vcpu, s.cpu_count
+                )));
+            }
+        };
+        let ram_mb = match u64::try_from(req.ram_mb) {
+            _ if req.ram_mb <= 0 => {
+                return Err(invalid(format!("ram_mb must be > 0, got {}", req.ram_mb)));
+            }
+            Ok(v) if v <= s.memory_mib => v,
+            _ => {
+                return Err(invalid(format!(
+                    "ram_mb {} is more than the node's {} MiB",
+                    req.ram_mb, s.memory_mib
+                )));
+            }
+        };
         if self.running.contains_key(&req.sandbox_id) || self.starting.contains_key(&req.sandbox_id)
         {
             return Err(CreateRejection::AlreadyExists(req.sandbox_id.clone()));
         }
-        let s = &self.spec;
         if s.max_sandboxes > 0 && self.running.len() >= s.max_sandboxes as usize {
             return Err(CreateRejection::MaxSandboxes(s.max_sandboxes));
         }
@@ -200,10 +234,10 @@ impl NodeModel {
         if s.overcommit > 0.0 {
             // Creates in progress hold their vCPU too, or concurrent creates would overshoot.
             let allocated = u64::from(self.baseline_vcpu)
-                + sum_vcpu(self.running.values())
-                + sum_vcpu(self.starting.values());
+                .saturating_add(sum_vcpu(self.running.values()))
+                .saturating_add(sum_vcpu(self.starting.values()));
             let capacity = s.overcommit * f64::from(s.cpu_count);
-            if (allocated + u64::from(vcpu)) as f64 > capacity {
+            if allocated.saturating_add(u64::from(vcpu)) as f64 > capacity {
                 return Err(CreateRejection::Overcommit {
                     allocated,
                     requested: u64::from(vcpu),
@@ -382,14 +416,19 @@ impl NodeModel {
 
     fn live_metrics(&self, now: Duration) -> MetricsSnapshot {
         let s = &self.spec;
-        let allocated = u64::from(self.baseline_vcpu) + sum_vcpu(self.running.values());
+        let allocated =
+            u64::from(self.baseline_vcpu).saturating_add(sum_vcpu(self.running.values()));
         let allocated_vcpu = u32::try_from(allocated).unwrap_or(u32::MAX);
         // E2B's unit: 100 = one fully busy CPU (the score divides by 100 to get CPUs),
         // so a host tops out at cpu_count * 100.
         let busy = s.busy_fraction * allocated as f64 * 100.0;
         let cpu_percent =
             (f64::from(self.idle_cpu_percent) + busy).clamp(0.0, f64::from(s.cpu_count) * 100.0);
-        let mem_mib: u64 = self.running.values().map(|x| x.ram_mb).sum();
+        // Saturating, never wrapping: a total past u64 reads as "everything", not as a little.
+        let mem_mib = self
+            .running
+            .values()
+            .fold(0u64, |acc, x| acc.saturating_add(x.ram_mb));
         let mem_bytes = mem_mib.saturating_mul(1 << 20);
         MetricsSnapshot {
             taken_at: now,
@@ -406,7 +445,7 @@ impl NodeModel {
 }
 
 fn sum_vcpu<'a>(it: impl Iterator<Item = &'a Sandbox>) -> u64 {
-    it.map(|s| u64::from(s.vcpu)).sum()
+    it.fold(0u64, |acc, s| acc.saturating_add(u64::from(s.vcpu)))
 }
 
 fn new_service_id(rng: &mut ChaCha8Rng) -> String {

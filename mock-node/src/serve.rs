@@ -24,6 +24,7 @@ use tonic::transport::server::{Connected, TcpConnectInfo};
 
 use crate::grpc::NodeService;
 use crate::hang::HangLayer;
+use crate::limit::{MessageLimitLayer, MAX_MESSAGE_BYTES};
 use crate::node::NodeRuntime;
 
 /// A running gRPC server of one node.
@@ -67,11 +68,16 @@ pub async fn spawn(node: Arc<NodeRuntime>, listener: TcpListener) -> ServerTask 
         .await;
     health.set_serving::<InfoServiceServer<NodeService>>().await;
     let svc = NodeService::new(node.clone());
+    // The message limit answers oversized requests RESOURCE_EXHAUSTED before tonic's own
+    // check (set to the same size) would answer OUT_OF_RANGE.
     let router = tonic::transport::Server::builder()
+        .layer(MessageLimitLayer::new(MAX_MESSAGE_BYTES))
         .layer(HangLayer::new(node.clone()))
         .add_service(health_svc)
-        .add_service(SandboxServiceServer::new(svc.clone()))
-        .add_service(InfoServiceServer::new(svc));
+        .add_service(
+            SandboxServiceServer::new(svc.clone()).max_decoding_message_size(MAX_MESSAGE_BYTES),
+        )
+        .add_service(InfoServiceServer::new(svc).max_decoding_message_size(MAX_MESSAGE_BYTES));
     let shutdown = cancel.clone().cancelled_owned();
     let id = node.id.clone();
     let join = tokio::spawn(async move {

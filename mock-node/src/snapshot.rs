@@ -29,19 +29,19 @@ pub struct Sandbox {
 /// A create as the node model sees it (transport-independent).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CreateRequest {
-    /// Sandbox id; empty is invalid.
+    /// Sandbox id; empty or longer than [`MAX_ID_BYTES`](crate::model::MAX_ID_BYTES) is invalid.
     pub sandbox_id: String,
-    /// Requested vCPUs; must be > 0.
+    /// Requested vCPUs; must be > 0 and at most the node's `cpu_count`.
     pub vcpu: i64,
-    /// Requested memory, MiB; must be > 0.
+    /// Requested memory, MiB; must be > 0 and at most the node's `memory_mib`.
     pub ram_mb: i64,
     /// Expiry, as an offset from fleet start; `None` = never.
     pub end_time: Option<Duration>,
-    /// Template id (opaque).
+    /// Template id (opaque, at most [`MAX_ID_BYTES`](crate::model::MAX_ID_BYTES)).
     pub template_id: String,
-    /// Team id (opaque).
+    /// Team id (opaque, at most [`MAX_ID_BYTES`](crate::model::MAX_ID_BYTES)).
     pub team_id: String,
-    /// Execution id (opaque).
+    /// Execution id (opaque, at most [`MAX_ID_BYTES`](crate::model::MAX_ID_BYTES)).
     pub execution_id: String,
 }
 

@@ -142,3 +142,42 @@ fn node_seeds_differ_per_node_and_are_stable() {
     assert_ne!(node_seed(1, 0), node_seed(1, 1));
     assert_ne!(node_seed(1, 0), node_seed(2, 0));
 }
+
+#[test]
+fn memory_accounting_saturates_instead_of_wrapping() {
+    // Issue 16: 2 * (2^63 - 1) MiB + 256 + 258 MiB wrapped to 512 MiB. On a node big
+    // enough to admit such sandboxes the total must saturate, never wrap.
+    let mut m = node(|s| s.memory_mib = u64::MAX);
+    for (id, ram_mb) in [("h1", i64::MAX), ("h2", i64::MAX), ("s1", 256), ("s2", 258)] {
+        let r = CreateRequest {
+            ram_mb,
+            ..req(id, 1)
+        };
+        m.begin_create(r, ms(0)).expect("admit");
+        m.finish_create(id, ms(0)).expect("finish");
+    }
+    let t = m.truth(ms(1));
+    assert_eq!(t.memory_allocated_bytes, u64::MAX, "saturated");
+    assert!(t.memory_used_bytes <= t.memory_allocated_bytes);
+}
+
+#[test]
+fn sandbox_larger_than_the_node_is_invalid_argument() {
+    let mut m = node(|s| {
+        s.cpu_count = 4;
+        s.memory_mib = 1024;
+    });
+    for (vcpu, ram_mb) in [(5, 1), (1, 1025), (1, i64::MAX), (i64::MAX, 1)] {
+        let r = CreateRequest {
+            ram_mb,
+            ..req("big", vcpu)
+        };
+        let e = m.begin_create(r, ms(0)).expect_err("larger than the node");
+        assert!(matches!(e, CreateRejection::InvalidArgument(_)), "{e:?}");
+    }
+    let r = CreateRequest {
+        ram_mb: 1024,
+        ..req("whole", 4)
+    };
+    m.begin_create(r, ms(0)).expect("exactly the node");
+}

@@ -1,0 +1,166 @@
+//! Refusing oversized gRPC requests with RESOURCE_EXHAUSTED, as gRPC specifies.
+//!
+//! tonic answers a message over its decoding limit with OUT_OF_RANGE. The gRPC status
+//! code spec says a receiver refusing a message for its size answers RESOURCE_EXHAUSTED
+//! (grpc-go, the orchestrator's stack, does), so callers written against E2B must see that.
+//! [`MessageLimitLayer`] reads the 5-byte prefix of every gRPC message (flag, then
+//! big-endian length) of a request body as it streams past, and fails the body with
+//! RESOURCE_EXHAUSTED as soon as a prefix announces more than the limit: before tonic
+//! sees that prefix, and before anything of the message is buffered. tonic turns a body
+//! error that is a [`Status`] into the RPC's status.
+
+use std::task::{Context, Poll};
+
+use futures::StreamExt;
+use tonic::body::Body;
+use tonic::codegen::http;
+use tonic::Status;
+
+/// Largest request message a node accepts, in bytes: 4 MiB, gRPC's customary default
+/// (and tonic's). Larger ones get RESOURCE_EXHAUSTED.
+pub const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
+
+/// Length of the prefix of every gRPC message: compressed flag, then a `u32` length.
+const PREFIX: usize = 5;
+
+/// Follows the message framing of a gRPC body chunk by chunk.
+#[derive(Debug, Clone, Default)]
+pub struct FrameScanner {
+    prefix: [u8; PREFIX],
+    have: usize,
+    /// Bytes of the current message not seen yet.
+    skip: u64,
+}
+
+impl FrameScanner {
+    /// Feeds the next chunk; `Err(len)` names the first message longer than `limit`.
+    pub fn scan(&mut self, mut chunk: &[u8], limit: usize) -> Result<(), u64> {
+        while !chunk.is_empty() {
+            if self.skip > 0 {
+                let n = usize::try_from(self.skip)
+                    .unwrap_or(usize::MAX)
+                    .min(chunk.len());
+                chunk = &chunk[n..];
+                self.skip -= n as u64;
+                continue;
+            }
+            let n = (PREFIX - self.have).min(chunk.len());
+            self.prefix[self.have..self.have + n].copy_from_slice(&chunk[..n]);
+            self.have += n;
+            chunk = &chunk[n..];
+            if self.have == PREFIX {
+                self.have = 0;
+                let p = self.prefix;
+                let len = u64::from(u32::from_be_bytes([p[1], p[2], p[3], p[4]]));
+                if len > limit as u64 {
+                    return Err(len);
+                }
+                self.skip = len;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Layer refusing request messages longer than its limit with RESOURCE_EXHAUSTED.
+#[derive(Debug, Clone, Copy)]
+pub struct MessageLimitLayer {
+    limit: usize,
+}
+
+impl MessageLimitLayer {
+    /// Refuses messages of more than `limit` bytes.
+    pub fn new(limit: usize) -> Self {
+        Self { limit }
+    }
+}
+
+impl<S> tower::Layer<S> for MessageLimitLayer {
+    type Service = MessageLimit<S>;
+    fn layer(&self, inner: S) -> MessageLimit<S> {
+        MessageLimit {
+            inner,
+            limit: self.limit,
+        }
+    }
+}
+
+/// Service produced by [`MessageLimitLayer`].
+#[derive(Debug, Clone)]
+pub struct MessageLimit<S> {
+    inner: S,
+    limit: usize,
+}
+
+impl<S> tower::Service<http::Request<Body>> for MessageLimit<S>
+where
+    S: tower::Service<http::Request<Body>>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: http::Request<Body>) -> Self::Future {
+        let limit = self.limit;
+        self.inner.call(req.map(|body| limited(body, limit)))
+    }
+}
+
+/// `body` with every message prefix checked against `limit`. gRPC requests carry no
+/// trailers, so passing the data frames on is passing the body on.
+fn limited(body: Body, limit: usize) -> Body {
+    let mut scanner = FrameScanner::default();
+    let data = axum::body::Body::new(body)
+        .into_data_stream()
+        .map(move |chunk| {
+            let chunk = chunk?;
+            match scanner.scan(&chunk, limit) {
+                Ok(()) => Ok(chunk),
+                Err(len) => Err(axum::Error::new(Status::resource_exhausted(format!(
+                    "request message of {len} bytes exceeds the limit of {limit} bytes"
+                )))),
+            }
+        });
+    Body::new(axum::body::Body::from_stream(data))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(len: u32) -> Vec<u8> {
+        let mut m = vec![0u8];
+        m.extend_from_slice(&len.to_be_bytes());
+        m.extend(std::iter::repeat_n(7u8, len as usize));
+        m
+    }
+
+    #[test]
+    fn scanner_follows_messages_split_anywhere() {
+        let mut body = message(3);
+        body.extend(message(0));
+        body.extend(message(10));
+        for split in 0..body.len() {
+            let mut s = FrameScanner::default();
+            let (a, b) = body.split_at(split);
+            assert_eq!(s.scan(a, 10), Ok(()));
+            assert_eq!(s.scan(b, 10), Ok(()), "split at {split}");
+            assert_eq!((s.have, s.skip), (0, 0), "ends on a boundary");
+        }
+    }
+
+    #[test]
+    fn scanner_refuses_a_prefix_over_the_limit_even_byte_by_byte() {
+        let mut body = message(4);
+        body.extend_from_slice(&[0, 0xff, 0xff, 0xff, 0xff]);
+        let mut s = FrameScanner::default();
+        let r: Result<Vec<()>, u64> = body.chunks(1).map(|c| s.scan(c, 4)).collect();
+        assert_eq!(r, Err(u64::from(u32::MAX)));
+        let mut s = FrameScanner::default();
+        assert_eq!(s.scan(&message(5), 4), Err(5));
+    }
+}
