@@ -33,6 +33,9 @@ pub(crate) struct Target {
     pub admin_token: Option<ApiKey>,
     /// mock-node admin URLs faults are applied through (empty: no chaos possible).
     pub chaos_admin: Vec<String>,
+    /// Whether those fleets outlive this process (external), so that an abort must name
+    /// the faults it leaves on them.
+    pub chaos_outlives_run: bool,
     /// Node ids, for resolving chaos selectors.
     pub node_ids: Vec<String>,
     /// Wait after healing before the inventory is read (one sync plus margin).
@@ -69,7 +72,15 @@ pub(crate) async fn drive(
     let pacing = pacing_of(profile);
     let progress = progress_bar(opts, &pacing, &target.label);
     let (gate_tx, gate_rx) = tokio::sync::oneshot::channel();
-    let chaos = chaos_stage::spawn(profile, &target.chaos_admin, &target.node_ids, gate_rx).await?;
+    let watch = target.chaos_outlives_run.then_some(&opts.abort);
+    let chaos = chaos_stage::spawn(
+        profile,
+        &target.chaos_admin,
+        &target.node_ids,
+        gate_rx,
+        watch,
+    )
+    .await?;
     let workload = run_workload(
         WorkloadRun {
             targets: target.urls.clone(),
