@@ -183,7 +183,12 @@ async fn wait_for_active_fault(admin: &str, run: &mut Proc) {
 async fn wait_for_line(stderr: &Mutex<String>, prefix: &str, run: &mut Proc) {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        if stderr.lock().unwrap().lines().any(|l| l.starts_with(prefix)) {
+        if stderr
+            .lock()
+            .unwrap()
+            .lines()
+            .any(|l| l.starts_with(prefix))
+        {
             return;
         }
         assert!(
