@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
-use crate::run::{run_profile, RunOptions};
+use crate::run::{run_profile, AbortState, RunOptions};
 
 /// Profile run when `stampede run` is given none.
 pub const DEFAULT_PROFILE: &str = "profiles/e2b-pr2201.yaml";
@@ -25,7 +25,9 @@ pub struct Cli {
 pub enum Command {
     /// Run a profile: embedded mock nodes + placement service (or an external API),
     /// workload, chaos, report. Exit 0 = checks passed, 1 = a check failed, 2 = the
-    /// harness failed or the run was interrupted.
+    /// harness failed or the run was interrupted (SIGINT, SIGTERM or SIGHUP: faults
+    /// healed, partial report), 130 = aborted by a second signal (no report; the faults
+    /// left active are printed).
     Run {
         /// Profile to run.
         #[arg(default_value = DEFAULT_PROFILE)]
@@ -65,8 +67,13 @@ pub enum Command {
     Sim(crate::sim::SimArgs),
 }
 
-/// Runs the parsed command; `cancel` fires on Ctrl-C.
-pub async fn dispatch(cli: Cli, cancel: CancellationToken) -> anyhow::Result<ExitCode> {
+/// Runs the parsed command; `cancel` fires on the first signal of a `run`, `abort`
+/// holds what a second one must clean up.
+pub async fn dispatch(
+    cli: Cli,
+    cancel: CancellationToken,
+    abort: AbortState,
+) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run {
             profile,
@@ -79,6 +86,7 @@ pub async fn dispatch(cli: Cli, cancel: CancellationToken) -> anyhow::Result<Exi
                     report_dir,
                     quiet,
                     cancel,
+                    abort,
                 },
             )
             .await;

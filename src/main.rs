@@ -1,9 +1,18 @@
 //! `stampede`: thin entry point; everything lives in the library.
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::Parser;
+use stampede::cli::{Cli, Command};
+use stampede::run::AbortState;
 use tokio_util::sync::CancellationToken;
+
+/// Exit code of a run aborted by a second signal.
+const ABORT_EXIT: i32 = 130;
+
+/// Longest an abort may spend naming the faults it leaves before the process exits anyway.
+const ABORT_DEADLINE: Duration = Duration::from_secs(5);
 
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
@@ -13,20 +22,7 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    let cli = stampede::cli::Cli::parse();
-    let cancel = CancellationToken::new();
-    let on_signal = cancel.clone();
-    // Installed before goose can install its own, so a Ctrl-C reaches the run, which
-    // stops goose, heals faults and writes a partial report.
-    if let Err(e) = ctrlc::set_handler(move || {
-        if on_signal.is_cancelled() {
-            std::process::exit(130);
-        }
-        eprintln!("interrupted: stopping, healing faults, writing a partial report (Ctrl-C again to abort)");
-        on_signal.cancel();
-    }) {
-        eprintln!("warning: cannot install the Ctrl-C handler: {e}");
-    }
+    let cli = Cli::parse();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => {
@@ -34,11 +30,51 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match runtime.block_on(stampede::cli::dispatch(cli, cancel)) {
+    let cancel = CancellationToken::new();
+    let abort = AbortState::default();
+    // Only `run` handles signals itself; the other verbs keep their own (or the default)
+    // dispositions, so that SIGTERM still ends `serve` or `mock-node`.
+    if matches!(cli.command, Command::Run { .. }) {
+        install_run_signals(cancel.clone(), abort.clone(), runtime.handle().clone());
+    }
+    match runtime.block_on(stampede::cli::dispatch(cli, cancel, abort)) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// SIGINT, SIGTERM and SIGHUP: the first stops the run (it heals its faults and writes a
+/// partial report marked incomplete, exit 2); a second one aborts (exit 130) after
+/// removing goose's staging directory and printing the faults it leaves active, and where.
+/// Installed before goose can install its own handler.
+fn install_run_signals(
+    cancel: CancellationToken,
+    abort: AbortState,
+    runtime: tokio::runtime::Handle,
+) {
+    let installed = ctrlc::set_handler(move || {
+        if !cancel.is_cancelled() {
+            eprintln!(
+                "interrupted: stopping the workload, healing faults, writing a partial report (a second signal aborts)"
+            );
+            cancel.cancel();
+            return;
+        }
+        eprintln!("second signal: aborting");
+        std::thread::spawn(|| {
+            std::thread::sleep(ABORT_DEADLINE);
+            eprintln!("aborted: the fault check did not finish within {ABORT_DEADLINE:?}");
+            std::process::exit(ABORT_EXIT);
+        });
+        // This handler runs on its own thread, outside the runtime.
+        let summary = runtime.block_on(abort.abort());
+        eprint!("{summary}");
+        std::process::exit(ABORT_EXIT);
+    });
+    if let Err(e) = installed {
+        eprintln!("warning: cannot install the signal handler: {e}");
     }
 }

@@ -7,7 +7,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::drive::Target;
-use super::StageError;
+use super::{AbortState, StageError};
 use crate::chaos::{fault_windows, run_schedule, AppliedFault, CallProbe, ChaosClient, FaultPlan};
 use crate::checker::{check, collect_inventory, Inventory};
 use crate::collect::Sample;
@@ -19,30 +19,45 @@ use crate::workload::WorkloadOutput;
 pub(crate) struct ChaosRun {
     task: Option<tokio::task::JoinHandle<Vec<AppliedFault>>>,
     stop: CancellationToken,
+    /// Told which fleets hold this run's faults, while they may be in force.
+    abort: Option<AbortState>,
 }
 
 impl ChaosRun {
     /// Stops the schedule, heals every fault still in force and returns what was applied.
     pub(crate) async fn finish(mut self) -> Vec<AppliedFault> {
         self.stop.cancel();
-        match self.task.take() {
+        let applied = match self.task.take() {
             Some(t) => t.await.unwrap_or_default(),
             None => Vec::new(),
+        };
+        let all_healed = applied
+            .iter()
+            .all(|a| !a.was_applied() || a.healed_at_ms.is_some());
+        if let (Some(abort), true) = (&self.abort, all_healed) {
+            abort.unwatch_faults();
         }
+        applied
     }
 }
 
 /// Resolves the profile's `chaos:` against the nodes and starts applying it once the
-/// workload's gate opens. Nothing runs when the profile has no schedule.
+/// workload's gate opens. Nothing runs when the profile has no schedule. `watch`: the
+/// fleets outlive this process, so an abort must name the faults it leaves on them.
 pub(crate) async fn spawn(
     profile: &Profile,
     target: &Target,
     gate: oneshot::Receiver<Instant>,
+    watch: Option<&AbortState>,
 ) -> Result<ChaosRun, StageError> {
     let (admin, node_ids) = (&target.chaos_admin, &target.node_ids);
     let stop = CancellationToken::new();
     if profile.chaos.is_empty() {
-        return Ok(ChaosRun { task: None, stop });
+        return Ok(ChaosRun {
+            task: None,
+            stop,
+            abort: None,
+        });
     }
     if admin.is_empty() {
         return Err(StageError::Chaos(
@@ -59,6 +74,9 @@ pub(crate) async fn spawn(
             .await
             .map_err(|e| StageError::Chaos(e.to_string()))?
     };
+    if let Some(abort) = watch {
+        abort.watch_faults(&client).await;
+    }
     // The services whose counters bracket each fault window (see `CallProbe`).
     let probe = CallProbe::new(target.believers.clone(), target.admin_token.clone());
     let until = stop.clone();
@@ -71,6 +89,7 @@ pub(crate) async fn spawn(
     Ok(ChaosRun {
         task: Some(task),
         stop,
+        abort: watch.cloned(),
     })
 }
 

@@ -33,6 +33,9 @@ pub(crate) struct Target {
     pub admin_token: Option<ApiKey>,
     /// mock-node admin URLs faults are applied through (empty: no chaos possible).
     pub chaos_admin: Vec<String>,
+    /// Whether those fleets outlive this process (external), so that an abort must name
+    /// the faults it leaves on them.
+    pub chaos_outlives_run: bool,
     /// Node ids, for resolving chaos selectors.
     pub node_ids: Vec<String>,
     /// Wait after healing before the inventory is read (one sync plus margin).
@@ -78,7 +81,8 @@ pub(crate) async fn drive(
             let _ = chaos_gate_tx.send(at);
         }
     });
-    let chaos = chaos_stage::spawn(profile, &target, chaos_gate_rx).await?;
+    let watch = target.chaos_outlives_run.then_some(&opts.abort);
+    let chaos = chaos_stage::spawn(profile, &target, chaos_gate_rx, watch).await?;
     let workload = run_workload(
         WorkloadRun {
             targets: target.urls.clone(),

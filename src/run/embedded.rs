@@ -81,6 +81,7 @@ async fn run_mode(
         believers: replicas.urls(),
         admin_token: Some(admin),
         chaos_admin: vec![fleet.admin_url()],
+        chaos_outlives_run: false,
         node_ids: fleet.nodes().into_iter().map(|n| n.id).collect(),
         settle: e.sync_interval + Duration::from_millis(500),
         request_timeout: e.request_timeout + Duration::from_secs(5),

@@ -56,6 +56,7 @@ pub(super) async fn run(
         },
         admin_token,
         chaos_admin: x.mock_admin.clone(),
+        chaos_outlives_run: true,
         node_ids,
         // E2B syncs nodes every 20 s.
         settle: Duration::from_secs(21),

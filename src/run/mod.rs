@@ -1,22 +1,26 @@
 //! `stampede run`: start what the profile embeds, drive the workload, collect, check,
 //! report. One function per stage; every embedded part is stopped on every path.
 
+mod abort;
 mod chaos_stage;
 mod drive;
 mod embedded;
 mod external;
 mod placement;
 mod result;
+mod staging;
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use tokio_util::sync::CancellationToken;
 
+pub use abort::{AbortState, AbortSummary, LeftActive};
 pub use result::{build_run_result, RunMeasurements};
 
 use crate::profile::{self, PlacementSection, Profile};
 use crate::report::{self, Report};
+use staging::GooseStaging;
 
 /// How to run a profile.
 #[derive(Debug, Clone, Default)]
@@ -25,8 +29,11 @@ pub struct RunOptions {
     pub report_dir: Option<PathBuf>,
     /// No progress bar and no terminal tables.
     pub quiet: bool,
-    /// Fired on Ctrl-C: the run stops, heals faults and writes a partial report.
+    /// Fired on SIGINT, SIGTERM or SIGHUP: the run stops, heals faults and writes a
+    /// partial report.
     pub cancel: CancellationToken,
+    /// What a second signal must clean up and report before the process exits.
+    pub abort: AbortState,
 }
 
 /// A finished (or interrupted) run.
@@ -82,6 +89,7 @@ pub async fn run_profile(path: &Path, opts: RunOptions) -> Result<RunOutcome, Ru
     let started = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let mut report = Report::new(&profile.name, &profile.description, profile.seed, &started);
     tracing::info!(profile = %profile.name, seed = profile.seed, "run starting");
+    let staging = GooseStaging::new(&report_parent(&profile, &opts), &opts.abort);
     let outcome = match &profile.placement {
         PlacementSection::Embedded(e) => embedded::run_all(&profile, e, &opts, &mut report).await,
         PlacementSection::External(x) => external::run(&profile, x, &opts, &mut report).await,
@@ -91,9 +99,10 @@ pub async fn run_profile(path: &Path, opts: RunOptions) -> Result<RunOutcome, Ru
         report.incomplete_reason = Some(e.to_string());
     } else if opts.cancel.is_cancelled() {
         report.incomplete = true;
-        report.incomplete_reason = Some("interrupted (Ctrl-C)".into());
+        report.incomplete_reason =
+            Some("interrupted by a signal (SIGINT, SIGTERM or SIGHUP)".into());
     }
-    finish(&profile, report, &opts)
+    finish(&profile, report, &opts, &staging)
 }
 
 /// Parent directory of this run's report.
@@ -111,9 +120,7 @@ pub(crate) fn goose_report_path(
     label: &str,
 ) -> Option<PathBuf> {
     profile.report.goose_html.then(|| {
-        report_parent(profile, opts)
-            .join(format!(".goose-{}", std::process::id()))
-            .join(format!("goose-{label}.html"))
+        GooseStaging::dir_under(&report_parent(profile, opts)).join(format!("goose-{label}.html"))
     })
 }
 
@@ -121,6 +128,7 @@ fn finish(
     profile: &Profile,
     mut report: Report,
     opts: &RunOptions,
+    staging: &GooseStaging,
 ) -> Result<RunOutcome, RunError> {
     let checks = report::evaluate(&profile.checks, &report);
     report.set_checks(checks);
@@ -129,13 +137,8 @@ fn finish(
     }
     let parent = report_parent(profile, opts);
     let dir = report::write_report_dir(&report, &parent)?;
-    let staging = parent.join(format!(".goose-{}", std::process::id()));
-    if let Ok(entries) = std::fs::read_dir(&staging) {
-        for e in entries.flatten() {
-            std::fs::rename(e.path(), dir.join(e.file_name()))?;
-        }
-        std::fs::remove_dir(&staging)?;
-    }
+    // On error too the staging directory goes when `staging` drops.
+    staging.move_into(&dir)?;
     if !opts.quiet {
         let mut out = std::io::stdout().lock();
         report::write_terminal(&report, &mut out)?;

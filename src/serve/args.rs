@@ -71,6 +71,13 @@ pub struct ServeArgs {
     /// MiB of a sandbox whose create body has no memoryMB.
     #[arg(long, default_value_t = 1024)]
     pub default_memory_mb: u32,
+    /// Close a connection that has not sent a complete request head this soon after it
+    /// opened (HTTP/1: or after the previous answer, which bounds keep-alive idling too).
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub header_read_timeout: Duration,
+    /// Close a connection with no request in progress that moved no byte for this long.
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    pub idle_timeout: Duration,
 }
 
 impl ServeArgs {
@@ -95,6 +102,8 @@ impl ServeArgs {
             default_vcpu: self.default_vcpu,
             default_memory_mb: self.default_memory_mb,
             kill_orphans: self.kill_orphans,
+            header_read_timeout: self.header_read_timeout,
+            idle_timeout: self.idle_timeout,
             ..ServeConfig::default()
         }
     }

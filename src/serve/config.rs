@@ -8,6 +8,12 @@ use crate::placement::PlacementConfig;
 /// Local use only: it is published here.
 pub const DEFAULT_API_KEY: &str = "e2b_stampede_local_key";
 
+/// Default [`ServeConfig::header_read_timeout`]: 10 s.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Default [`ServeConfig::idle_timeout`]: 60 s.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// Everything an instance needs besides its nodes and listen address.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServeConfig {
@@ -38,6 +44,13 @@ pub struct ServeConfig {
     pub kill_orphans: bool,
     /// `envdVersion` returned in Sandbox answers.
     pub envd_version: String,
+    /// A connection must deliver a complete request head this soon after it opens (on
+    /// HTTP/1 also after the previous answer, so it bounds idle keep-alive too); else it
+    /// is closed. Default [`DEFAULT_HEADER_READ_TIMEOUT`].
+    pub header_read_timeout: Duration,
+    /// A connection with no request in progress on which no byte moved for this long is
+    /// closed. Default [`DEFAULT_IDLE_TIMEOUT`].
+    pub idle_timeout: Duration,
 }
 
 impl Default for ServeConfig {
@@ -55,6 +68,8 @@ impl Default for ServeConfig {
             default_memory_mb: 1024,
             kill_orphans: false,
             envd_version: "0.2.0".to_string(),
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
         }
     }
 }

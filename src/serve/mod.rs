@@ -9,11 +9,18 @@
 //! [`ServeConfig::default_vcpu`] / [`ServeConfig::default_memory_mb`]). `GET /health`
 //! answers 204 without authentication, `GET /metrics` (Prometheus) too; every other
 //! route needs `X-API-Key` (default [`DEFAULT_API_KEY`]), and `/nodes` also accepts
-//! `X-Admin-Token`.
+//! `X-Admin-Token`. A create asking for more vCPU or memory than the largest known node
+//! reports, or with metadata beyond the caps of [`limits`], is a 400.
+//!
+//! Connections are bounded by [`ServeConfig::header_read_timeout`] and
+//! [`ServeConfig::idle_timeout`] (see [`listen`]).
 
+pub mod activity;
 pub mod args;
 pub mod config;
 pub mod error;
+pub mod limits;
+pub mod listen;
 pub mod node_client;
 pub mod place;
 pub mod rest;
@@ -24,6 +31,8 @@ pub mod sync;
 pub mod telemetry;
 
 pub use args::{run, ServeArgs};
-pub use config::{NodeTarget, ServeConfig, DEFAULT_API_KEY};
+pub use config::{
+    NodeTarget, ServeConfig, DEFAULT_API_KEY, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
+};
 pub use error::{ApiError, ServeError};
 pub use service::{start, start_replicas, ServiceHandle, SyncPhaser};

@@ -12,6 +12,7 @@ use axum::{Json, Router};
 use serde::Deserialize;
 
 use super::error::ApiError;
+use super::limits::{check_metadata, check_size, LargestNode};
 use super::place::{create_sandbox, delete_sandbox};
 use super::rest::{
     ListedSandbox, MachineInfoJson, NewSandbox, NodeJson, NodeMetricsJson, PlacementTelemetry,
@@ -82,11 +83,16 @@ async fn create(
             "templateID must not be empty",
         ));
     }
-    if req.cpu_count == Some(0) {
-        return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "cpuCount must be at least 1",
-        ));
+    // A size no node can ever hold would otherwise be retried against refusing nodes
+    // until the request deadline.
+    let largest = LargestNode::of(&lock(&shared.core));
+    check_size(
+        req.cpu_count.unwrap_or(shared.cfg.default_vcpu),
+        req.memory_mb.unwrap_or(shared.cfg.default_memory_mb),
+        largest,
+    )?;
+    if let Some(m) = &req.metadata {
+        check_metadata(m)?;
     }
     // Spawned: a client that hangs up must not abandon a create mid-flight.
     let task = tokio::spawn(create_sandbox(shared, req));

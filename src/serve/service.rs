@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::config::{NodeTarget, ServeConfig};
 use super::error::ServeError;
+use super::listen::{serve, ConnTimeouts};
 use super::node_client::NodeClient;
 use super::routes::{node_json, router};
 use super::state::{lock, NodeConn, NodeInfo, Shared};
@@ -114,10 +115,17 @@ pub async fn start(
     nodes: Vec<NodeTarget>,
     listen: SocketAddr,
 ) -> Result<ServiceHandle, ServeError> {
-    let problems = cfg.placement.validate();
+    let mut problems: Vec<String> = cfg
+        .placement
+        .validate()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    if cfg.header_read_timeout.is_zero() || cfg.idle_timeout.is_zero() {
+        problems.push("the header-read and idle timeouts must be above zero".into());
+    }
     if !problems.is_empty() {
-        let text: Vec<String> = problems.iter().map(ToString::to_string).collect();
-        return Err(ServeError::Config(text.join("; ")));
+        return Err(ServeError::Config(problems.join("; ")));
     }
     let listener = TcpListener::bind(listen)
         .await
@@ -132,15 +140,13 @@ pub async fn start(
 
     let cancel = CancellationToken::new();
     let app = router(shared.clone());
-    let stop = cancel.clone();
-    let server = tokio::spawn(async move {
-        let served = axum::serve(listener, app)
-            .with_graceful_shutdown(async move { stop.cancelled().await })
-            .await;
-        if let Err(e) = served {
-            tracing::error!(error = %e, "placement service stopped");
-        }
-    });
+    let timeouts = ConnTimeouts {
+        header_read: shared.cfg.header_read_timeout,
+        idle: shared.cfg.idle_timeout,
+    };
+    // Creates in progress end within their deadline; let their answers go out.
+    let grace = shared.cfg.request_timeout + Duration::from_secs(1);
+    let server = tokio::spawn(serve(listener, app, timeouts, cancel.clone(), grace));
     let (sync_phase, phase) = watch::channel(None);
     let sync_loop = tokio::spawn(sync_forever(shared.clone(), phase, cancel.clone()));
     tracing::info!(%addr, mode = %shared.cfg.placement.mode, nodes = shared.nodes.len(), "placement service ready");

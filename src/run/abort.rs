@@ -1,0 +1,214 @@
+//! What a second signal does before `stampede run` exits without its report: remove
+//! goose's staging directories and name every fault it leaves in force, and where.
+//!
+//! The run registers what an abort must know as it goes ([`AbortState`] rides in
+//! [`RunOptions`](super::RunOptions)); the signal handler calls [`AbortState::abort`].
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use crate::chaos::ChaosClient;
+
+/// Deadline of reading one fleet's faults, before the run starts and on abort.
+const LIST_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// What an abort must clean up or report. Cheap to clone; clones share state.
+#[derive(Debug, Clone, Default)]
+pub struct AbortState {
+    inner: Arc<Mutex<Inner>>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    /// goose staging directories that exist or may be created.
+    staging: BTreeSet<PathBuf>,
+    /// Fleets this run applies faults to that outlive the process.
+    faults: Option<FaultWatch>,
+}
+
+#[derive(Debug, Clone)]
+struct FaultWatch {
+    client: ChaosClient,
+    /// `(fleet, id)` of every fault the fleets had before this run applied any.
+    before: BTreeSet<(usize, u64)>,
+}
+
+/// A fault an abort leaves in force.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeftActive {
+    /// Admin base URL of the fleet holding it.
+    pub admin_url: String,
+    /// Its id there (`DELETE {admin_url}/faults/{id}` heals it).
+    pub id: u64,
+    /// Kind, e.g. `kill`.
+    pub kind: String,
+    /// Node ids it targets.
+    pub nodes: Vec<String>,
+}
+
+/// What an abort did and could not do.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AbortSummary {
+    /// Faults this run applied that are still in force.
+    pub left_active: Vec<LeftActive>,
+    /// Fleets whose faults could not be read (admin URL, why): faults may be in force there.
+    pub unreadable: Vec<(String, String)>,
+    /// Whether the run was applying faults to a fleet that outlives it at all.
+    pub watched: bool,
+    /// Staging directories that could not be removed (path, why).
+    pub staging_left: Vec<(PathBuf, String)>,
+}
+
+fn lock(m: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl AbortState {
+    /// Registers a goose staging directory to remove on abort.
+    pub(crate) fn add_staging(&self, dir: PathBuf) {
+        lock(&self.inner).staging.insert(dir);
+    }
+
+    /// Forgets a staging directory (the run removed it).
+    pub(crate) fn remove_staging(&self, dir: &Path) {
+        lock(&self.inner).staging.remove(dir);
+    }
+
+    /// Watches the fleets of `client` (whose faults outlive this process): the faults
+    /// they hold now are not this run's.
+    pub(crate) async fn watch_faults(&self, client: &ChaosClient) {
+        let before = match tokio::time::timeout(LIST_TIMEOUT, client.list()).await {
+            Ok(Ok(all)) => all.into_iter().map(|(k, f)| (k, f.id)).collect(),
+            _ => BTreeSet::new(),
+        };
+        lock(&self.inner).faults = Some(FaultWatch {
+            client: client.clone(),
+            before,
+        });
+    }
+
+    /// Stops watching (every fault this run applied was healed).
+    pub(crate) fn unwatch_faults(&self) {
+        lock(&self.inner).faults = None;
+    }
+
+    /// Removes every registered staging directory, then reads which faults this run
+    /// leaves in force. Never waits longer than a couple of seconds per fleet.
+    pub async fn abort(&self) -> AbortSummary {
+        let (staging, watch) = {
+            let inner = lock(&self.inner);
+            (inner.staging.clone(), inner.faults.clone())
+        };
+        let mut out = AbortSummary::default();
+        for dir in staging {
+            match std::fs::remove_dir_all(&dir) {
+                Ok(()) => self.remove_staging(&dir),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => self.remove_staging(&dir),
+                Err(e) => out.staging_left.push((dir, e.to_string())),
+            }
+        }
+        let Some(watch) = watch else {
+            return out;
+        };
+        out.watched = true;
+        let fleets = watch.client.fleets().to_vec();
+        match tokio::time::timeout(LIST_TIMEOUT, watch.client.list()).await {
+            Ok(Ok(all)) => {
+                out.left_active = all
+                    .into_iter()
+                    .filter(|(k, f)| f.active && !watch.before.contains(&(*k, f.id)))
+                    .map(|(k, f)| LeftActive {
+                        admin_url: fleets.get(k).cloned().unwrap_or_default(),
+                        id: f.id,
+                        kind: f.kind.as_str().to_string(),
+                        nodes: f.nodes,
+                    })
+                    .collect();
+            }
+            Ok(Err(e)) => {
+                out.unreadable = fleets.iter().map(|u| (u.clone(), e.to_string())).collect()
+            }
+            Err(_) => {
+                out.unreadable = fleets
+                    .iter()
+                    .map(|u| (u.clone(), format!("no answer within {LIST_TIMEOUT:?}")))
+                    .collect();
+            }
+        }
+        out
+    }
+}
+
+impl fmt::Display for AbortSummary {
+    /// The lines printed on stderr when the run aborts.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "aborted: no report written")?;
+        for a in &self.left_active {
+            writeln!(
+                f,
+                "aborted: fault {} ({} on {}) left active at {}; heal it with DELETE {}/faults/{}",
+                a.id,
+                a.kind,
+                a.nodes.join(","),
+                a.admin_url,
+                a.admin_url,
+                a.id
+            )?;
+        }
+        for (url, why) in &self.unreadable {
+            writeln!(
+                f,
+                "aborted: cannot read the faults of {url} ({why}): faults this run applied may still be active there"
+            )?;
+        }
+        if self.watched && self.left_active.is_empty() && self.unreadable.is_empty() {
+            writeln!(f, "aborted: no fault left active")?;
+        }
+        for (dir, why) in &self.staging_left {
+            writeln!(f, "aborted: cannot remove {}: {why}", dir.display())?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_names_each_fault_and_where_to_heal_it() {
+        let s = AbortSummary {
+            left_active: vec![LeftActive {
+                admin_url: "http://127.0.0.1:9100".into(),
+                id: 7,
+                kind: "kill".into(),
+                nodes: vec!["node-01".into()],
+            }],
+            watched: true,
+            ..AbortSummary::default()
+        };
+        let text = s.to_string();
+        assert!(text.contains("fault 7 (kill on node-01) left active at http://127.0.0.1:9100"));
+        assert!(text.contains("DELETE http://127.0.0.1:9100/faults/7"));
+        assert!(!text.contains("no fault left active"));
+    }
+
+    #[tokio::test]
+    async fn abort_removes_staging_directories() {
+        let dir = std::env::temp_dir().join(format!("stampede-abort-{}", std::process::id()));
+        let staging = dir.join(".goose-1");
+        std::fs::create_dir_all(&staging).unwrap();
+        std::fs::write(staging.join("goose-x.html"), "x").unwrap();
+        let state = AbortState::default();
+        state.add_staging(staging.clone());
+        state.add_staging(dir.join(".goose-never-created"));
+        let summary = state.abort().await;
+        assert!(!staging.exists());
+        assert!(summary.staging_left.is_empty(), "{summary:?}");
+        assert!(!summary.watched);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

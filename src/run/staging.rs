@@ -1,0 +1,91 @@
+//! goose's staging directory (`.goose-<pid>/` in the report parent): goose writes its HTML
+//! reports there until the run's report directory exists. Removed on every way out of a
+//! run: moved into the report, dropped on error, removed by an abort.
+
+use std::path::{Path, PathBuf};
+
+use super::abort::AbortState;
+
+/// The staging directory of one run; dropping it removes the directory.
+#[derive(Debug)]
+pub(crate) struct GooseStaging {
+    dir: PathBuf,
+    abort: AbortState,
+}
+
+impl GooseStaging {
+    /// The staging directory of this process under report parent `parent`.
+    pub(crate) fn dir_under(parent: &Path) -> PathBuf {
+        parent.join(format!(".goose-{}", std::process::id()))
+    }
+
+    /// Staging under `parent` for this process, registered with `abort`.
+    pub(crate) fn new(parent: &Path, abort: &AbortState) -> Self {
+        let dir = Self::dir_under(parent);
+        abort.add_staging(dir.clone());
+        Self {
+            dir,
+            abort: abort.clone(),
+        }
+    }
+
+    /// Moves what goose wrote into `report_dir`.
+    pub(crate) fn move_into(&self, report_dir: &Path) -> std::io::Result<()> {
+        let entries = match std::fs::read_dir(&self.dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        for e in entries {
+            let e = e?;
+            std::fs::rename(e.path(), report_dir.join(e.file_name()))?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for GooseStaging {
+    fn drop(&mut self) {
+        match std::fs::remove_dir_all(&self.dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                tracing::warn!(dir = %self.dir.display(), error = %e, "cannot remove goose's staging directory");
+            }
+        }
+        self.abort.remove_staging(&self.dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn staging_is_moved_then_removed_even_when_nothing_was_staged() {
+        let root = std::env::temp_dir().join(format!("stampede-staging-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let report = root.join("report");
+        std::fs::create_dir_all(&report).unwrap();
+        let abort = AbortState::default();
+        let staged = GooseStaging::dir_under(&root);
+        {
+            let s = GooseStaging::new(&root, &abort);
+            std::fs::create_dir_all(&staged).unwrap();
+            std::fs::write(staged.join("goose-x.html"), "x").unwrap();
+            s.move_into(&report).unwrap();
+        }
+        assert!(report.join("goose-x.html").exists());
+        {
+            let _s = GooseStaging::new(&root, &abort);
+            std::fs::create_dir_all(&staged).unwrap();
+            // dropped without moving (a failed report write): still removed
+        }
+        assert!(!staged.exists());
+        {
+            let s = GooseStaging::new(&root, &abort);
+            s.move_into(&report).unwrap(); // nothing staged
+        }
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}

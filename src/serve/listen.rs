@@ -1,0 +1,134 @@
+//! The HTTP accept loop of one instance. Unlike `axum::serve` it bounds what a client
+//! can hold open: hyper's HTTP/1 header-read timeout (which also bounds the wait for
+//! the next request on a kept-alive connection) and, per connection, a watchdog that
+//! closes it when no first request head arrived within the header-read timeout (any
+//! protocol, before hyper knows which) or when nothing is handled and no byte moved for
+//! the idle timeout. On stop it stops accepting and lets requests in progress finish.
+
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use hyper::body::Incoming;
+use hyper::Request;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use super::activity::{Activity, Tracked};
+
+/// How long clients may take, per connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnTimeouts {
+    /// From accept (or, on HTTP/1, from the end of the previous request) until a request
+    /// head must be complete.
+    pub header_read: Duration,
+    /// With no request in progress, a connection on which no byte moved for this long
+    /// is closed.
+    pub idle: Duration,
+}
+
+/// Serves `app` on `listener` until `stop` fires, then waits up to `grace` for the
+/// requests in progress.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    timeouts: ConnTimeouts,
+    stop: CancellationToken,
+    grace: Duration,
+) {
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            biased;
+            _ = stop.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _peer)) => {
+                    conns.spawn(serve_conn(stream, app.clone(), timeouts, stop.clone()));
+                }
+                Err(e) => accept_failed(e, &stop).await,
+            },
+        }
+        while conns.try_join_next().is_some() {}
+    }
+    drop(listener);
+    let drained =
+        tokio::time::timeout(grace, async { while conns.join_next().await.is_some() {} }).await;
+    if drained.is_err() {
+        tracing::warn!(
+            open = conns.len(),
+            "placement service: connections still open after the shutdown grace"
+        );
+    }
+}
+
+/// A failed accept: per-connection errors are skipped, others (too many open files)
+/// pause accepting briefly, as `axum::serve` does.
+async fn accept_failed(e: std::io::Error, stop: &CancellationToken) {
+    use std::io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
+    if matches!(
+        e.kind(),
+        ConnectionAborted | ConnectionRefused | ConnectionReset
+    ) {
+        return;
+    }
+    tracing::warn!(error = %e, "placement service: accept failed");
+    tokio::select! {
+        _ = stop.cancelled() => {}
+        _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+    }
+}
+
+async fn serve_conn(
+    stream: TcpStream,
+    app: Router,
+    timeouts: ConnTimeouts,
+    stop: CancellationToken,
+) {
+    let activity = Activity::new();
+    let io = TokioIo::new(Tracked::new(stream, activity.clone()));
+    let inner = TowerToHyperService::new(app);
+    let seen = activity.clone();
+    let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+        let guard = seen.request();
+        let answer = hyper::service::Service::call(&inner, req);
+        async move {
+            let r = answer.await;
+            drop(guard);
+            r
+        }
+    });
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(timeouts.header_read);
+    let conn = builder.serve_connection(io, service);
+    let mut conn = std::pin::pin!(conn);
+    let mut stopping = false;
+    loop {
+        let check_at = activity.next_check(Instant::now(), timeouts.header_read, timeouts.idle);
+        tokio::select! {
+            served = conn.as_mut() => {
+                if let Err(e) = served {
+                    tracing::debug!(error = %e, "connection ended with an error");
+                }
+                return;
+            }
+            _ = stop.cancelled(), if !stopping => {
+                stopping = true;
+                conn.as_mut().graceful_shutdown();
+            }
+            _ = activity.changed() => {}
+            _ = tokio::time::sleep_until(check_at.into()) => {
+                let now = Instant::now();
+                if let Some(why) = activity.expired(now, timeouts.header_read, timeouts.idle) {
+                    tracing::debug!(?why, "closing a connection");
+                    return;
+                }
+            }
+        }
+    }
+}
