@@ -9,6 +9,6 @@ mod schedule;
 mod windows;
 
 pub use client::{ChaosClient, ChaosError, FaultGuard};
-pub use plan::{FaultPlan, PlanError, PlannedFault};
+pub use plan::{check_fault, FaultPlan, PlanError, PlannedFault};
 pub use schedule::{run_schedule, AppliedFault};
 pub use windows::fault_windows;
