@@ -486,3 +486,24 @@ fn every_shipped_profile_validates_and_problem_lists_are_capped() {
     assert_eq!(issues.len(), MAX_ISSUES + 1);
     assert!(issues[MAX_ISSUES].message.contains("more problems"));
 }
+
+/// Aliases are not expanded without bound ("billion laughs"): nine levels of ten
+/// aliases each would be 10^9 values.
+#[test]
+fn nested_aliases_do_not_expand_without_bound() {
+    let mut params = String::from("l0: &l0 [x, x, x, x, x, x, x, x, x, x]");
+    for i in 1..10 {
+        let refs = vec![format!("*l{}", i - 1); 10].join(", ");
+        params.push_str(&format!(", l{i}: &l{i} [{refs}]"));
+    }
+    let text = format!(
+        "{}chaos:\n  - {{at: 1s, fault: kill, nodes: [node-01], params: {{{params}}}}}\n",
+        profile(&[])
+    );
+    let issues = issues_of("laughs.yaml", &text);
+    assert!(!issues.is_empty());
+    assert!(
+        issues[0].message.contains("repetition limit"),
+        "{issues:#?}"
+    );
+}

@@ -5,8 +5,9 @@
 //! a run under a small budget. Per input: no panic, a bounded time, and `validate`
 //! accepting only what the run accepts.
 //!
-//! 48 cases by default (a few seconds); `PROPTEST_CASES=100000` for a long run. The
-//! test prints how many inputs ran and what became of them.
+//! 48 cases by default (a few seconds); `PROPTEST_CASES=100000` for a long run, with
+//! `FUZZ_SECONDS=600` to stop it after ten minutes. The test prints how many inputs ran
+//! and what became of them.
 
 use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
@@ -828,7 +829,15 @@ fn fuzz() {
     );
     let tally = Mutex::new(Tally::default());
     let started = Instant::now();
+    // `FUZZ_SECONDS` ends a long run on time: later cases are generated but not run.
+    let deadline = std::env::var("FUZZ_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .map(|s| started + Duration::from_secs(s));
     let result = runner.run(&input, |(seed, muts, text_muts)| {
+        if deadline.is_some_and(|d| Instant::now() > d) {
+            return Ok(());
+        }
         let tree = apply(corpus[seed].1.clone(), &muts);
         let text = apply_text(tree.document(), &text_muts);
         let shown: String = text.chars().take(2000).collect();

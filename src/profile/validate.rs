@@ -65,8 +65,10 @@ pub fn validate(profile: &Profile, source: &Source) -> Vec<ProfileIssue> {
             ),
         );
     }
+    // Node ids are only checked against a node count that is itself valid.
+    let ids_of = fleet.filter(|c| (1..=MAX_NODES).contains(&c.nodes));
     for (i, step) in profile.chaos.iter().enumerate().take(MAX_CHAOS_STEPS) {
-        chaos_step(&mut v, i, step, fleet);
+        chaos_step(&mut v, i, step, ids_of);
     }
     let locator = Locator::new(&source.text);
     let total = v.0.len();
@@ -188,8 +190,9 @@ fn cluster(v: &mut Problems, c: &ClusterConfig) {
             &format!("must be <= {MAX_NODES} (the largest fleet stampede models)"),
         );
     }
+    let count_ok = (1..=MAX_NODES).contains(&c.nodes);
     for id in c.overrides.keys() {
-        if !is_node_id(c, id) {
+        if count_ok && !is_node_id(c, id) {
             v.add(
                 &format!("cluster.overrides.{id}"),
                 "no such node in this cluster",
