@@ -18,7 +18,7 @@ use stampede::placement::{
     AccountingMode, NodeMetrics, NodeStatus, PlacementConfig, PlacementCore, SyncSnapshot,
 };
 use stampede::profile::{load_and_validate, parse, Profile, Source};
-use stampede::sim::{simulate_profile, simulate_setup, SimSetup};
+use stampede::sim::{simulate_profile, simulate_setup, SimBudget, SimSetup};
 
 fn scale_profile(nodes: usize, placements: u64, lifetime_s: u64) -> Profile {
     let per_second = 10_000;
@@ -90,7 +90,13 @@ fn scale_run(nodes: usize, placements: u64, lifetime_s: u64) {
     let profile = scale_profile(nodes, placements, lifetime_s);
     let setup = SimSetup::from_profile(&profile, AccountingMode::Optimistic).expect("setup");
     let t = Instant::now();
-    let run = simulate_setup(&setup, "scale".into(), Default::default());
+    let run = simulate_setup(
+        &setup,
+        "scale".into(),
+        Default::default(),
+        &SimBudget::default(),
+    )
+    .expect("within the default budget");
     let wall = t.elapsed();
     let base = decision_time(nodes, 20_000);
     let per_placement = wall / run.result.requests.max(1) as u32;

@@ -155,13 +155,15 @@ pub async fn dispatch(
                 ExitCode::SUCCESS
             })
         }
-        Command::Sim(args) => {
-            let passed = crate::sim::run_sim_cli(args)?;
-            Ok(if passed {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            })
-        }
+        // Printed here with `{e}` like `run` and `validate` do: through anyhow's `{:#}`
+        // chain each profile problem would be printed once per wrapping error.
+        Command::Sim(args) => match crate::sim::run_sim_cli(args) {
+            Ok(true) => Ok(ExitCode::SUCCESS),
+            Ok(false) => Ok(ExitCode::from(1)),
+            Err(e) => {
+                eprintln!("error: {e}");
+                Ok(ExitCode::from(2))
+            }
+        },
     }
 }

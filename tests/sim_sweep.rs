@@ -65,6 +65,7 @@ fn cli_writes_a_simulated_report_and_the_sweep_csv() {
         repeat: 2,
         csv: Some(csv.clone()),
         out: out.clone(),
+        ..SimArgs::default()
     };
     let passed = run_sim_cli(args).unwrap();
     assert!(passed, "nightly checks pass in simulation");

@@ -104,24 +104,35 @@ fn err(step: usize, field: impl Into<String>, message: impl Into<String>) -> Pla
     }
 }
 
+/// The checks of step `i` that need no node ids, as [`FaultPlan::resolve`] makes them:
+/// the fault kind, then its parameters (unknown keys, bad values, a required one
+/// missing). Profile validation calls this so that what validates also resolves.
+pub fn check_fault(i: usize, s: &ChaosStep) -> Result<(FaultKind, FaultParams), PlanError> {
+    let kind = fault_kind(i, s)?;
+    Ok((kind, params(i, kind, &s.params)?))
+}
+
+fn fault_kind(i: usize, s: &ChaosStep) -> Result<FaultKind, PlanError> {
+    serde_json::from_value(serde_json::Value::String(s.fault.clone())).map_err(|_| {
+        err(
+            i,
+            "fault",
+            format!(
+                "unknown fault `{}` (expected one of {})",
+                s.fault,
+                crate::profile::FAULT_KINDS.join(", ")
+            ),
+        )
+    })
+}
+
 fn resolve_step(
     i: usize,
     s: &ChaosStep,
     node_ids: &[String],
     seed: u64,
 ) -> Result<PlannedFault, PlanError> {
-    let kind: FaultKind = serde_json::from_value(serde_json::Value::String(s.fault.clone()))
-        .map_err(|_| {
-            err(
-                i,
-                "fault",
-                format!(
-                    "unknown fault `{}` (expected one of {})",
-                    s.fault,
-                    crate::profile::FAULT_KINDS.join(", ")
-                ),
-            )
-        })?;
+    let kind = fault_kind(i, s)?;
     if s.duration.is_some_and(|d| d.is_zero()) {
         return Err(err(i, "duration", "must be > 0"));
     }

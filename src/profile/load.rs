@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use super::issue::{ProfileError, ProfileErrors, ProfileIssue};
+use super::limits::MAX_PROFILE_BYTES;
 use super::locate::Locator;
 use super::types::Profile;
 use super::validate::validate;
@@ -17,16 +18,40 @@ pub struct Source {
 }
 
 impl Source {
-    /// Read `path`.
+    /// Read `path`: at most [`MAX_PROFILE_BYTES`], UTF-8 (an invalid byte is reported
+    /// at its line and column).
     pub fn read(path: &Path) -> Result<Self, ProfileError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Read {
+        use std::io::Read;
+        let file = path.display().to_string();
+        let io = |source| ProfileError::Read {
             path: path.to_path_buf(),
             source,
-        })?;
-        Ok(Source {
-            file: path.display().to_string(),
-            text,
-        })
+        };
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_PROFILE_BYTES as u64 + 1).read_to_end(&mut bytes))
+            .map_err(io)?;
+        if bytes.len() > MAX_PROFILE_BYTES {
+            return Err(ProfileError::Parse(too_large(&file)));
+        }
+        match String::from_utf8(bytes) {
+            Ok(text) => Ok(Source { file, text }),
+            Err(e) => {
+                let at = e.utf8_error().valid_up_to();
+                let bytes = e.as_bytes();
+                let (line, col) = line_col(&bytes[..at]);
+                Err(ProfileError::Parse(ProfileIssue {
+                    file,
+                    line,
+                    col,
+                    field: String::new(),
+                    message: format!(
+                        "not UTF-8: byte 0x{:02x} at offset {at} (a profile is UTF-8 text)",
+                        bytes[at]
+                    ),
+                }))
+            }
+        }
     }
 
     /// A source held in memory (tests, generated profiles).
@@ -62,16 +87,31 @@ pub fn load(path: &Path) -> Result<Profile, ProfileError> {
 }
 
 /// Parse a profile held in `source`. The error names `file:line:col: field.path: message`.
+///
+/// The document's shape is checked first (size, nesting depth, one document, no
+/// repeated key: [`Locator::problem`]), so that serde never sees a document it would
+/// handle badly or report without a position.
 pub fn parse(source: &Source) -> Result<Profile, ProfileError> {
+    if source.text.len() > MAX_PROFILE_BYTES {
+        return Err(ProfileError::Parse(too_large(&source.file)));
+    }
+    let locator = Locator::new(&source.text);
+    if let Some(p) = locator.problem() {
+        return Err(ProfileError::Parse(ProfileIssue {
+            file: source.file.clone(),
+            line: p.pos.line,
+            col: p.pos.col,
+            field: p.field.clone(),
+            message: p.message.clone(),
+        }));
+    }
     let de = serde_yaml_ng::Deserializer::from_str(&source.text);
     serde_path_to_error::deserialize(de).map_err(|e| {
         let field = field_path(e.path());
         let inner = e.into_inner();
         let (line, col) = match inner.location() {
             Some(l) => (l.line(), l.column()),
-            None => Locator::new(&source.text)
-                .find(&field)
-                .map_or((0, 0), |p| (p.line, p.col)),
+            None => locator.find(&field).map_or((0, 0), |p| (p.line, p.col)),
         };
         let message = bare_message(&inner.to_string(), &field);
         ProfileError::Parse(ProfileIssue {
@@ -82,6 +122,31 @@ pub fn parse(source: &Source) -> Result<Profile, ProfileError> {
             message,
         })
     })
+}
+
+/// The issue of a file over [`MAX_PROFILE_BYTES`].
+fn too_large(file: &str) -> ProfileIssue {
+    ProfileIssue {
+        file: file.to_string(),
+        line: 0,
+        col: 0,
+        field: String::new(),
+        message: format!("larger than {MAX_PROFILE_BYTES} bytes; a profile is a small text file"),
+    }
+}
+
+/// 1-based line and column just after `prefix` (valid UTF-8).
+fn line_col(prefix: &[u8]) -> (usize, usize) {
+    let line_start = prefix
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let line = prefix.iter().filter(|&&b| b == b'\n').count() + 1;
+    let col = String::from_utf8_lossy(&prefix[line_start..])
+        .chars()
+        .count()
+        + 1;
+    (line, col)
 }
 
 /// Load, type-check and validate `path`, returning every problem at once.

@@ -3,19 +3,23 @@
 //! Defaults are written in the doc comments. [`load`] parses and type-checks a file,
 //! [`validate`] names every semantic problem at `file:line:col: field.path`, and
 //! [`load_and_validate`] does both. [`json_schema`] describes the format for editors.
+//! Every bound a profile must stay within is in [`limits`].
 
 mod issue;
+pub mod limits;
 mod load;
 mod locate;
 mod one_or_many;
 mod targets;
+mod test_plan;
 mod types;
 mod validate;
 
 pub use issue::{ProfileError, ProfileErrors, ProfileIssue};
 pub use load::{load, load_and_validate, parse, Source};
-pub use locate::{Locator, Position};
+pub use locate::{Locator, Position, ShapeProblem};
 pub use targets::{check_targets, check_targets_in, host_of_address, is_loopback_host};
+pub use test_plan::{parse_test_plan, PlanStep};
 pub use types::*;
 pub use validate::{validate, FAULT_KINDS};
 

@@ -1,10 +1,19 @@
-//! Semantic checks of a parsed profile: limits serde's types cannot express.
+//! Semantic checks of a parsed profile: limits serde's types cannot express, and every
+//! bound of [`limits`](super::limits).
+//!
+//! This is the one gate: `stampede validate`, `run`, `sim` and each `--sweep`
+//! combination call [`validate`], so a profile that validates is one they accept.
 
 use std::time::Duration;
 
+use mock_node::api::{FailureCode, FaultKind, ServiceStatus};
+use mock_node::config::{ClusterConfig, LatencyDist, NodeSpec};
+
 use super::issue::ProfileIssue;
+use super::limits::*;
 use super::load::Source;
 use super::locate::Locator;
+use super::test_plan::parse_test_plan;
 use super::types::*;
 
 /// Fault kinds the mock-node admin API knows (design.md 2.1).
@@ -20,46 +29,67 @@ pub const FAULT_KINDS: [&str; 8] = [
 ];
 
 /// Every semantic problem of `profile`, located in `source` (the text it was parsed
-/// from). Empty means the profile is runnable.
+/// from). Empty means the profile is runnable. At most [`MAX_ISSUES`] are listed, the
+/// last one then saying how many more there are.
 pub fn validate(profile: &Profile, source: &Source) -> Vec<ProfileIssue> {
     let mut v = Problems::default();
-    if profile.name.is_empty()
-        || !profile
-            .name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
-    {
-        v.add("name", "must be non-empty and use only letters, digits, `.`, `_` and `-` (it names the report directory)");
-    }
-    for e in profile.cluster.validate("cluster") {
-        v.add(&e.field, &e.message);
+    names(&mut v, profile);
+    let embedded = match &profile.placement {
+        PlacementSection::Embedded(e) => Some(e),
+        PlacementSection::External(_) => None,
+    };
+    // Another fleet's nodes are not known before the run.
+    let fleet = embedded.map(|_| &profile.cluster);
+    if let Some(c) = fleet {
+        cluster(&mut v, c);
     }
     match &profile.placement {
-        PlacementSection::Embedded(e) => embedded(&mut v, e, profile.cluster.nodes),
+        PlacementSection::Embedded(e) => embedded_placement(&mut v, e, profile.cluster.nodes),
         PlacementSection::External(e) => external(&mut v, e),
     }
-    workload(&mut v, &profile.workload);
-    positive(&mut v, "collect.interval", profile.collect.interval);
+    workload(&mut v, &profile.workload, fleet);
+    interval(&mut v, "collect.interval", profile.collect.interval);
+    if let Some(e) = embedded {
+        timeline(&mut v, profile, e);
+    }
     checks(&mut v, "checks", &profile.checks, true);
     if profile.report.dir.is_empty() {
         v.add("report.dir", "must not be empty");
     }
-    let node_ids = match profile.placement {
-        PlacementSection::Embedded(_) => Some(
-            (0..profile.cluster.nodes)
-                .map(|k| profile.cluster.node_id(k))
-                .collect::<Vec<_>>(),
-        ),
-        // Another fleet's ids are not known before the run.
-        PlacementSection::External(_) => None,
-    };
-    for (i, step) in profile.chaos.iter().enumerate() {
-        chaos_step(&mut v, &format!("chaos[{i}]"), step, node_ids.as_deref());
+    if profile.chaos.len() > MAX_CHAOS_STEPS {
+        v.add(
+            "chaos",
+            &format!(
+                "{} steps; at most {MAX_CHAOS_STEPS} are allowed",
+                profile.chaos.len()
+            ),
+        );
+    }
+    // Node ids are only checked against a node count that is itself valid.
+    let ids_of = fleet.filter(|c| (1..=MAX_NODES).contains(&c.nodes));
+    for (i, step) in profile.chaos.iter().enumerate().take(MAX_CHAOS_STEPS) {
+        chaos_step(&mut v, i, step, ids_of);
     }
     let locator = Locator::new(&source.text);
-    v.0.into_iter()
-        .map(|(field, msg)| source.issue_at(&locator, &field, msg))
-        .collect()
+    let total = v.0.len();
+    let mut issues: Vec<ProfileIssue> =
+        v.0.into_iter()
+            .take(MAX_ISSUES)
+            .map(|(field, msg)| source.issue_at(&locator, &field, msg))
+            .collect();
+    if total > MAX_ISSUES {
+        issues.push(ProfileIssue {
+            file: source.file.clone(),
+            line: 0,
+            col: 0,
+            field: String::new(),
+            message: format!(
+                "... and {} more problems (only the first {MAX_ISSUES} are listed)",
+                total - MAX_ISSUES
+            ),
+        });
+    }
+    issues
 }
 
 /// Problems collected as (field path, message), located at the end.
@@ -70,6 +100,14 @@ impl Problems {
     fn add(&mut self, field: &str, message: &str) {
         self.0.push((field.to_string(), message.to_string()));
     }
+
+    /// Whether a problem is already listed at `field` or under it.
+    fn has_under(&self, field: &str) -> bool {
+        self.0.iter().any(|(f, _)| {
+            f.strip_prefix(field)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+        })
+    }
 }
 
 fn positive(v: &mut Problems, field: &str, d: Duration) {
@@ -78,7 +116,162 @@ fn positive(v: &mut Problems, field: &str, d: Duration) {
     }
 }
 
-fn embedded(v: &mut Problems, e: &EmbeddedPlacement, nodes: usize) {
+/// `d` within `[lo, hi]`.
+fn within(v: &mut Problems, field: &str, d: Duration, lo: Duration, hi: Duration) {
+    if d < lo || d > hi {
+        v.add(field, &format!("must be {}", span_text(lo, hi)));
+    }
+}
+
+/// A sync or sampling period: [`MIN_INTERVAL`]..[`MAX_INTERVAL`].
+fn interval(v: &mut Problems, field: &str, d: Duration) {
+    within(v, field, d, MIN_INTERVAL, MAX_INTERVAL);
+}
+
+/// An integer setting in `[lo, hi]`: `must be >= lo` or `must be <= hi (why)`.
+fn count(v: &mut Problems, field: &str, x: u64, lo: u64, hi: u64, why: &str) {
+    if x < lo {
+        v.add(field, &format!("must be >= {lo}"));
+    } else if x > hi {
+        v.add(field, &format!("must be <= {hi} ({why})"));
+    }
+}
+
+fn names(v: &mut Problems, profile: &Profile) {
+    let name = &profile.name;
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+    {
+        v.add("name", "must be non-empty and use only letters, digits, `.`, `_` and `-` (it names the report directory)");
+    } else if name.len() > MAX_NAME_CHARS {
+        v.add(
+            "name",
+            &format!("must be at most {MAX_NAME_CHARS} characters (it names the report directory)"),
+        );
+    }
+    if profile.description.chars().count() > MAX_DESCRIPTION_CHARS {
+        v.add(
+            "description",
+            &format!("must be at most {MAX_DESCRIPTION_CHARS} characters"),
+        );
+    }
+    if profile.allow_targets.len() > MAX_TARGETS {
+        v.add(
+            "allow_targets",
+            &format!("lists more than {MAX_TARGETS} hosts"),
+        );
+    }
+}
+
+/// Whether `id` is the id of one of the `c.nodes` nodes, without listing them all.
+pub(crate) fn is_node_id(c: &ClusterConfig, id: &str) -> bool {
+    let Some(digits) = id.strip_prefix("node-") else {
+        return false;
+    };
+    if digits.is_empty() || digits.len() > 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return false;
+    }
+    match digits.parse::<usize>() {
+        Ok(k) if k < c.nodes => c.node_id(k) == id,
+        _ => false,
+    }
+}
+
+/// The embedded fleet: node count, every node model (shared and overridden), override
+/// ids. Cheap for any node count: no list of ids is built.
+fn cluster(v: &mut Problems, c: &ClusterConfig) {
+    if c.nodes == 0 {
+        v.add("cluster.nodes", "must be at least 1");
+    } else if c.nodes > MAX_NODES {
+        v.add(
+            "cluster.nodes",
+            &format!("must be <= {MAX_NODES} (the largest fleet stampede models)"),
+        );
+    }
+    let count_ok = (1..=MAX_NODES).contains(&c.nodes);
+    for id in c.overrides.keys() {
+        if count_ok && !is_node_id(c, id) {
+            v.add(
+                &format!("cluster.overrides.{id}"),
+                "no such node in this cluster",
+            );
+        }
+    }
+    node_spec(v, "cluster.node", &c.node);
+    for (id, o) in &c.overrides {
+        node_spec(v, &format!("cluster.overrides.{id}"), &o.apply(&c.node));
+    }
+}
+
+/// One node model at `path`: mock-node's own checks, then the limits.
+fn node_spec(v: &mut Problems, path: &str, spec: &NodeSpec) {
+    // mock-node's checks of a spec, on a one-node cluster so that they cost nothing.
+    let one = ClusterConfig {
+        nodes: 1,
+        seed: None,
+        node: spec.clone(),
+        overrides: Default::default(),
+    };
+    for e in one.validate("") {
+        let field = e.field.strip_prefix("node.").unwrap_or(&e.field);
+        v.add(&format!("{path}.{field}"), &e.message);
+    }
+    if spec.cpu_count > MAX_NODE_CPUS {
+        v.add(
+            &format!("{path}.cpu_count"),
+            &format!("must be <= {MAX_NODE_CPUS}"),
+        );
+    }
+    if spec.failures.len() > MAX_FAILURE_RULES {
+        v.add(
+            &format!("{path}.failures"),
+            &format!("at most {MAX_FAILURE_RULES} rules"),
+        );
+    }
+    latency(v, &format!("{path}.create_latency"), &spec.create_latency);
+    latency(v, &format!("{path}.delete_latency"), &spec.delete_latency);
+    if spec.metrics_lag > MAX_LATENCY {
+        v.add(
+            &format!("{path}.metrics_lag"),
+            &format!(
+                "must be at most {}",
+                humantime::format_duration(MAX_LATENCY)
+            ),
+        );
+    }
+}
+
+/// A latency distribution's scale at most `max`, its sigma at most [`MAX_SIGMA`].
+fn dist_within(v: &mut Problems, path: &str, d: &LatencyDist, max: Duration) {
+    let (name, scale) = match d {
+        LatencyDist::Constant { value } => ("value", *value),
+        LatencyDist::Uniform { max, .. } => ("max", *max),
+        LatencyDist::Exponential { mean } => ("mean", *mean),
+        LatencyDist::Lognormal { median, .. } => ("median", *median),
+    };
+    if scale > max {
+        v.add(
+            &format!("{path}.{name}"),
+            &format!("must be at most {}", humantime::format_duration(max)),
+        );
+    }
+    if let LatencyDist::Lognormal { sigma, .. } = d {
+        if sigma.is_finite() && *sigma > MAX_SIGMA {
+            v.add(
+                &format!("{path}.sigma"),
+                &format!("must be at most {MAX_SIGMA}"),
+            );
+        }
+    }
+}
+
+fn latency(v: &mut Problems, path: &str, d: &LatencyDist) {
+    dist_within(v, path, d, MAX_LATENCY);
+}
+
+fn embedded_placement(v: &mut Problems, e: &EmbeddedPlacement, nodes: usize) {
     let p = "placement.embedded";
     let modes = e.accounting.to_vec();
     if modes.is_empty() {
@@ -101,24 +294,61 @@ fn embedded(v: &mut Problems, e: &EmbeddedPlacement, nodes: usize) {
             &format!("must be <= the number of nodes ({nodes})"),
         );
     }
-    if !(e.best_of_k.r > 0.0 && e.best_of_k.r.is_finite()) {
-        v.add(&format!("{p}.best_of_k.r"), "must be a finite number > 0");
-    }
-    if !(e.best_of_k.alpha >= 0.0 && e.best_of_k.alpha.is_finite()) {
+    let r = e.best_of_k.r;
+    if !(r.is_finite() && (MIN_R..=MAX_R).contains(&r)) {
         v.add(
-            &format!("{p}.best_of_k.alpha"),
-            "must be a finite number >= 0",
+            &format!("{p}.best_of_k.r"),
+            &format!("must be a number between {MIN_R} and {MAX_R} (E2B: 4)"),
         );
     }
-    if e.max_retries < 1 {
-        v.add(&format!("{p}.max_retries"), "must be >= 1");
+    let alpha = e.best_of_k.alpha;
+    if !(alpha.is_finite() && (0.0..=MAX_ALPHA).contains(&alpha)) {
+        v.add(
+            &format!("{p}.best_of_k.alpha"),
+            &format!("must be a number between 0 and {MAX_ALPHA} (E2B: 0.5)"),
+        );
     }
-    if e.replicas < 1 {
-        v.add(&format!("{p}.replicas"), "must be >= 1");
+    count(
+        v,
+        &format!("{p}.max_retries"),
+        u64::from(e.max_retries),
+        1,
+        u64::from(MAX_RETRIES),
+        "E2B: 3",
+    );
+    count(
+        v,
+        &format!("{p}.replicas"),
+        u64::from(e.replicas),
+        1,
+        u64::from(MAX_REPLICAS),
+        "placement instances",
+    );
+    let views = u64::from(e.replicas).saturating_mul(nodes as u64);
+    if e.replicas <= MAX_REPLICAS && nodes <= MAX_NODES && views > MAX_NODE_VIEWS {
+        v.add(
+            &format!("{p}.replicas"),
+            &format!(
+                "replicas x nodes = {views} node views; at most {MAX_NODE_VIEWS} (each replica \
+                 tracks every node): lower replicas or cluster.nodes"
+            ),
+        );
     }
-    positive(v, &format!("{p}.sync_interval"), e.sync_interval);
-    positive(v, &format!("{p}.request_timeout"), e.request_timeout);
-    positive(v, &format!("{p}.create_rpc_timeout"), e.create_rpc_timeout);
+    interval(v, &format!("{p}.sync_interval"), e.sync_interval);
+    within(
+        v,
+        &format!("{p}.request_timeout"),
+        e.request_timeout,
+        MIN_TIMEOUT,
+        MAX_TIMEOUT,
+    );
+    within(
+        v,
+        &format!("{p}.create_rpc_timeout"),
+        e.create_rpc_timeout,
+        MIN_TIMEOUT,
+        MAX_TIMEOUT,
+    );
 }
 
 fn external(v: &mut Problems, e: &ExternalPlacement) {
@@ -138,7 +368,18 @@ fn external(v: &mut Problems, e: &ExternalPlacement) {
             "must name an environment variable",
         );
     }
-    for (i, o) in e.orchestrators.iter().enumerate() {
+    for (name, list) in [
+        ("orchestrators", &e.orchestrators),
+        ("mock_admin", &e.mock_admin),
+    ] {
+        if list.len() > MAX_TARGETS {
+            v.add(
+                &format!("{p}.{name}"),
+                &format!("lists more than {MAX_TARGETS} addresses"),
+            );
+        }
+    }
+    for (i, o) in e.orchestrators.iter().enumerate().take(MAX_TARGETS) {
         if super::targets::host_of_address(o).is_none() {
             v.add(
                 &format!("{p}.orchestrators[{i}]"),
@@ -146,7 +387,7 @@ fn external(v: &mut Problems, e: &ExternalPlacement) {
             );
         }
     }
-    for (i, u) in e.mock_admin.iter().enumerate() {
+    for (i, u) in e.mock_admin.iter().enumerate().take(MAX_TARGETS) {
         if let Err(m) = http_url(u) {
             v.add(&format!("{p}.mock_admin[{i}]"), &m);
         }
@@ -168,27 +409,22 @@ fn http_url(s: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn workload(v: &mut Problems, w: &WorkloadSpec) {
+fn workload(v: &mut Problems, w: &WorkloadSpec, fleet: Option<&ClusterConfig>) {
     match &w.shape {
-        Shape::Burst { count } => {
-            if *count < 1 {
-                v.add("workload.shape.burst.count", "must be >= 1");
-            }
-        }
+        Shape::Burst { count: n } => count(
+            v,
+            "workload.shape.burst.count",
+            *n as u64,
+            1,
+            MAX_BURST as u64,
+            "all in flight at once",
+        ),
         Shape::Rate {
             per_second,
             duration,
-        } => {
-            if !(*per_second > 0.0 && per_second.is_finite()) {
-                v.add(
-                    "workload.shape.rate.per_second",
-                    "must be a finite number > 0",
-                );
-            }
-            positive(v, "workload.shape.rate.duration", *duration);
-        }
+        } => rate(v, *per_second, *duration),
         Shape::Plan { steps } => {
-            if let Err(m) = plan_steps(steps) {
+            if let Err(m) = plan(steps) {
                 v.add("workload.shape.plan.steps", &m);
             }
         }
@@ -196,36 +432,224 @@ fn workload(v: &mut Problems, w: &WorkloadSpec) {
     let s = &w.sandbox;
     if s.template.is_empty() {
         v.add("workload.sandbox.template", "must not be empty");
+    } else if s.template.chars().count() > MAX_ID_CHARS {
+        v.add(
+            "workload.sandbox.template",
+            &format!("must be at most {MAX_ID_CHARS} characters"),
+        );
     }
-    if s.vcpu < 1 {
-        v.add("workload.sandbox.vcpu", "must be >= 1");
+    count(
+        v,
+        "workload.sandbox.vcpu",
+        u64::from(s.vcpu),
+        1,
+        u64::from(MAX_SANDBOX_VCPU),
+        "vCPUs per sandbox",
+    );
+    count(
+        v,
+        "workload.sandbox.ram_mb",
+        u64::from(s.ram_mb),
+        1,
+        u64::from(MAX_SANDBOX_RAM_MB),
+        "MiB per sandbox",
+    );
+    if let Some(c) = fleet {
+        fits_a_node(v, s, c);
     }
-    if s.ram_mb < 1 {
-        v.add("workload.sandbox.ram_mb", "must be >= 1");
-    }
-    positive(v, "workload.sandbox.timeout", s.timeout);
+    within(
+        v,
+        "workload.sandbox.timeout",
+        s.timeout,
+        MIN_SANDBOX_TIMEOUT,
+        MAX_SANDBOX_TIMEOUT,
+    );
     if let Some(l) = &w.lifetime {
         if let Err(m) = l.check() {
             v.add("workload.lifetime", &m);
         }
+        dist_within(v, "workload.lifetime", l, MAX_SANDBOX_TIMEOUT);
     }
-    if w.max_in_flight < 1 {
-        v.add("workload.max_in_flight", "must be >= 1");
+    count(
+        v,
+        "workload.max_in_flight",
+        w.max_in_flight as u64,
+        1,
+        MAX_IN_FLIGHT as u64,
+        "concurrent requests",
+    );
+}
+
+fn rate(v: &mut Problems, per_second: f64, duration: Duration) {
+    let p = "workload.shape.rate";
+    let rate_ok = per_second > 0.0 && per_second.is_finite();
+    if !rate_ok {
+        v.add(&format!("{p}.per_second"), "must be a finite number > 0");
+    } else if per_second > MAX_RATE_PER_SECOND {
+        v.add(
+            &format!("{p}.per_second"),
+            &format!("must be <= {MAX_RATE_PER_SECOND} requests per second"),
+        );
+    }
+    let duration_ok = !duration.is_zero() && duration <= MAX_WORKLOAD_DURATION;
+    if duration.is_zero() {
+        v.add(&format!("{p}.duration"), "must be > 0");
+    } else if duration > MAX_WORKLOAD_DURATION {
+        v.add(
+            &format!("{p}.duration"),
+            &format!(
+                "must be at most {}",
+                humantime::format_duration(MAX_WORKLOAD_DURATION)
+            ),
+        );
+    }
+    if rate_ok && duration_ok {
+        // As the workload counts them: floor(per_second * duration).
+        let total = (per_second * duration.as_secs_f64()).floor();
+        if total < 1.0 {
+            v.add(
+                &format!("{p}.per_second"),
+                &format!(
+                    "sends no request: per_second x duration = {:.3e} < 1",
+                    per_second * duration.as_secs_f64()
+                ),
+            );
+        } else if total > MAX_REQUESTS as f64 {
+            v.add(
+                p,
+                &format!("per_second x duration = {total:.0} requests; at most {MAX_REQUESTS}"),
+            );
+        }
     }
 }
 
 /// goose test-plan syntax (`users,timespan;...`, timespans in whole seconds or
-/// `30s`/`2m`/`1h30m`), checked by goose's own parser so that what validates also runs.
-fn plan_steps(steps: &str) -> Result<(), String> {
-    steps
-        .parse::<goose::test_plan::TestPlan>()
-        .map(|_| ())
-        .map_err(|e| match e {
-            goose::GooseError::InvalidOption { value, detail, .. } => {
-                format!("`{value}`: {detail}")
-            }
-            other => other.to_string(),
-        })
+/// `30s`/`2m`/`1h30m`), read as goose reads it, then the plan limits.
+fn plan(steps: &str) -> Result<(), String> {
+    let parsed = parse_test_plan(steps)?;
+    if parsed.len() > MAX_PLAN_STEPS {
+        return Err(format!("{} steps; at most {MAX_PLAN_STEPS}", parsed.len()));
+    }
+    let mut started: u64 = 0;
+    let mut previous = 0usize;
+    let mut total = Duration::ZERO;
+    for s in &parsed {
+        if s.users > MAX_PLAN_USERS {
+            return Err(format!(
+                "step `{},{}s`: {} users; at most {MAX_PLAN_USERS} at once",
+                s.users,
+                s.ramp.as_secs(),
+                s.users
+            ));
+        }
+        started = started.saturating_add(s.users.saturating_sub(previous) as u64);
+        previous = s.users;
+        total = total.saturating_add(s.ramp);
+    }
+    if started > MAX_PLAN_STARTED_USERS {
+        return Err(format!(
+            "starts {started} users in all; at most {MAX_PLAN_STARTED_USERS}"
+        ));
+    }
+    if total > MAX_WORKLOAD_DURATION {
+        return Err(format!(
+            "lasts {}; at most {}",
+            humantime::format_duration(total),
+            humantime::format_duration(MAX_WORKLOAD_DURATION)
+        ));
+    }
+    Ok(())
+}
+
+/// The workload's span for sampling: how long it sends (a burst: until its requests
+/// time out at the latest).
+fn workload_span(w: &WorkloadSpec, e: &EmbeddedPlacement) -> Duration {
+    match &w.shape {
+        Shape::Burst { .. } => e.request_timeout,
+        Shape::Rate { duration, .. } => *duration,
+        Shape::Plan { steps } => parse_test_plan(steps)
+            .map(|s| {
+                s.iter()
+                    .fold(Duration::ZERO, |t, s| t.saturating_add(s.ramp))
+            })
+            .unwrap_or_default(),
+    }
+}
+
+/// The timeline of per-node counts (`samples x nodes`) within [`MAX_TIMELINE_CELLS`].
+fn timeline(v: &mut Problems, profile: &Profile, e: &EmbeddedPlacement) {
+    let every = profile.collect.interval;
+    if every < MIN_INTERVAL || profile.cluster.nodes > MAX_NODES {
+        return; // reported already
+    }
+    let span = workload_span(&profile.workload, e).min(MAX_WORKLOAD_DURATION);
+    let samples = (span.as_nanos() / every.as_nanos()) as u64 + 1;
+    let cells = samples.saturating_mul(profile.cluster.nodes as u64);
+    if cells > MAX_TIMELINE_CELLS {
+        v.add(
+            "collect.interval",
+            &format!(
+                "the timeline would hold {samples} samples x {} nodes = {cells} counts; at most \
+                 {MAX_TIMELINE_CELLS}: raise collect.interval or shorten the workload",
+                profile.cluster.nodes
+            ),
+        );
+    }
+}
+
+/// vCPU a node model can hold, `None` = no limit (`overcommit: 0`).
+fn vcpu_capacity(spec: &NodeSpec) -> Option<f64> {
+    (spec.overcommit > 0.0)
+        .then(|| spec.overcommit * f64::from(spec.cpu_count) - f64::from(spec.baseline_vcpu.min))
+}
+
+/// The sandbox must fit on at least one node of the fleet (in vCPU and in memory), or
+/// every create is refused and retried until its deadline.
+fn fits_a_node(v: &mut Problems, s: &SandboxSpec, c: &ClusterConfig) {
+    if c.nodes == 0 || c.nodes > MAX_NODES {
+        return;
+    }
+    let known: Vec<NodeSpec> = c
+        .overrides
+        .iter()
+        .filter(|(id, _)| is_node_id(c, id))
+        .map(|(_, o)| o.apply(&c.node))
+        .collect();
+    let mut specs: Vec<&NodeSpec> = known.iter().collect();
+    if known.len() < c.nodes {
+        specs.push(&c.node);
+    }
+    // A model refused already (no CPU, a bad overcommit) says nothing more here.
+    specs.retain(|n| n.cpu_count > 0 && n.overcommit.is_finite() && n.overcommit >= 0.0);
+    if specs.is_empty() {
+        return;
+    }
+    let vcpu = f64::from(s.vcpu);
+    if !specs
+        .iter()
+        .any(|n| vcpu_capacity(n).is_none_or(|cap| vcpu <= cap))
+    {
+        let best = specs
+            .iter()
+            .filter_map(|n| vcpu_capacity(n))
+            .fold(f64::NEG_INFINITY, f64::max);
+        v.add(
+            "workload.sandbox.vcpu",
+            &format!(
+                "no node can hold a sandbox of {} vCPU (the largest takes {best} vCPU: \
+                 overcommit x cpu_count - baseline_vcpu.min)",
+                s.vcpu
+            ),
+        );
+    }
+    let ram = u64::from(s.ram_mb);
+    if !specs.iter().any(|n| ram <= n.memory_mib) {
+        let best = specs.iter().map(|n| n.memory_mib).max().unwrap_or(0);
+        v.add(
+            "workload.sandbox.ram_mb",
+            &format!("no node can hold a sandbox of {ram} MiB (the largest has memory_mib {best})"),
+        );
+    }
 }
 
 fn checks(v: &mut Problems, p: &str, c: &Checks, top: bool) {
@@ -246,8 +670,10 @@ fn checks(v: &mut Problems, p: &str, c: &Checks, top: bool) {
     if !top && !c.per_mode.is_empty() {
         v.add(&format!("{p}.per_mode"), "per_mode cannot be nested");
     }
-    for (mode, inner) in &c.per_mode {
-        checks(v, &format!("{p}.per_mode.{mode}"), inner, false);
+    if top {
+        for (mode, inner) in &c.per_mode {
+            checks(v, &format!("{p}.per_mode.{mode}"), inner, false);
+        }
     }
 }
 
@@ -276,30 +702,105 @@ fn bound(v: &mut Problems, p: &str, b: &Bound, hi: Option<f64>) {
     }
 }
 
-fn chaos_step(v: &mut Problems, p: &str, s: &ChaosStep, node_ids: Option<&[String]>) {
-    if !FAULT_KINDS.contains(&s.fault.as_str()) {
+/// One chaos step: its fault and parameters as the run resolves them
+/// ([`check_fault`](crate::chaos::check_fault)), its times, and its nodes against the
+/// embedded `fleet` (unknown for an external placement).
+fn chaos_step(v: &mut Problems, i: usize, s: &ChaosStep, fleet: Option<&ClusterConfig>) {
+    let p = format!("chaos[{i}]");
+    let before = v.0.len();
+    // Parameters with their own field, before the plan's coarser `params` messages.
+    for (key, val) in &s.params {
+        let problem = match key.as_str() {
+            "probability" if !val.as_f64().is_some_and(|x| (0.0..=1.0).contains(&x)) => {
+                Some("must be a number in [0, 1]".to_string())
+            }
+            "latency" | "delay" => match val.as_str().map(humantime::parse_duration) {
+                Some(Ok(d)) if d > MAX_LATENCY => Some(format!(
+                    "must be at most {}",
+                    humantime::format_duration(MAX_LATENCY)
+                )),
+                Some(Ok(_)) => None,
+                _ => Some("must be a duration such as `200ms`".to_string()),
+            },
+            "code" if serde_json::from_value::<FailureCode>(val.clone()).is_err() => Some(format!(
+                "unknown code {val} (expected one of unavailable, internal, \
+                     resource_exhausted, deadline_exceeded, unknown)"
+            )),
+            "status" if serde_json::from_value::<ServiceStatus>(val.clone()).is_err() => Some(
+                format!("unknown status {val} (expected draining, unhealthy, standby or healthy)"),
+            ),
+            _ => None,
+        };
+        if let Some(m) = problem {
+            v.add(&format!("{p}.params.{key}"), &m);
+        }
+    }
+    let param_problems = v.0.split_off(before);
+    match crate::chaos::check_fault(i, s) {
+        Err(e) => {
+            let field = format!("{p}.{}", e.field);
+            let params = format!("{p}.params");
+            let seen = param_problems.iter().any(|(f, _)| {
+                f.strip_prefix(&params)
+                    .is_some_and(|r| r.is_empty() || r.starts_with('.'))
+            });
+            if !(seen && field.starts_with(&params)) {
+                v.add(&field, &e.message);
+            }
+        }
+        Ok((kind, _)) => {
+            if kind == FaultKind::Restart && s.duration.is_some() {
+                v.add(
+                    &format!("{p}.duration"),
+                    "`restart` is instantaneous and has no duration; remove it",
+                );
+            }
+        }
+    }
+    v.0.extend(param_problems);
+    if s.at > MAX_WORKLOAD_DURATION {
         v.add(
-            &format!("{p}.fault"),
+            &format!("{p}.at"),
             &format!(
-                "unknown fault `{}` (expected one of {})",
-                s.fault,
-                FAULT_KINDS.join(", ")
+                "must be at most {}",
+                humantime::format_duration(MAX_WORKLOAD_DURATION)
             ),
         );
     }
     if let Some(d) = s.duration {
-        positive(v, &format!("{p}.duration"), d);
+        if !v.has_under(&format!("{p}.duration")) {
+            if d.is_zero() {
+                v.add(&format!("{p}.duration"), "must be > 0");
+            } else if d > MAX_WORKLOAD_DURATION {
+                v.add(
+                    &format!("{p}.duration"),
+                    &format!(
+                        "must be at most {}",
+                        humantime::format_duration(MAX_WORKLOAD_DURATION)
+                    ),
+                );
+            }
+        }
     }
-    let total = node_ids.map(<[String]>::len);
+    let total = fleet.map(|c| c.nodes);
     match &s.nodes {
         NodeSelector::Ids(ids) => {
             if ids.is_empty() {
                 v.add(&format!("{p}.nodes"), "must name at least one node");
+            } else if ids.len() > MAX_CHAOS_NODE_IDS {
+                v.add(
+                    &format!("{p}.nodes"),
+                    &format!(
+                        "names {} nodes; at most {MAX_CHAOS_NODE_IDS} by id (use `{{random: N}}` \
+                         or `{{fraction: f}}` for more)",
+                        ids.len()
+                    ),
+                );
             }
-            for (i, id) in ids.iter().enumerate() {
-                if node_ids.is_some_and(|all| !all.contains(id)) {
+            for (j, id) in ids.iter().enumerate() {
+                if fleet.is_some_and(|c| !is_node_id(c, id)) {
                     v.add(
-                        &format!("{p}.nodes[{i}]"),
+                        &format!("{p}.nodes[{j}]"),
                         &format!("no node `{id}` in this cluster"),
                     );
                 }
@@ -315,25 +816,6 @@ fn chaos_step(v: &mut Problems, p: &str, s: &ChaosStep, node_ids: Option<&[Strin
             if !(*fraction > 0.0 && *fraction <= 1.0) {
                 v.add(&format!("{p}.nodes.fraction"), "must be in (0, 1]");
             }
-        }
-    }
-    for (key, val) in &s.params {
-        let f = format!("{p}.params.{key}");
-        let problem = match key.as_str() {
-            "probability" if !val.as_f64().is_some_and(|x| (0.0..=1.0).contains(&x)) => {
-                Some("must be a number in [0, 1]")
-            }
-            "latency" | "delay"
-                if val
-                    .as_str()
-                    .is_none_or(|t| humantime::parse_duration(t).is_err()) =>
-            {
-                Some("must be a duration such as `200ms`")
-            }
-            _ => None,
-        };
-        if let Some(m) = problem {
-            v.add(&f, m);
         }
     }
 }

@@ -1,5 +1,7 @@
 //! A profile's `checks:` evaluated against a finished report. A figure the report
 //! lacks fails its check with a message saying so: a guard must never pass silently.
+//! So does a skew figure (cv, max_over_mean, jain) of a run that ends with no sandbox
+//! on any node: CV 0 and Jain 1 of nothing are not an even spread.
 
 use std::time::Duration;
 
@@ -21,9 +23,17 @@ pub fn evaluate(checks: &Checks, report: &Report) -> Vec<CheckOutcome> {
                 out.push(check_bound(&run.label, name, b, actual));
             }
         };
+        // CV 0 and Jain 1 on an empty fleet would pass any bound: no skew figure can be
+        // judged when no sandbox is on any node at the end of the run.
         let skew = |f: fn(&RunResult) -> f64| {
             if run.skew.counts.is_empty() {
                 Err("no per-node counts in this run".to_string())
+            } else if run.skew.counts.iter().all(|&c| c == 0) {
+                Err(format!(
+                    "no sandbox on any node at the end of the run ({} of {} creates \
+                     placed): skew cannot be judged on an empty fleet",
+                    run.ok, run.requests
+                ))
             } else {
                 Ok(f(run))
             }

@@ -101,7 +101,21 @@ pub fn write_report_dir(report: &Report, parent: &Path) -> io::Result<PathBuf> {
         })
         .collect();
     let base = parent.join(format!("{name}-{stamp}"));
-    fs::create_dir_all(parent)?;
+    // The errors name the directory: "File exists (os error 17)" alone does not say
+    // that the report directory given is a file.
+    fn at(path: &Path) -> impl Fn(io::Error) -> io::Error + '_ {
+        move |e| io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+    }
+    if parent.exists() && !parent.is_dir() {
+        return Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            format!(
+                "{}: the report directory is a file, not a directory",
+                parent.display()
+            ),
+        ));
+    }
+    fs::create_dir_all(parent).map_err(at(parent))?;
     let mut dir = base.clone();
     let mut n = 1;
     loop {
@@ -111,7 +125,7 @@ pub fn write_report_dir(report: &Report, parent: &Path) -> io::Result<PathBuf> {
                 n += 1;
                 dir = PathBuf::from(format!("{}-{n}", base.display()));
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(at(&dir)(e)),
         }
     }
     write_file(&dir.join("report.json"), |w| write_json(report, w))?;

@@ -1,12 +1,14 @@
-//! `stampede sim PROFILE [--sweep key=v1,v2 ...] [--repeat N] [--csv FILE] [--out DIR]`.
+//! `stampede sim PROFILE [--sweep key=v1,v2 ...] [--repeat N] [--csv FILE] [--out DIR]
+//! [--max-events N] [--max-memory-mb MIB]`.
 
 use std::io::Write;
 use std::path::PathBuf;
 
+use super::budget::{SimBudget, DEFAULT_MAX_EVENTS, DEFAULT_MAX_MEMORY_MB};
 use super::error::SimError;
-use super::sweep::{run_sweep, SweepAxis, SWEEP_KEYS};
+use super::sweep::{run_sweep_within, SweepAxis, SWEEP_KEYS};
 use super::table::{write_sweep_csv, write_sweep_table};
-use super::{new_report, simulate_profile};
+use super::{new_report, simulate_profile_within};
 use crate::profile::load_and_validate;
 use crate::report::{self, Report};
 
@@ -29,19 +31,55 @@ pub struct SimArgs {
     /// Parent directory of the report.
     #[arg(long, default_value = "reports", value_name = "DIR")]
     pub out: PathBuf,
+    /// Events the whole command may process (every mode, combination and seed): an
+    /// event is a request step, or one node read by a sync or a timeline sample. A
+    /// profile estimated over it is refused before it starts; a run that goes over
+    /// (a saturated cluster) is stopped with an error.
+    #[arg(long, default_value_t = DEFAULT_MAX_EVENTS, value_name = "N")]
+    pub max_events: u64,
+    /// Estimated peak memory the command may take, MiB; a profile estimated over it is
+    /// refused before it starts.
+    #[arg(long, default_value_t = DEFAULT_MAX_MEMORY_MB, value_name = "MIB")]
+    pub max_memory_mb: u64,
+}
+
+impl Default for SimArgs {
+    /// The command line's defaults, with no profile.
+    fn default() -> Self {
+        SimArgs {
+            profile: PathBuf::new(),
+            sweep: Vec::new(),
+            repeat: 1,
+            csv: None,
+            out: PathBuf::from("reports"),
+            max_events: DEFAULT_MAX_EVENTS,
+            max_memory_mb: DEFAULT_MAX_MEMORY_MB,
+        }
+    }
+}
+
+impl SimArgs {
+    /// The budget these arguments give.
+    pub fn budget(&self) -> SimBudget {
+        SimBudget {
+            max_events: self.max_events,
+            max_memory_bytes: self.max_memory_mb.saturating_mul(1 << 20),
+        }
+    }
 }
 
 /// Run `stampede sim`: write the report (and the sweep table and CSV, if asked), print
 /// the tables; `Ok(true)` when every check of the profile passed.
 pub fn run_sim_cli(args: SimArgs) -> Result<bool, SimError> {
     let profile = load_and_validate(&args.profile)?;
+    let budget = args.budget();
     let io = |what: &str| {
         let what = what.to_string();
         move |source| SimError::Io { what, source }
     };
     let mut stdout = std::io::stdout().lock();
     let report = if args.sweep.is_empty() && args.repeat <= 1 && args.csv.is_none() {
-        let report = simulate_profile(&profile)?;
+        let report = simulate_profile_within(&profile, &budget)?;
         report::write_terminal(&report, &mut stdout).map_err(io("stdout"))?;
         report
     } else {
@@ -50,7 +88,7 @@ pub fn run_sim_cli(args: SimArgs) -> Result<bool, SimError> {
             .iter()
             .map(|a| a.parse::<SweepAxis>())
             .collect::<Result<Vec<_>, _>>()?;
-        let sweep = run_sweep(&profile, &axes, args.repeat)?;
+        let sweep = run_sweep_within(&profile, &axes, args.repeat, &budget)?;
         writeln!(
             stdout,
             "sweep of `{}` over {} (seeds {:?}); keys: {}",
@@ -79,8 +117,7 @@ pub fn run_sim_cli(args: SimArgs) -> Result<bool, SimError> {
         report.set_checks(checks);
         report
     };
-    let dir = report::write_report_dir(&report, &args.out)
-        .map_err(io(&args.out.display().to_string()))?;
+    let dir = report::write_report_dir(&report, &args.out).map_err(io("the report"))?;
     writeln!(stdout, "simulated report: {}", dir.display()).map_err(io("stdout"))?;
     Ok(report.passed)
 }

@@ -14,6 +14,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::checker::{Answer, SetLedger};
+use super::error::SimError;
 use super::measure::Tally;
 use super::queue::{EventQueue, Nanos};
 use super::setup::{to_nanos, Arrivals, SimSetup, RPC_ROUND_TRIP};
@@ -95,6 +96,10 @@ pub(super) struct Engine<'a> {
     pub free_slots: Vec<u32>,
     /// Requests due while every worker was busy, in order.
     pub backlog: VecDeque<(u64, Nanos)>,
+    /// Backlog requests to start once the outermost [`finish`](Self::finish) returns.
+    pub deferred_starts: usize,
+    /// Whether a [`finish`](Self::finish) is starting backlog requests.
+    pub draining: bool,
     pub open: usize,
     pub next_arrival: u64,
     pub pending_deletes: u64,
@@ -103,6 +108,7 @@ pub(super) struct Engine<'a> {
     pub tally: Tally,
     /// The client ledger, when the set checker runs.
     pub set_ledger: Option<SetLedger>,
+    /// Events processed, a sync or a sample counting one more per node it reads.
     pub events: u64,
 }
 
@@ -151,6 +157,8 @@ impl<'a> Engine<'a> {
             slots: Vec::new(),
             free_slots: Vec::new(),
             backlog: VecDeque::new(),
+            deferred_starts: 0,
+            draining: false,
             open: 0,
             next_arrival: 0,
             pending_deletes: 0,
@@ -162,11 +170,13 @@ impl<'a> Engine<'a> {
     }
 
     /// Runs until the workload is over (every request answered, every delete done);
-    /// returns the end time.
-    pub fn run(&mut self) -> Nanos {
+    /// returns the end time. Stops with [`SimError::EventBudget`] once more than
+    /// `max_events` events are processed (a sync or a sample counts one per node read).
+    pub fn run(&mut self, max_events: u64) -> Result<Nanos, SimError> {
         // Every replica connects before the gate: the initial sync happens at t = 0,
         // before the first sample and the first request.
         for r in 0..self.setup.replicas {
+            self.events += 1;
             self.sync_all(r as u32);
             self.queue.push(
                 self.first_periodic_sync(r),
@@ -187,6 +197,14 @@ impl<'a> Engine<'a> {
             }
         }
         while !self.workload_done() {
+            if self.events > max_events {
+                return Err(SimError::EventBudget {
+                    max_events,
+                    virtual_ns: self.now,
+                    open: (self.open + self.backlog.len()) as u64,
+                    retries: self.tally.retries,
+                });
+            }
             let Some((at, event)) = self.queue.pop() else {
                 break;
             };
@@ -194,7 +212,7 @@ impl<'a> Engine<'a> {
             self.events += 1;
             self.handle(event);
         }
-        self.now
+        Ok(self.now)
     }
 
     fn workload_done(&self) -> bool {
@@ -317,8 +335,8 @@ impl<'a> Engine<'a> {
                 node: &self.nodes[a.node as usize].id,
             });
         }
-        if let Some((req, intended)) = self.backlog.pop_front() {
-            self.start(req, intended, None);
+        if !self.backlog.is_empty() {
+            self.deferred_starts += 1;
         }
         if let Some(user) = a.user.filter(|&u| self.user_active(u)) {
             // The closed loop: the next request one client round trip later.
@@ -326,6 +344,21 @@ impl<'a> Engine<'a> {
             let at = self.now.saturating_add(to_nanos(RPC_ROUND_TRIP));
             self.queue.push(at, Event::UserSend { user });
         }
+        // A waiting request starts now. It may be answered at once (its deadline passed
+        // while it waited) and start the next one: a loop here, not a recursion as deep
+        // as the backlog. Only the open model has a backlog and only plan users have a
+        // closed loop, so the order of events is the one a recursion would give.
+        if self.draining {
+            return;
+        }
+        self.draining = true;
+        while self.deferred_starts > 0 {
+            self.deferred_starts -= 1;
+            if let Some((req, intended)) = self.backlog.pop_front() {
+                self.start(req, intended, None);
+            }
+        }
+        self.draining = false;
     }
 
     /// Whether plan user `user` is still sending.

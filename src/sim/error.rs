@@ -1,12 +1,13 @@
 //! Why a simulation could not run.
 
+use super::budget::EstimatePart;
 use crate::profile::ProfileErrors;
 
 /// Why `stampede sim` (or [`simulate`](super::simulate)) could not produce a result.
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
     /// The profile could not be loaded or is invalid (every problem, with file:line:col).
-    #[error("{0}")]
+    #[error(transparent)]
     Profile(#[from] ProfileErrors),
     /// The profile targets an external API: there is nothing to simulate.
     #[error("placement.external: the simulator needs an embedded placement section")]
@@ -43,6 +44,30 @@ pub enum SimError {
         /// What is wrong with it.
         message: String,
     },
+    /// The estimate of the simulation exceeds its budget; nothing was run.
+    #[error("{}", over_budget(.figure, .estimate, .limit, .parts))]
+    OverBudget {
+        /// The budget's flag: `--max-events` or `--max-memory-mb`.
+        figure: &'static str,
+        /// The estimate, in events or MiB.
+        estimate: u64,
+        /// The budget, in the same unit.
+        limit: u64,
+        /// What the estimate is made of, largest first, each naming its profile figure.
+        parts: Vec<EstimatePart>,
+    },
+    /// A run went over its event budget and was stopped.
+    #[error("{}", event_budget(.max_events, .virtual_ns, .open, .retries))]
+    EventBudget {
+        /// The budget of this run (what the command had left).
+        max_events: u64,
+        /// Virtual time reached.
+        virtual_ns: u64,
+        /// Requests open when it stopped.
+        open: u64,
+        /// Placement retries so far.
+        retries: u64,
+    },
     /// Writing the report or the CSV failed.
     #[error("writing {what}: {source}")]
     Io {
@@ -60,4 +85,35 @@ impl SimError {
             message: message.into(),
         }
     }
+}
+
+fn event_budget(max_events: &u64, virtual_ns: &u64, open: &u64, retries: &u64) -> String {
+    let saturated = if *retries > *max_events / 4 {
+        ": the cluster looks saturated (creates refused and retried until their deadline)"
+    } else {
+        ""
+    };
+    format!(
+        "the simulation was stopped at its event budget (--max-events {max_events}) after \
+         {:.3} s of virtual time, with {open} requests still open and {retries} retries so \
+         far{saturated}; lower the load or give the nodes room, or raise --max-events",
+        *virtual_ns as f64 / 1e9
+    )
+}
+
+fn over_budget(figure: &str, estimate: &u64, limit: &u64, parts: &[EstimatePart]) -> String {
+    let unit = if figure == "--max-events" {
+        "events"
+    } else {
+        "MiB"
+    };
+    let parts = parts
+        .iter()
+        .map(|p| format!("{} {}", p.what, p.amount))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "the simulation would take about {estimate} {unit}, over its budget ({figure} \
+         {limit}): {parts}; lower the figure behind the largest part or raise {figure}"
+    )
 }

@@ -4,6 +4,8 @@
 //! real run (same node picks for the same seed), then turned into node indices and
 //! virtual times.
 
+use std::collections::HashMap;
+
 use mock_node::api::{FaultKind, FaultParams};
 use mock_node::config::ClusterConfig;
 use mock_node::node::FaultEffect;
@@ -42,6 +44,12 @@ pub fn plan_faults(
         index: e.step,
         message: format!("{}: {}", e.field, e.message),
     })?;
+    // Node index by id: a fault on every node of a large fleet is not quadratic.
+    let index: HashMap<&str, u32> = ids
+        .iter()
+        .enumerate()
+        .map(|(k, id)| (id.as_str(), k as u32))
+        .collect();
     Ok(plan
         .faults
         .into_iter()
@@ -53,8 +61,7 @@ pub fn plan_faults(
                 nodes: f
                     .nodes
                     .iter()
-                    .filter_map(|id| ids.iter().position(|x| x == id))
-                    .map(|k| k as u32)
+                    .filter_map(|id| index.get(id.as_str()).copied())
                     .collect(),
                 at,
                 until: match f.kind {

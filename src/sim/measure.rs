@@ -158,6 +158,8 @@ impl Engine<'_> {
     pub(super) fn sample(&mut self) {
         let now = to_duration(self.now);
         let mode = self.setup.placement.mode;
+        let reads = self.nodes.len() as u64 * (1 + self.cores.len() as u64);
+        self.events = self.events.saturating_add(reads);
         let mut counts = Vec::with_capacity(self.nodes.len());
         let mut allocated = Vec::with_capacity(self.nodes.len());
         for n in &mut self.nodes {

@@ -12,7 +12,11 @@
 //! create answers when the node finishes it; a create in flight on a node that is
 //! killed fails when it would have completed; syncs and deletes ignore `slow`; a hung
 //! node's sync fails at once; deletes ignore their latency; orphans are never killed.
+//!
+//! Every simulation runs within a [`SimBudget`] (events and memory, `--max-events` and
+//! `--max-memory-mb`): estimated before it starts, events enforced while it runs.
 
+mod budget;
 mod checker;
 mod cli;
 mod create;
@@ -28,12 +32,15 @@ mod table;
 
 use std::collections::BTreeMap;
 
+pub use budget::{EstimatePart, SimBudget, SimEstimate, DEFAULT_MAX_EVENTS, DEFAULT_MAX_MEMORY_MB};
 pub use cli::{run_sim_cli, SimArgs};
 pub use error::SimError;
 pub use faults::{plan_faults, PlannedFault};
 pub use queue::{EventQueue, Nanos};
-pub use setup::{plan_users, profile_modes, Arrivals, SimSetup, RPC_ROUND_TRIP};
-pub use sweep::{run_sweep, Spread, Sweep, SweepAxis, SweepPoint, SWEEP_KEYS};
+pub use setup::{check_profile, plan_users, profile_modes, Arrivals, SimSetup, RPC_ROUND_TRIP};
+pub use sweep::{
+    run_sweep, run_sweep_within, Spread, Sweep, SweepAxis, SweepPoint, MAX_SWEEP_RUNS, SWEEP_KEYS,
+};
 pub use table::{write_sweep_csv, write_sweep_table};
 
 use crate::placement::AccountingMode;
@@ -48,40 +55,69 @@ pub const SIM_STARTED_AT: &str = "1970-01-01T00:00:00Z";
 pub struct SimRun {
     /// The run's figures, as in a real run's report (`wall_ms` is virtual time).
     pub result: RunResult,
-    /// Events processed.
+    /// Events processed, a sync or a timeline sample counting one per node it reads:
+    /// what [`SimBudget::max_events`] bounds.
     pub events: u64,
     /// Virtual time at the end of the workload, nanoseconds.
     pub virtual_ns: Nanos,
 }
 
-/// Simulate `profile` once in accounting `mode`; the run is labelled with the mode.
+/// Simulate `profile` once in accounting `mode` within the default [`SimBudget`]; the
+/// run is labelled with the mode.
 pub fn simulate(profile: &Profile, mode: AccountingMode) -> Result<RunResult, SimError> {
     let setup = SimSetup::from_profile(profile, mode)?;
-    Ok(simulate_setup(&setup, mode.as_str().to_string(), settings_of(mode)).result)
+    let budget = SimBudget::default();
+    budget.admit(&[setup.estimate()])?;
+    Ok(simulate_setup(
+        &setup,
+        mode.as_str().to_string(),
+        settings_of(mode),
+        &budget,
+    )?
+    .result)
 }
 
-/// Simulate a resolved setup, labelling the run `label` with `settings`.
+/// Simulate a resolved setup, labelling the run `label` with `settings`. It stops with
+/// [`SimError::EventBudget`] past `budget.max_events` events; the estimate is not
+/// checked here (see [`SimBudget::admit`]).
 pub fn simulate_setup(
     setup: &SimSetup,
     label: String,
     settings: BTreeMap<String, String>,
-) -> SimRun {
+    budget: &SimBudget,
+) -> Result<SimRun, SimError> {
     let mut engine = engine::Engine::new(setup);
-    let end = engine.run();
+    let end = engine.run(budget.max_events)?;
     let events = engine.events;
-    SimRun {
+    Ok(SimRun {
         result: engine.result(label, settings),
         events,
         virtual_ns: end,
-    }
+    })
 }
 
 /// Simulate every accounting mode `profile` lists and evaluate its `checks:`: the
-/// report `stampede sim PROFILE` writes (marked simulated, `started_at` fixed).
+/// report `stampede sim PROFILE` writes (marked simulated, `started_at` fixed), within
+/// the default [`SimBudget`].
 pub fn simulate_profile(profile: &Profile) -> Result<Report, SimError> {
+    simulate_profile_within(profile, &SimBudget::default())
+}
+
+/// [`simulate_profile`] within `budget`, which covers every mode's run together: the
+/// estimates are checked before the first run starts, and each run gets the events the
+/// ones before it left.
+pub fn simulate_profile_within(profile: &Profile, budget: &SimBudget) -> Result<Report, SimError> {
     let mut report = new_report(profile);
-    for mode in profile_modes(profile)? {
-        report.runs.push(simulate(profile, mode)?);
+    let setups = profile_modes(profile)?
+        .into_iter()
+        .map(|mode| SimSetup::from_profile(profile, mode).map(|s| (mode, s)))
+        .collect::<Result<Vec<_>, _>>()?;
+    budget.admit(&setups.iter().map(|(_, s)| s.estimate()).collect::<Vec<_>>())?;
+    let mut left = *budget;
+    for (mode, setup) in &setups {
+        let run = simulate_setup(setup, mode.as_str().to_string(), settings_of(*mode), &left)?;
+        left.max_events = left.max_events.saturating_sub(run.events);
+        report.runs.push(run.result);
     }
     let checks = report::evaluate(&profile.checks, &report);
     report.set_checks(checks);

@@ -17,6 +17,7 @@ impl Engine<'_> {
         // An id behind lagged metrics that List no longer shows: the service falls back
         // to the vCPU it recorded for it, which is the workload's for every sandbox.
         let vcpu = self.setup.sandbox.vcpu;
+        self.events = self.events.saturating_add(self.nodes.len() as u64);
         let core = &mut self.cores[replica as usize];
         for n in &mut self.nodes {
             if n.effect.killed || n.effect.hung {

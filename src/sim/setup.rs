@@ -8,7 +8,10 @@ use super::error::SimError;
 use super::faults::{plan_faults, PlannedFault};
 use super::queue::Nanos;
 use crate::placement::{AccountingMode, PlacementConfig};
-use crate::profile::{Checks, PlacementSection, Profile, SandboxSpec, Shape};
+use crate::profile::limits::{MAX_PLAN_STARTED_USERS, MAX_PLAN_USERS};
+use crate::profile::{
+    parse_test_plan, Checks, PlacementSection, Profile, ProfileErrors, SandboxSpec, Shape, Source,
+};
 
 /// Client-visible round trip of an RPC the node answers at once (a refusal, an
 /// injected error, a killed listener). It also keeps a ResourceExhausted retry loop
@@ -97,8 +100,11 @@ pub struct SimSetup {
 }
 
 impl SimSetup {
-    /// Resolve `profile` for one run in accounting `mode`.
+    /// Resolve `profile` for one run in accounting `mode`. The profile goes through the
+    /// same [`validate`](crate::profile::validate) as `stampede validate` and `run` (its
+    /// problems are reported without positions: see [`check_profile`]).
     pub fn from_profile(profile: &Profile, mode: AccountingMode) -> Result<Self, SimError> {
+        check_profile(profile, "")?;
         let PlacementSection::Embedded(p) = &profile.placement else {
             return Err(SimError::ExternalPlacement);
         };
@@ -117,21 +123,6 @@ impl SimSetup {
                 e.message,
             ));
         }
-        if profile.cluster.nodes == 0 {
-            return Err(SimError::setting("cluster.nodes", "must be at least 1"));
-        }
-        if u32::try_from(profile.cluster.nodes).is_err() {
-            return Err(SimError::setting("cluster.nodes", "too many nodes"));
-        }
-        if p.sync_interval.is_zero() {
-            return Err(SimError::setting(
-                "placement.embedded.sync_interval",
-                "must be > 0",
-            ));
-        }
-        if profile.collect.interval.is_zero() {
-            return Err(SimError::setting("collect.interval", "must be > 0"));
-        }
         let arrivals = match &profile.workload.shape {
             Shape::Burst { count } => Arrivals::Burst {
                 count: *count as u64,
@@ -139,18 +130,10 @@ impl SimSetup {
             Shape::Rate {
                 per_second,
                 duration,
-            } => {
-                if !(*per_second > 0.0 && per_second.is_finite()) {
-                    return Err(SimError::setting(
-                        "workload.shape.rate.per_second",
-                        "must be a finite number > 0",
-                    ));
-                }
-                Arrivals::Rate {
-                    per_second: *per_second,
-                    total: (per_second * duration.as_secs_f64()).floor() as u64,
-                }
-            }
+            } => Arrivals::Rate {
+                per_second: *per_second,
+                total: (per_second * duration.as_secs_f64()).floor() as u64,
+            },
             Shape::Plan { steps } => Arrivals::Plan {
                 users: plan_users(steps).map_err(|message| SimError::UnsupportedShape {
                     shape: "plan",
@@ -213,38 +196,50 @@ pub fn to_duration(n: Nanos) -> Duration {
     Duration::from_nanos(n)
 }
 
+/// Validate `profile` as [`validate`](crate::profile::validate) does for a file, its
+/// problems reported under `label` (no line and column: the profile may not come from
+/// a file as it is, e.g. a `--sweep` combination).
+pub fn check_profile(profile: &Profile, label: &str) -> Result<(), SimError> {
+    let issues = crate::profile::validate(profile, &Source::inline(label, ""));
+    if issues.is_empty() {
+        Ok(())
+    } else {
+        Err(SimError::Profile(ProfileErrors::Invalid(issues)))
+    }
+}
+
 /// The activity spans of a goose test plan's users (`"10,5s;10,20s;0,5s"`: users and the
-/// time to reach that count). Ramps are linear: on the way up users start evenly over
-/// the step, on the way down the most recent stop first; users still active at the end
-/// of the plan stop then.
+/// time to reach that count, read as goose reads them). Ramps are linear: on the way up
+/// users start evenly over the step, on the way down the most recent stop first; users
+/// still active at the end of the plan stop then.
 pub fn plan_users(steps: &str) -> Result<Vec<(Nanos, Nanos)>, String> {
     let mut spans: Vec<(Nanos, Nanos)> = Vec::new();
     let mut active: Vec<usize> = Vec::new();
     let mut t: Nanos = 0;
-    for part in steps.split(';').map(str::trim).filter(|s| !s.is_empty()) {
-        let (users, time) = part
-            .split_once(',')
-            .ok_or_else(|| format!("step `{part}` is not `users,duration`"))?;
-        let target: usize = users
-            .trim()
-            .parse()
-            .map_err(|_| format!("step `{part}`: `{}` is not a user count", users.trim()))?;
-        let d = to_nanos(
-            humantime::parse_duration(time.trim())
-                .map_err(|e| format!("step `{part}`: bad duration ({e})"))?,
-        );
+    let mut started: u64 = 0;
+    let mut previous = 0usize;
+    for step in parse_test_plan(steps)? {
+        started = started.saturating_add(step.users.saturating_sub(previous) as u64);
+        previous = step.users;
+        if started > MAX_PLAN_STARTED_USERS || step.users > MAX_PLAN_USERS {
+            return Err(format!(
+                "more than {MAX_PLAN_USERS} users at once or {MAX_PLAN_STARTED_USERS} in all"
+            ));
+        }
+        let target = step.users;
+        let d = to_nanos(step.ramp);
         let cur = active.len();
         if target > cur {
             let n = (target - cur) as u128;
             for j in 0..(target - cur) {
-                let start = t + (u128::from(d) * j as u128 / n) as u64;
+                let start = t.saturating_add((u128::from(d) * j as u128 / n) as u64);
                 active.push(spans.len());
                 spans.push((start, Nanos::MAX));
             }
         } else if target < cur {
             let n = (cur - target) as u128;
             for j in 0..(cur - target) {
-                let stop = t + (u128::from(d) * (j as u128 + 1) / n) as u64;
+                let stop = t.saturating_add((u128::from(d) * (j as u128 + 1) / n) as u64);
                 if let Some(k) = active.pop() {
                     spans[k].1 = stop;
                 }

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use mock_node::config::LatencyDist;
 
+use super::budget::SimBudget;
 use super::error::SimError;
-use super::setup::{profile_modes, SimSetup};
+use super::setup::{check_profile, profile_modes, SimSetup};
 use super::simulate_setup;
 use crate::placement::AccountingMode;
 use crate::profile::{PlacementSection, Profile, Shape};
@@ -40,7 +41,9 @@ pub struct SweepAxis {
 impl std::str::FromStr for SweepAxis {
     type Err = SimError;
 
-    /// Parse `key=v1,v2,...`; every value is checked against a default profile.
+    /// Parse `key=v1,v2,...`: a known key and values of its type. Each combination is
+    /// validated as a profile when the sweep runs ([`run_sweep_within`]), before any
+    /// simulation starts.
     fn from_str(arg: &str) -> Result<Self, SimError> {
         let bad = |message: String| SimError::Sweep {
             arg: arg.to_string(),
@@ -209,9 +212,27 @@ pub struct Sweep {
     pub points: Vec<SweepPoint>,
 }
 
+/// Most runs of one sweep (combinations x seeds): 10,000. Each run's result, timeline
+/// included, is kept for the table; a sweep that large is already hours of reading.
+pub const MAX_SWEEP_RUNS: u64 = 10_000;
+
 /// Run the cartesian product of `axes` over `profile`, `repeat` seeds each (the
-/// profile's seed, seed+1, ...). Without an `accounting` axis the profile's modes are one.
+/// profile's seed, seed+1, ...), within the default [`SimBudget`]. Without an
+/// `accounting` axis the profile's modes are one.
 pub fn run_sweep(profile: &Profile, axes: &[SweepAxis], repeat: u32) -> Result<Sweep, SimError> {
+    run_sweep_within(profile, axes, repeat, &SimBudget::default())
+}
+
+/// [`run_sweep`] within `budget`. Every combination is validated as a profile (the same
+/// [`validate`](crate::profile::validate) as a file, its problems reported under
+/// `--sweep key=value ...`) and the estimates of all runs are checked against the budget
+/// before the first run starts.
+pub fn run_sweep_within(
+    profile: &Profile,
+    axes: &[SweepAxis],
+    repeat: u32,
+    budget: &SimBudget,
+) -> Result<Sweep, SimError> {
     let mut axes: Vec<SweepAxis> = axes.to_vec();
     if !axes.iter().any(|a| a.key == "accounting") {
         let values = profile_modes(profile)?
@@ -226,10 +247,28 @@ pub fn run_sweep(profile: &Profile, axes: &[SweepAxis], repeat: u32) -> Result<S
             },
         );
     }
-    let seeds: Vec<u64> = (0..u64::from(repeat.max(1)))
+    let repeat = repeat.max(1);
+    let runs = axes
+        .iter()
+        .try_fold(u64::from(repeat), |n, a| {
+            n.checked_mul(a.values.len() as u64)
+        })
+        .filter(|n| *n <= MAX_SWEEP_RUNS);
+    if runs.is_none() {
+        return Err(SimError::Sweep {
+            arg: axes
+                .iter()
+                .map(|a| format!("{}={}", a.key, a.values.join(",")))
+                .collect::<Vec<_>>()
+                .join(" "),
+            message: format!("combinations x --repeat {repeat} is more than {MAX_SWEEP_RUNS} runs"),
+        });
+    }
+    let seeds: Vec<u64> = (0..u64::from(repeat))
         .map(|j| profile.seed.wrapping_add(j))
         .collect();
-    let mut points = Vec::new();
+    // Every combination resolved and validated before anything runs.
+    let mut plans = Vec::new();
     for values in cartesian(&axes) {
         let mut base = profile.clone();
         let mut mode = None;
@@ -239,23 +278,39 @@ pub fn run_sweep(profile: &Profile, axes: &[SweepAxis], repeat: u32) -> Result<S
             }
         }
         let mode = mode.unwrap_or(AccountingMode::Optimistic);
-        let settings: BTreeMap<String, String> = axes
-            .iter()
-            .zip(&values)
-            .map(|(a, v)| (a.key.clone(), v.clone()))
-            .collect();
         let label = axes
             .iter()
             .zip(&values)
             .map(|(a, v)| format!("{}={v}", a.key))
             .collect::<Vec<_>>()
             .join(" ");
-        let mut runs = Vec::with_capacity(seeds.len());
+        check_profile(&base, &format!("--sweep {label}"))?;
+        let mut setups = Vec::with_capacity(seeds.len());
         for &seed in &seeds {
             let mut p = base.clone();
             p.seed = seed;
-            let setup = SimSetup::from_profile(&p, mode)?;
-            runs.push(simulate_setup(&setup, label.clone(), settings.clone()).result);
+            setups.push(SimSetup::from_profile(&p, mode)?);
+        }
+        plans.push((values, label, setups));
+    }
+    let estimates: Vec<_> = plans
+        .iter()
+        .flat_map(|(_, _, setups)| setups.iter().map(SimSetup::estimate))
+        .collect();
+    budget.admit(&estimates)?;
+    let mut left = *budget;
+    let mut points = Vec::new();
+    for (values, label, setups) in plans {
+        let settings: BTreeMap<String, String> = axes
+            .iter()
+            .zip(&values)
+            .map(|(a, v)| (a.key.clone(), v.clone()))
+            .collect();
+        let mut runs = Vec::with_capacity(setups.len());
+        for setup in &setups {
+            let run = simulate_setup(setup, label.clone(), settings.clone(), &left)?;
+            left.max_events = left.max_events.saturating_sub(run.events);
+            runs.push(run.result);
         }
         let figure = |f: fn(&RunResult) -> f64| Spread::of(&runs.iter().map(f).collect::<Vec<_>>());
         points.push(SweepPoint {
