@@ -429,12 +429,17 @@ fn duplicate_keys_are_reported_at_their_own_line() {
     );
 }
 
-fn temp_file(name: &str, bytes: &[u8]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("stampede-hostile-{}", std::process::id()));
+/// `bytes` written to `name` in this process's temp directory for `test`.
+fn temp_file(test: &str, name: &str, bytes: &[u8]) -> PathBuf {
+    let dir = temp_dir(test);
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(name);
     std::fs::write(&path, bytes).unwrap();
     path
+}
+
+fn temp_dir(test: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("stampede-hostile-{test}-{}", std::process::id()))
 }
 
 fn load_issue(path: &Path) -> ProfileIssue {
@@ -448,18 +453,20 @@ fn load_issue(path: &Path) -> ProfileIssue {
 #[test]
 fn multi_document_and_non_utf8_files_are_reported_at_a_line() {
     let two = temp_file(
+        "docs",
         "two.yaml",
         b"name: a\nworkload: {shape: {burst: {count: 1}}}\n---\nname: b\n",
     );
     let i = load_issue(&two);
     assert_eq!((i.line, i.col), (3, 1), "{i}");
     assert!(i.message.contains("second YAML document"), "{i}");
-    let bad = temp_file("latin1.yaml", b"name: a\ndescription: caf\xe9\n");
+    let bad = temp_file("docs", "latin1.yaml", b"name: a\ndescription: caf\xe9\n");
     let i = load_issue(&bad);
     assert_eq!((i.line, i.col), (2, 17), "{i}");
     assert!(i.to_string().contains("latin1.yaml:2:17: not UTF-8"), "{i}");
-    let big = temp_file("big.yaml", &vec![b'#'; MAX_PROFILE_BYTES + 1]);
+    let big = temp_file("docs", "big.yaml", &vec![b'#'; MAX_PROFILE_BYTES + 1]);
     assert!(load_issue(&big).message.contains("larger than"));
+    let _ = std::fs::remove_dir_all(temp_dir("docs"));
 }
 
 /// Every shipped profile still validates (and a lot of problems are capped).
@@ -479,12 +486,13 @@ fn every_shipped_profile_validates_and_problem_lists_are_capped() {
         "{}chaos:\n  - {{at: 1s, fault: kill, nodes: [{ids}]}}\n",
         profile(&[])
     );
-    let path = temp_file("many.yaml", text.as_bytes());
+    let path = temp_file("capped", "many.yaml", text.as_bytes());
     let Err(ProfileErrors::Invalid(issues)) = load_and_validate(&path) else {
         panic!("expected issues");
     };
     assert_eq!(issues.len(), MAX_ISSUES + 1);
     assert!(issues[MAX_ISSUES].message.contains("more problems"));
+    let _ = std::fs::remove_dir_all(temp_dir("capped"));
 }
 
 /// Aliases are not expanded without bound ("billion laughs"): nine levels of ten
