@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Real run vs simulator of one profile: per-mode CV side by side, and whether they agree
-# within 15% (design.md section 3). Usage: scripts/fidelity.sh [PROFILE]
+# within 15% (design.md section 3; 0.01 absolute for the near-even runs). Usage: scripts/fidelity.sh [PROFILE]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile=${1:-profiles/e2b-pr2201.yaml}
@@ -16,11 +16,13 @@ sim = json.load(open(glob.glob(f"{out}/sim/*/report.json")[0]))
 cv = lambda r: {x["label"]: x["skew"]["cv"] for x in r["runs"]}
 a, b = cv(real), cv(sim)
 ok = True
-print(f"{'run':<12} {'real CV':>8} {'sim CV':>8} {'diff':>7}")
+print(f"{'run':<16} {'real CV':>8} {'sim CV':>8} {'diff':>7}")
 for label in a:
     d = abs(a[label] - b[label]) / max(a[label], 1e-9)
-    ok &= d <= 0.15
-    print(f"{label:<12} {a[label]:>8.3f} {b[label]:>8.3f} {d:>6.1%}")
+    # 15% of the real figure, with an absolute 0.01 floor for the near-even runs, where one
+    # sandbox more or less on a node moves CV by ~0.006 (as tests/sim_vs_real.rs).
+    ok &= abs(a[label] - b[label]) <= max(0.15 * a[label], 0.01)
+    print(f"{label:<16} {a[label]:>8.3f} {b[label]:>8.3f} {d:>6.1%}")
 print("agree within 15%" if ok else "DISAGREE")
 sys.exit(0 if ok else 1)
 PY

@@ -180,7 +180,7 @@ fn huge_bursts_in_flight_and_request_sizes_are_refused() {
 /// A sandbox no node can hold is refused every time and retried until its deadline.
 #[test]
 fn sandboxes_larger_than_every_node_are_refused() {
-    // cpu_count 16 x overcommit 4 = 64 vCPU; 65536 MiB of memory.
+    // A node admits no sandbox larger than its 16 CPUs; 65536 MiB of memory.
     let text = profile(&[("vcpu: 1, ram_mb: 512", "vcpu: 65, ram_mb: 70000")]);
     let issues = issues_of("size.yaml", &text);
     assert!(issue_at(&issues, "workload.sandbox.vcpu")
@@ -194,7 +194,7 @@ fn sandboxes_larger_than_every_node_are_refused() {
         ("vcpu: 1, ram_mb: 512", "vcpu: 65, ram_mb: 512"),
         (
             "node: {cpu_count: 16}",
-            "node: {cpu_count: 16}\n  overrides:\n    node-03: {cpu_count: 32}",
+            "node: {cpu_count: 16}\n  overrides:\n    node-03: {cpu_count: 96}",
         ),
     ]);
     assert_eq!(issues_of("size.yaml", &text), vec![]);

@@ -248,6 +248,8 @@ const FIELDS: &[&str] = &[
     "min",
     "max",
     "busy_fraction",
+    "cpu_percent",
+    "per_sandbox",
     "idle_cpu_percent",
     "metrics_lag",
     "dist",

@@ -146,3 +146,58 @@ fn set_checks_derives_passed_and_incomplete_never_passes() {
     r.set_checks(checks);
     assert!(!r.passed);
 }
+
+/// `per_k` (E2B's benchmark runs K3 and K5 in one profile): a `k`'s checks replace the
+/// shared ones for the runs of that `k`, and a mode's `per_k` replaces its mode's.
+#[test]
+fn per_k_overrides_apply_by_k_and_within_a_mode() {
+    let mut report = Report::new("p", "", 1, "1970-01-01T00:00:00Z");
+    for (k, mode) in [
+        ("3", "reported"),
+        ("5", "reported"),
+        ("3", "optimistic"),
+        ("5", "optimistic"),
+    ] {
+        let mut r = report_support::run(&format!("{mode} K{k}"), mode, &[10, 20, 30]);
+        r.settings.insert("k".into(), k.into());
+        report.runs.push(r);
+    }
+    let mut reported = Checks {
+        cv: max(1.0),
+        ..Default::default()
+    };
+    reported.per_k.insert(
+        5,
+        Checks {
+            cv: max(3.0),
+            ..Default::default()
+        },
+    );
+    let checks = Checks {
+        cv: max(0.1),
+        per_mode: BTreeMap::from([(AccountingMode::Reported, reported)]),
+        per_k: BTreeMap::from([(
+            5,
+            Checks {
+                cv: max(2.0),
+                ..Default::default()
+            },
+        )]),
+        ..Default::default()
+    };
+    let bounds: Vec<(String, String)> = evaluate(&checks, &report)
+        .into_iter()
+        .map(|c| (c.run, c.bound))
+        .collect();
+    let want = [
+        ("reported K3", "<= 1"),
+        ("reported K5", "<= 3"),
+        ("optimistic K3", "<= 0.1"),
+        ("optimistic K5", "<= 2"),
+    ];
+    let want: Vec<(String, String)> = want
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    assert_eq!(bounds, want);
+}

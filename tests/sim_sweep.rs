@@ -13,18 +13,19 @@ fn accounting_by_replicas_shows_the_residual_herd_of_multi_replica_apis() {
     let profile = load_and_validate(Path::new("profiles/e2b-pr2201.yaml")).unwrap();
     let axes: Vec<SweepAxis> = ["replicas=1,3".parse().unwrap()].to_vec();
     let sweep = run_sweep(&profile, &axes, 3).unwrap();
-    assert_eq!(sweep.keys, ["accounting", "replicas"]);
-    assert_eq!(sweep.points.len(), 8);
+    // The profile compares K3 and K5, so the sweep runs both, as `run` would.
+    assert_eq!(sweep.keys, ["accounting", "k", "replicas"]);
+    assert_eq!(sweep.points.len(), 16);
     let mut table = Vec::new();
     write_sweep_table(&sweep, &mut table).unwrap();
     let table = String::from_utf8(table).unwrap();
     println!("{table}");
-    assert_eq!(table.lines().count(), 2 + 8);
+    assert_eq!(table.lines().count(), 2 + 16);
     let cv = |mode: &str, replicas: &str| {
         sweep
             .points
             .iter()
-            .find(|p| p.values == [mode, replicas])
+            .find(|p| p.values == [mode, "3", replicas])
             .map(|p| p.cv.mean)
             .unwrap()
     };

@@ -77,7 +77,9 @@ pub struct NodeSpec {
     /// more `ram_mb` than this is InvalidArgument.
     pub memory_mib: u64,
     /// Create is refused when allocated + requested vCPU > `overcommit` * `cpu_count`.
-    /// 0 disables the rule. Default 4.0.
+    /// 0 disables the rule. Default 0: a real orchestrator refuses only at
+    /// `max_sandboxes` and `max_starting` (`packages/orchestrator/pkg/server/sandboxes.go`);
+    /// E2B's placement benchmark node (LaggyNode) refuses beyond 4 x cpu_count.
     pub overcommit: f64,
     /// Running sandboxes at which Create is refused (E2B `max-sandboxes-per-node`). Default 200.
     pub max_sandboxes: u32,
@@ -93,12 +95,14 @@ pub struct NodeSpec {
     /// Allocated vCPU already on the node at start (not sandboxes of this run), drawn
     /// uniformly in `[min, max]` per node. Default 0..0.
     pub baseline_vcpu: VcpuRange,
-    /// Fraction of allocated vCPU that is busy, for `metric_cpu_percent` (E2B's unit:
-    /// 100 per busy CPU, so 4 allocated vCPU at 0.5 report 200). Default 0.5.
+    /// Fraction of allocated vCPU that is busy, for `metric_cpu_percent`. Default 0.5.
     pub busy_fraction: f64,
+    /// How `metric_cpu_percent` is computed from the busy CPUs. Default `host`.
+    pub cpu_percent: CpuPercentModel,
     /// Background host CPU load (100 = one busy CPU), drawn uniformly in `[min, max]` per
-    /// node and added to `metric_cpu_percent`. Real hosts never report identical CPU usage, and
-    /// Best-of-K breaks ties between equally allocated nodes on it. Default 0..0.
+    /// node and counted as busy CPU in `metric_cpu_percent`. Real hosts never report
+    /// identical CPU usage, and Best-of-K breaks ties between equally allocated nodes on
+    /// it. E2B's benchmark has none. Default 0..0.
     pub idle_cpu_percent: VcpuRange,
     /// ServiceInfo serves a snapshot refreshed every `metrics_lag`; 0 = live. Default 0s.
     #[serde(with = "humantime_serde")]
@@ -111,7 +115,7 @@ impl Default for NodeSpec {
         Self {
             cpu_count: 16,
             memory_mib: 65536,
-            overcommit: 4.0,
+            overcommit: 0.0,
             max_sandboxes: 200,
             max_starting: 3,
             create_latency: LatencyDist::Constant {
@@ -123,6 +127,7 @@ impl Default for NodeSpec {
             failures: Vec::new(),
             baseline_vcpu: VcpuRange::default(),
             busy_fraction: 0.5,
+            cpu_percent: CpuPercentModel::default(),
             idle_cpu_percent: VcpuRange::default(),
             metrics_lag: Duration::ZERO,
         }
@@ -153,6 +158,8 @@ pub struct NodeOverride {
     pub baseline_vcpu: Option<VcpuRange>,
     /// See [`NodeSpec::busy_fraction`].
     pub busy_fraction: Option<f64>,
+    /// See [`NodeSpec::cpu_percent`].
+    pub cpu_percent: Option<CpuPercentModel>,
     /// See [`NodeSpec::idle_cpu_percent`].
     pub idle_cpu_percent: Option<VcpuRange>,
     /// See [`NodeSpec::metrics_lag`].
@@ -176,10 +183,33 @@ impl NodeOverride {
             failures: self.failures.clone().unwrap_or(b.failures),
             baseline_vcpu: self.baseline_vcpu.unwrap_or(b.baseline_vcpu),
             busy_fraction: self.busy_fraction.unwrap_or(b.busy_fraction),
+            cpu_percent: self.cpu_percent.unwrap_or(b.cpu_percent),
             idle_cpu_percent: self.idle_cpu_percent.unwrap_or(b.idle_cpu_percent),
             metrics_lag: self.metrics_lag.unwrap_or(b.metrics_lag),
         }
     }
+}
+
+/// How a node turns its busy CPUs into `metric_cpu_percent` (ServiceInfo field 105).
+///
+/// Busy CPUs are `idle_cpu_percent / 100` plus `busy_fraction` of the vCPU allocated.
+/// Best-of-K reads the figure as CPUs x 100 (`usageAvg := CpuPercent / 100` in E2B's
+/// `placement_best_of_K.go`); a real orchestrator reports gopsutil's aggregate host
+/// figure (`cpu.Percent(0, false)`, 0-100 over all CPUs; `pkg/metrics/host.go`), so the two
+/// units differ by `cpu_count`, and the usage term weighs far less on a real cluster than in
+/// E2B's benchmark.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum CpuPercentModel {
+    /// A real orchestrator: 100 x busy CPUs / `cpu_count` over the whole host (baseline
+    /// allocation included), at most 100.
+    #[default]
+    Host,
+    /// E2B's placement benchmark (LaggyNode): 100 per busy vCPU of this node's running
+    /// sandboxes (`ActualCPUUsage x 100` summed), baseline allocation not counted, no cap.
+    PerSandbox,
 }
 
 /// An inclusive range of whole numbers (vCPUs, or CPU percent for `idle_cpu_percent`).

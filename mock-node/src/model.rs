@@ -10,7 +10,7 @@ use std::time::Duration;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::config::{FailureCode, NodeSpec, RpcKind};
+use crate::config::{CpuPercentModel, FailureCode, NodeSpec, RpcKind};
 pub use crate::rejection::{CreateRejection, NotFound};
 pub use crate::snapshot::{Counters, CreateRequest, MetricsSnapshot, Sandbox, ServiceStatus};
 
@@ -419,11 +419,7 @@ impl NodeModel {
         let allocated =
             u64::from(self.baseline_vcpu).saturating_add(sum_vcpu(self.running.values()));
         let allocated_vcpu = u32::try_from(allocated).unwrap_or(u32::MAX);
-        // E2B's unit: 100 = one fully busy CPU (the score divides by 100 to get CPUs),
-        // so a host tops out at cpu_count * 100.
-        let busy = s.busy_fraction * allocated as f64 * 100.0;
-        let cpu_percent =
-            (f64::from(self.idle_cpu_percent) + busy).clamp(0.0, f64::from(s.cpu_count) * 100.0);
+        let cpu_percent = self.cpu_percent();
         // Saturating, never wrapping: a total past u64 reads as "everything", not as a little.
         let mem_mib = self
             .running
@@ -434,13 +430,32 @@ impl NodeModel {
             taken_at: now,
             allocated_vcpu,
             cpu_count: s.cpu_count,
-            cpu_percent: cpu_percent.round() as u32,
+            cpu_percent,
             memory_allocated_bytes: mem_bytes,
             memory_used_bytes: (mem_bytes as f64 * s.busy_fraction.clamp(0.0, 1.0)) as u64,
             memory_total_bytes: s.memory_mib.saturating_mul(1 << 20),
             sandboxes_running: u32::try_from(self.running.len()).unwrap_or(u32::MAX),
             sandbox_ids: self.running.keys().cloned().collect(),
         }
+    }
+}
+
+impl NodeModel {
+    /// `metric_cpu_percent` now, per the spec's [`CpuPercentModel`].
+    fn cpu_percent(&self) -> u32 {
+        let s = &self.spec;
+        let idle_cpus = f64::from(self.idle_cpu_percent) / 100.0;
+        let sandboxes = sum_vcpu(self.running.values()) as f64;
+        let percent = match s.cpu_percent {
+            CpuPercentModel::Host => {
+                let allocated = f64::from(self.baseline_vcpu) + sandboxes;
+                let busy = idle_cpus + s.busy_fraction * allocated;
+                (100.0 * busy / f64::from(s.cpu_count.max(1))).clamp(0.0, 100.0)
+            }
+            CpuPercentModel::PerSandbox => 100.0 * (idle_cpus + s.busy_fraction * sandboxes),
+        };
+        // `as` saturates: a figure past u32 reads as the most, never wraps.
+        percent.round() as u32
     }
 }
 

@@ -24,9 +24,12 @@ pub fn render(truth: &NodesResponse) -> String {
             "Memory of running sandboxes, MiB.",
             |n| n.allocated_memory_mib,
         ),
-        ("mock_node_cpu_count", "gauge", "vCPUs of the node.", |n| {
-            u64::from(n.cpu_count)
-        }),
+        (
+            "mock_node_cpus",
+            "gauge",
+            "vCPUs of the node (metric_cpu_count).",
+            |n| u64::from(n.cpu_count),
+        ),
         ("mock_node_starting", "gauge", "Creates in progress.", |n| {
             n.starting
         }),

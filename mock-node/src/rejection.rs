@@ -12,8 +12,9 @@ pub enum CreateRejection {
     /// Running sandboxes reached `max_sandboxes` (gRPC ResourceExhausted).
     #[error("max number of running sandboxes on node reached ({0}), please retry")]
     MaxSandboxes(u32),
-    /// Creates in progress reached `max_starting` (gRPC ResourceExhausted).
-    #[error("too many sandboxes starting on this node ({0}), please retry")]
+    /// Creates in progress reached `max_starting` (gRPC ResourceExhausted). The message
+    /// is E2B's, which does not name the limit.
+    #[error("too many sandboxes starting on this node, please retry")]
     MaxStarting(u32),
     /// The vCPU would exceed `overcommit * cpu_count` (gRPC ResourceExhausted).
     #[error("not enough vCPU on node: {allocated} allocated + {requested} requested > {capacity} allowed, please retry")]

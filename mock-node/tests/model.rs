@@ -181,3 +181,80 @@ fn sandbox_larger_than_the_node_is_invalid_argument() {
     };
     m.begin_create(r, ms(0)).expect("exactly the node");
 }
+
+/// `cpu_percent: host` is a real orchestrator's gopsutil figure (aggregate host percent,
+/// 0-100; e2b-dev/infra `packages/orchestrator/pkg/metrics/host.go`, sent as
+/// `MetricCpuPercent` by `pkg/service/service_info.go`); `per_sandbox` is E2B's placement
+/// benchmark LaggyNode (`placement_benchmark_test.go`: `ActualCPUUsage * 100` summed over
+/// the node's sandboxes, the baseline allocation not counted).
+#[test]
+fn cpu_percent_models_host_and_per_sandbox() {
+    use mock_node::config::CpuPercentModel;
+    let with = |model: CpuPercentModel| {
+        let mut m = node(|s| {
+            s.cpu_count = 8;
+            s.busy_fraction = 1.0;
+            s.baseline_vcpu = VcpuRange { min: 2, max: 2 };
+            s.cpu_percent = model;
+        });
+        for id in ["a", "b", "c"] {
+            m.begin_create(req(id, 1), ms(0)).expect("admit");
+            m.finish_create(id, ms(1)).expect("finish");
+        }
+        m.metrics(ms(2)).cpu_percent
+    };
+    // (2 baseline + 3 sandboxes) busy of 8 CPUs = 62.5 %.
+    assert_eq!(with(CpuPercentModel::Host), 63);
+    // 3 fully busy sandbox vCPUs x 100; the baseline is not a sandbox.
+    assert_eq!(with(CpuPercentModel::PerSandbox), 300);
+    // The host figure never passes 100, however overcommitted the node is.
+    let mut full = node(|s| {
+        s.cpu_count = 2;
+        s.busy_fraction = 1.0;
+    });
+    for id in ["a", "b", "c", "d", "e"] {
+        full.begin_create(req(id, 1), ms(0)).expect("admit");
+        full.finish_create(id, ms(1)).expect("finish");
+    }
+    assert_eq!(full.metrics(ms(2)).cpu_percent, 100);
+}
+
+/// A real orchestrator refuses only at max-sandboxes-per-node (200) and
+/// max-starting-instances-per-node (3), with E2B's messages
+/// (`packages/orchestrator/pkg/server/sandboxes.go`, `packages/shared/pkg/featureflags/flags.go`);
+/// it has no vCPU overcommit refusal.
+#[test]
+fn defaults_follow_a_real_orchestrator() {
+    let spec = NodeSpec::default();
+    assert_eq!((spec.max_sandboxes, spec.max_starting), (200, 3));
+    assert_eq!(spec.overcommit, 0.0, "no vCPU refusal by default");
+    let mut m = node(|s| s.cpu_count = 1);
+    // 3 starting at once on a 1-CPU node: no vCPU rule refuses them.
+    for id in ["a", "b", "c"] {
+        m.begin_create(req(id, 1), ms(0)).expect("admit");
+    }
+    let e = m
+        .begin_create(req("d", 1), ms(0))
+        .expect_err("fourth starting");
+    assert_eq!(
+        e.to_string(),
+        "too many sandboxes starting on this node, please retry"
+    );
+    assert!(e.is_resource_exhausted());
+    for id in ["a", "b", "c"] {
+        m.finish_create(id, ms(1)).expect("finish");
+    }
+    let mut m = node(|s| {
+        s.max_sandboxes = 2;
+        s.max_starting = 0;
+    });
+    for id in ["a", "b"] {
+        m.begin_create(req(id, 1), ms(0)).expect("admit");
+        m.finish_create(id, ms(1)).expect("finish");
+    }
+    let e = m.begin_create(req("c", 1), ms(2)).expect_err("full");
+    assert_eq!(
+        e.to_string(),
+        "max number of running sandboxes on node reached (2), please retry"
+    );
+}

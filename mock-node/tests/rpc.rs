@@ -54,8 +54,9 @@ async fn create_list_update_delete_pause_roundtrip() {
     assert_eq!(si.metric_cpu_allocated, 3);
     assert_eq!(si.metric_cpu_count, 16);
     assert_eq!(si.metric_memory_allocated_bytes, 768 << 20);
-    // E2B's unit is 100 per busy CPU: busy_fraction 0.5 * 3 allocated * 100 = 150
-    assert_eq!(si.metric_cpu_percent, 150);
+    // The default `host` model, as a real orchestrator: aggregate host percent,
+    // 100 * (0.5 busy * 3 allocated) / 16 CPUs = 9.375.
+    assert_eq!(si.metric_cpu_percent, 9);
     assert_eq!(si.service_status, ServiceInfoStatus::Healthy as i32);
     assert_eq!(si.service_roles, vec![ServiceInfoRole::Orchestrator as i32]);
     let mut ids = si.stampede_sandbox_ids.expect("extension filled").ids;
@@ -176,8 +177,8 @@ async fn admission_overcommit_counts_baseline() {
         "baseline is allocation, not sandboxes"
     );
     assert_eq!(si.metric_sandboxes_running, 2);
-    // 0.5 * 8 * 100 = 400 = the host's ceiling (4 CPUs * 100)
-    assert_eq!(si.metric_cpu_percent, 400);
+    // `host` model: 0.5 busy * 8 allocated = 4 busy CPUs of 4 = 100 %, the ceiling.
+    assert_eq!(si.metric_cpu_percent, 100);
     assert_eq!(truth(&f, 0).creates_rejected.get("overcommit"), Some(&1));
     f.shutdown().await;
 }

@@ -14,6 +14,7 @@ mod targets;
 mod test_plan;
 mod types;
 mod validate;
+mod variants;
 
 pub use issue::{ProfileError, ProfileErrors, ProfileIssue};
 pub use load::{load, load_and_validate, parse, Source};
@@ -22,6 +23,7 @@ pub use targets::{check_targets, check_targets_in, host_of_address, is_loopback_
 pub use test_plan::{parse_test_plan, PlanStep};
 pub use types::*;
 pub use validate::{validate, FAULT_KINDS};
+pub use variants::RunVariant;
 
 /// JSON Schema (draft 2020-12) of the profile format, for editors (`stampede schema`).
 pub fn json_schema() -> serde_json::Value {

@@ -102,7 +102,7 @@ impl Default for EmbeddedPlacement {
         Self {
             accounting: OneOrMany::One(AccountingMode::Optimistic),
             best_of_k: BestOfK::default(),
-            max_retries: 3,
+            max_retries: crate::placement::PlacementConfig::default().max_retries,
             sync_interval: Duration::from_secs(20),
             replicas: 1,
             max_starting_per_node: None,
@@ -112,12 +112,14 @@ impl Default for EmbeddedPlacement {
     }
 }
 
-/// E2B's Best-of-K constants.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+/// E2B's Best-of-K constants (defaults: E2B's `DefaultBestOfKConfig`, as
+/// [`PlacementConfig::default`](crate::placement::PlacementConfig)).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct BestOfK {
-    /// Nodes sampled per decision. Default 3.
-    pub k: usize,
+    /// Nodes sampled per decision, or a list of them (one run per `k` and accounting
+    /// mode, e.g. `[3, 5]` as E2B's benchmark). Default 3.
+    pub k: OneOrMany<usize>,
     /// Overcommit ratio in the score's denominator. Default 4.
     pub r: f64,
     /// Weight of the node's CPU usage in the score. Default 0.5.
@@ -126,10 +128,11 @@ pub struct BestOfK {
 
 impl Default for BestOfK {
     fn default() -> Self {
+        let d = crate::placement::PlacementConfig::default();
         Self {
-            k: 3,
-            r: 4.0,
-            alpha: 0.5,
+            k: OneOrMany::One(d.k),
+            r: d.r,
+            alpha: d.alpha,
         }
     }
 }
@@ -296,6 +299,9 @@ pub struct Checks {
     pub duplicated: Option<Bound>,
     /// Checks for one accounting mode only, replacing the shared ones they name.
     pub per_mode: BTreeMap<AccountingMode, Checks>,
+    /// Checks for the runs of one Best-of-K `k` only (`per_k: {5: {cv: ...}}`), replacing
+    /// the shared ones they name; a mode's `per_k` replaces its mode's. Default none.
+    pub per_k: BTreeMap<usize, Checks>,
 }
 
 /// Report output settings.

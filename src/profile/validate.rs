@@ -52,7 +52,11 @@ pub fn validate(profile: &Profile, source: &Source) -> Vec<ProfileIssue> {
     if let Some(e) = embedded {
         timeline(&mut v, profile, e);
     }
-    checks(&mut v, "checks", &profile.checks, true);
+    let ks = match &profile.placement {
+        PlacementSection::Embedded(e) => Some(e.best_of_k.k.to_vec()),
+        PlacementSection::External(_) => None,
+    };
+    checks(&mut v, "checks", &profile.checks, Level::Top, ks.as_deref());
     if profile.report.dir.is_empty() {
         v.add("report.dir", "must not be empty");
     }
@@ -285,14 +289,22 @@ fn embedded_placement(v: &mut Problems, e: &EmbeddedPlacement, nodes: usize) {
             );
         }
     }
-    let k = e.best_of_k.k;
-    if k < 1 {
-        v.add(&format!("{p}.best_of_k.k"), "must be >= 1");
-    } else if nodes > 0 && k > nodes {
-        v.add(
-            &format!("{p}.best_of_k.k"),
-            &format!("must be <= the number of nodes ({nodes})"),
-        );
+    let ks = e.best_of_k.k.to_vec();
+    for (i, &k) in ks.iter().enumerate() {
+        let field = match e.best_of_k.k {
+            OneOrMany::One(_) => format!("{p}.best_of_k.k"),
+            OneOrMany::Many(_) => format!("{p}.best_of_k.k[{i}]"),
+        };
+        if k < 1 {
+            v.add(&field, "must be >= 1");
+        } else if nodes > 0 && k > nodes {
+            v.add(&field, &format!("must be <= the number of nodes ({nodes})"));
+        } else if ks[..i].contains(&k) {
+            v.add(&field, &format!("k = {k} is listed twice"));
+        }
+    }
+    if ks.is_empty() {
+        v.add(&format!("{p}.best_of_k.k"), "must list at least one value");
     }
     let r = e.best_of_k.r;
     if !(r.is_finite() && (MIN_R..=MAX_R).contains(&r)) {
@@ -597,10 +609,16 @@ fn timeline(v: &mut Problems, profile: &Profile, e: &EmbeddedPlacement) {
     }
 }
 
-/// vCPU a node model can hold, `None` = no limit (`overcommit: 0`).
-fn vcpu_capacity(spec: &NodeSpec) -> Option<f64> {
-    (spec.overcommit > 0.0)
-        .then(|| spec.overcommit * f64::from(spec.cpu_count) - f64::from(spec.baseline_vcpu.min))
+/// The largest sandbox, in vCPU, a node model admits: never more than its CPUs (a larger
+/// one is InvalidArgument), and within `overcommit x cpu_count - baseline_vcpu.min` when
+/// the overcommit rule is on.
+fn vcpu_capacity(spec: &NodeSpec) -> f64 {
+    let cpus = f64::from(spec.cpu_count);
+    if spec.overcommit > 0.0 {
+        cpus.min(spec.overcommit * cpus - f64::from(spec.baseline_vcpu.min))
+    } else {
+        cpus
+    }
 }
 
 /// The sandbox must fit on at least one node of the fleet (in vCPU and in memory), or
@@ -625,19 +643,16 @@ fn fits_a_node(v: &mut Problems, s: &SandboxSpec, c: &ClusterConfig) {
         return;
     }
     let vcpu = f64::from(s.vcpu);
-    if !specs
-        .iter()
-        .any(|n| vcpu_capacity(n).is_none_or(|cap| vcpu <= cap))
-    {
+    if !specs.iter().any(|n| vcpu <= vcpu_capacity(n)) {
         let best = specs
             .iter()
-            .filter_map(|n| vcpu_capacity(n))
+            .map(|n| vcpu_capacity(n))
             .fold(f64::NEG_INFINITY, f64::max);
         v.add(
             "workload.sandbox.vcpu",
             &format!(
                 "no node can hold a sandbox of {} vCPU (the largest takes {best} vCPU: \
-                 overcommit x cpu_count - baseline_vcpu.min)",
+                 cpu_count, and overcommit x cpu_count - baseline_vcpu.min when set)",
                 s.vcpu
             ),
         );
@@ -652,7 +667,17 @@ fn fits_a_node(v: &mut Problems, s: &SandboxSpec, c: &ClusterConfig) {
     }
 }
 
-fn checks(v: &mut Problems, p: &str, c: &Checks, top: bool) {
+/// Where a `checks` section sits: `checks:`, `per_mode.<mode>`, or `per_k.<k>`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Level {
+    Top,
+    Mode,
+    K,
+}
+
+/// `ks` are the profile's Best-of-K `k` values (`None` for an external placement,
+/// which runs no `k` of ours).
+fn checks(v: &mut Problems, p: &str, c: &Checks, level: Level, ks: Option<&[usize]>) {
     let fraction = |v: &mut Problems, name: &str, b: &Option<Bound>, hi: Option<f64>| {
         if let Some(b) = b {
             bound(v, &format!("{p}.{name}"), b, hi);
@@ -667,12 +692,29 @@ fn checks(v: &mut Problems, p: &str, c: &Checks, top: bool) {
     if let Some(l) = &c.p99_latency {
         positive(v, &format!("{p}.p99_latency.max"), l.max);
     }
-    if !top && !c.per_mode.is_empty() {
+    if level != Level::Top && !c.per_mode.is_empty() {
         v.add(&format!("{p}.per_mode"), "per_mode cannot be nested");
     }
-    if top {
+    if level == Level::K && !c.per_k.is_empty() {
+        v.add(&format!("{p}.per_k"), "per_k cannot be nested");
+    }
+    if level == Level::Top {
         for (mode, inner) in &c.per_mode {
-            checks(v, &format!("{p}.per_mode.{mode}"), inner, false);
+            checks(v, &format!("{p}.per_mode.{mode}"), inner, Level::Mode, ks);
+        }
+    }
+    if level != Level::K {
+        for (k, inner) in &c.per_k {
+            let field = format!("{p}.per_k.{k}");
+            match ks {
+                Some(ks) if !ks.contains(k) => v.add(
+                    &field,
+                    &format!("the profile runs no k = {k} (best_of_k.k is {ks:?})"),
+                ),
+                None => v.add(&field, "an external placement runs no k of ours"),
+                Some(_) => {}
+            }
+            checks(v, &field, inner, Level::K, ks);
         }
     }
 }

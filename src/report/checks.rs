@@ -12,8 +12,8 @@ use super::model::{CheckOutcome, Report, RunResult};
 
 /// Evaluate `checks` on every run of `report`, in run order then check order
 /// (cv, max_over_mean, jain, error_rate, p99_latency, lost, duplicated). A run whose
-/// `settings["accounting"]` names a mode listed under `per_mode` uses that mode's
-/// checks in place of the shared ones they name.
+/// `settings["accounting"]` names a mode listed under `per_mode` (or whose `settings["k"]`
+/// is listed under `per_k`) uses those checks in place of the shared ones they name.
 pub fn evaluate(checks: &Checks, report: &Report) -> Vec<CheckOutcome> {
     let mut out = Vec::new();
     for run in &report.runs {
@@ -89,21 +89,41 @@ pub fn evaluate(checks: &Checks, report: &Report) -> Vec<CheckOutcome> {
     out
 }
 
-/// The checks that apply to `run`: shared ones with its mode's overrides applied.
+/// The checks that apply to `run`: the shared ones, then its `k`'s, its mode's, and its
+/// mode's `k`'s overrides, each replacing the checks it names.
 fn effective(checks: &Checks, run: &RunResult) -> Checks {
     let mode: Option<AccountingMode> = run.setting("accounting").and_then(|m| m.parse().ok());
-    let Some(o) = mode.and_then(|m| checks.per_mode.get(&m)) else {
-        return checks.clone();
-    };
+    let k: Option<usize> = run.setting("k").and_then(|k| k.parse().ok());
+    let by_k = |c: &Checks| k.and_then(|k| c.per_k.get(&k)).cloned();
+    let by_mode = mode.and_then(|m| checks.per_mode.get(&m));
+    let layers = [by_k(checks), by_mode.cloned(), by_mode.and_then(by_k)];
+    layers
+        .into_iter()
+        .flatten()
+        .fold(flat(checks), |base, o| overlay(&base, &o))
+}
+
+/// `c` without its overrides.
+fn flat(c: &Checks) -> Checks {
     Checks {
-        cv: o.cv.or(checks.cv),
-        max_over_mean: o.max_over_mean.or(checks.max_over_mean),
-        jain: o.jain.or(checks.jain),
-        error_rate: o.error_rate.or(checks.error_rate),
-        p99_latency: o.p99_latency.or(checks.p99_latency),
-        lost: o.lost.or(checks.lost),
-        duplicated: o.duplicated.or(checks.duplicated),
         per_mode: Default::default(),
+        per_k: Default::default(),
+        ..c.clone()
+    }
+}
+
+/// `base` with every check `o` names replaced.
+fn overlay(base: &Checks, o: &Checks) -> Checks {
+    Checks {
+        cv: o.cv.or(base.cv),
+        max_over_mean: o.max_over_mean.or(base.max_over_mean),
+        jain: o.jain.or(base.jain),
+        error_rate: o.error_rate.or(base.error_rate),
+        p99_latency: o.p99_latency.or(base.p99_latency),
+        lost: o.lost.or(base.lost),
+        duplicated: o.duplicated.or(base.duplicated),
+        per_mode: Default::default(),
+        per_k: Default::default(),
     }
 }
 

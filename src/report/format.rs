@@ -181,3 +181,42 @@ pub fn check_cells(c: &super::model::CheckOutcome) -> Vec<String> {
         c.actual.map_or_else(|| "-".into(), |a| format!("{a:.4}")),
     ]
 }
+
+/// CV of every run by accounting mode (rows) and Best-of-K `k` (columns), when the
+/// report's runs compare several `k` (E2B's benchmark runs K3 and K5): the header and
+/// the rows, `-` where a combination did not run. `None` when one `k` or fewer ran.
+pub fn cv_by_mode_and_k(report: &Report) -> Option<(Vec<String>, Vec<Vec<String>>)> {
+    let mut modes: Vec<&str> = Vec::new();
+    let mut ks: Vec<&str> = Vec::new();
+    for run in &report.runs {
+        let (Some(m), Some(k)) = (run.setting("accounting"), run.setting("k")) else {
+            continue;
+        };
+        if !modes.contains(&m) {
+            modes.push(m);
+        }
+        if !ks.contains(&k) {
+            ks.push(k);
+        }
+    }
+    if ks.len() < 2 {
+        return None;
+    }
+    let mut header = vec!["mode".to_string()];
+    header.extend(ks.iter().map(|k| format!("CV K{k}")));
+    let rows = modes
+        .iter()
+        .map(|&m| {
+            let mut row = vec![m.to_string()];
+            for &k in &ks {
+                let run = report
+                    .runs
+                    .iter()
+                    .find(|r| r.setting("accounting") == Some(m) && r.setting("k") == Some(k));
+                row.push(run.map_or_else(|| "-".to_string(), |r| ratio(r.skew.cv)));
+            }
+            row
+        })
+        .collect();
+    Some((header, rows))
+}

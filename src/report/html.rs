@@ -52,6 +52,11 @@ pub fn write_html(report: &Report, mut w: impl Write) -> io::Result<()> {
         writeln!(w, "<h2>Comparison</h2>")?;
         let rows: Vec<Vec<String>> = report.runs.iter().map(comparison_row).collect();
         table(w, &COMPARISON_HEADER, &rows)?;
+        if let Some((header, rows)) = cv_by_mode_and_k(report) {
+            writeln!(w, "<h2>CV by mode and K</h2>")?;
+            let header: Vec<&str> = header.iter().map(String::as_str).collect();
+            table(w, &header, &rows)?;
+        }
         let cvs: Vec<(String, f64)> = report
             .runs
             .iter()

@@ -35,6 +35,12 @@ pub fn write_markdown(report: &Report, mut w: impl Write) -> io::Result<()> {
         let rows: Vec<Vec<String>> = report.runs.iter().map(comparison_row).collect();
         table(w, &COMPARISON_HEADER, &rows)?;
     }
+    if let Some((header, rows)) = cv_by_mode_and_k(report) {
+        writeln!(w, "## CV by mode and K")?;
+        writeln!(w)?;
+        let header: Vec<&str> = header.iter().map(String::as_str).collect();
+        table(w, &header, &rows)?;
+    }
     for run in &report.runs {
         write_run(w, run)?;
     }

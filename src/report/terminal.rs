@@ -35,6 +35,16 @@ pub fn write_terminal(report: &Report, mut w: impl Write) -> io::Result<()> {
         }
         print_table(w, b)?;
     }
+    if let Some((header, rows)) = cv_by_mode_and_k(report) {
+        writeln!(w)?;
+        writeln!(w, "CV by mode and K")?;
+        let mut b = Builder::default();
+        b.push_record(header);
+        for row in rows {
+            b.push_record(row);
+        }
+        print_table(w, b)?;
+    }
     if !report.checks.is_empty() {
         writeln!(w)?;
         writeln!(w, "Checks")?;

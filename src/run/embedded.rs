@@ -1,7 +1,6 @@
 //! Runs against stampede's own mock-node fleet and reference placement service,
-//! once per accounting mode, all on loopback.
+//! once per accounting mode and Best-of-K `k`, all on loopback.
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use mock_node::fleet::{self, FleetOptions};
@@ -11,14 +10,13 @@ use rand_chacha::ChaCha8Rng;
 use super::drive::{drive, Target};
 use super::{RunOptions, StageError};
 use crate::collect::TruthSource;
-use crate::placement::AccountingMode;
-use crate::profile::{EmbeddedPlacement, Profile};
+use crate::profile::{EmbeddedPlacement, Profile, RunVariant};
 use crate::report::{Report, RunResult};
 use crate::workload::ApiKey;
 
 use super::placement::start_replicas;
 
-/// Runs every accounting mode the profile lists, appending one result per mode.
+/// Runs every (k, accounting mode) the profile lists, appending one result per run.
 /// Stops at the first failing stage (the report is then marked incomplete).
 pub(super) async fn run_all(
     profile: &Profile,
@@ -26,11 +24,11 @@ pub(super) async fn run_all(
     opts: &RunOptions,
     report: &mut Report,
 ) -> Result<(), StageError> {
-    for mode in e.accounting.to_vec() {
+    for run in e.runs() {
         if opts.cancel.is_cancelled() {
             break;
         }
-        let r = run_mode(profile, e, mode, opts).await?;
+        let r = run_one(profile, e, run, opts).await?;
         report.runs.push(r);
     }
     Ok(())
@@ -43,10 +41,10 @@ fn embedded_key(seed: u64, purpose: u64) -> ApiKey {
     ApiKey::new(format!("e2b_{:032x}", rng.random::<u128>()))
 }
 
-async fn run_mode(
+async fn run_one(
     profile: &Profile,
     e: &EmbeddedPlacement,
-    mode: AccountingMode,
+    run: RunVariant,
     opts: &RunOptions,
 ) -> Result<RunResult, StageError> {
     let wall = Instant::now();
@@ -57,23 +55,21 @@ async fn run_mode(
         .map_err(|e| StageError::Fleet(e.to_string()))?;
     let key = embedded_key(profile.seed, 0x6b65_7973);
     let admin = embedded_key(profile.seed, 0x6164_6d69);
-    let replicas = match start_replicas(profile, e, mode, &fleet, &key, &admin).await {
+    let replicas = match start_replicas(profile, e, run, &fleet, &key, &admin).await {
         Ok(r) => r,
         Err(err) => {
             fleet.shutdown().await;
             return Err(err);
         }
     };
-    let mut settings = BTreeMap::new();
-    settings.insert("accounting".to_string(), mode.to_string());
-    settings.insert("k".to_string(), e.best_of_k.k.to_string());
+    let mut settings = run.settings();
     settings.insert("replicas".to_string(), e.replicas.to_string());
     settings.insert(
         "sync_interval".to_string(),
         humantime::format_duration(e.sync_interval).to_string(),
     );
     let target = Target {
-        label: mode.to_string(),
+        label: run.label(),
         settings,
         urls: replicas.urls(),
         key,

@@ -6,8 +6,7 @@ use std::time::{Duration, Instant};
 use mock_node::fleet::FleetHandle;
 
 use super::StageError;
-use crate::placement::{AccountingMode, PlacementConfig};
-use crate::profile::{EmbeddedPlacement, Profile};
+use crate::profile::{EmbeddedPlacement, Profile, RunVariant};
 use crate::serve::{self, NodeTarget, ServeConfig, ServiceHandle, SyncPhaser};
 use crate::workload::ApiKey;
 
@@ -79,25 +78,17 @@ fn counter(text: &str, name: &str) -> u64 {
         .sum()
 }
 
-/// Starts `e.replicas` instances in `mode` on free loopback ports, placing on `fleet`.
+/// Starts `e.replicas` instances of `run` on free loopback ports, placing on `fleet`.
 pub(super) async fn start_replicas(
     profile: &Profile,
     e: &EmbeddedPlacement,
-    mode: AccountingMode,
+    run: RunVariant,
     fleet: &FleetHandle,
     key: &ApiKey,
     admin_token: &ApiKey,
 ) -> Result<Replicas, StageError> {
     let cfg = ServeConfig {
-        placement: PlacementConfig {
-            k: e.best_of_k.k,
-            r: e.best_of_k.r,
-            alpha: e.best_of_k.alpha,
-            max_retries: e.max_retries,
-            mode,
-            max_starting_per_node: e.max_starting_per_node,
-            ..PlacementConfig::default()
-        },
+        placement: e.placement_config(run),
         sync_interval: e.sync_interval,
         request_timeout: e.request_timeout,
         create_rpc_timeout: e.create_rpc_timeout,

@@ -37,7 +37,9 @@ pub use cli::{run_sim_cli, SimArgs};
 pub use error::SimError;
 pub use faults::{plan_faults, PlannedFault};
 pub use queue::{EventQueue, Nanos};
-pub use setup::{check_profile, plan_users, profile_modes, Arrivals, SimSetup, RPC_ROUND_TRIP};
+pub use setup::{
+    check_profile, plan_users, profile_modes, profile_runs, Arrivals, SimSetup, RPC_ROUND_TRIP,
+};
 pub use sweep::{
     run_sweep, run_sweep_within, Spread, Sweep, SweepAxis, SweepPoint, MAX_SWEEP_RUNS, SWEEP_KEYS,
 };
@@ -108,14 +110,14 @@ pub fn simulate_profile(profile: &Profile) -> Result<Report, SimError> {
 /// ones before it left.
 pub fn simulate_profile_within(profile: &Profile, budget: &SimBudget) -> Result<Report, SimError> {
     let mut report = new_report(profile);
-    let setups = profile_modes(profile)?
+    let setups = profile_runs(profile)?
         .into_iter()
-        .map(|mode| SimSetup::from_profile(profile, mode).map(|s| (mode, s)))
+        .map(|run| SimSetup::from_run(profile, run).map(|s| (run, s)))
         .collect::<Result<Vec<_>, _>>()?;
     budget.admit(&setups.iter().map(|(_, s)| s.estimate()).collect::<Vec<_>>())?;
     let mut left = *budget;
-    for (mode, setup) in &setups {
-        let run = simulate_setup(setup, mode.as_str().to_string(), settings_of(*mode), &left)?;
+    for (variant, setup) in &setups {
+        let run = simulate_setup(setup, variant.label(), variant.settings(), &left)?;
         left.max_events = left.max_events.saturating_sub(run.events);
         report.runs.push(run.result);
     }

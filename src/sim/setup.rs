@@ -10,7 +10,8 @@ use super::queue::Nanos;
 use crate::placement::{AccountingMode, PlacementConfig};
 use crate::profile::limits::{MAX_PLAN_STARTED_USERS, MAX_PLAN_USERS};
 use crate::profile::{
-    parse_test_plan, Checks, PlacementSection, Profile, ProfileErrors, SandboxSpec, Shape, Source,
+    parse_test_plan, Checks, PlacementSection, Profile, ProfileErrors, RunVariant, SandboxSpec,
+    Shape, Source,
 };
 
 /// Client-visible round trip of an RPC the node answers at once (a refusal, an
@@ -103,20 +104,27 @@ impl SimSetup {
     /// Resolve `profile` for one run in accounting `mode`. The profile goes through the
     /// same [`validate`](crate::profile::validate) as `stampede validate` and `run` (its
     /// problems are reported without positions: see [`check_profile`]).
+    /// The profile's first `k` is used; see [`from_run`](Self::from_run) for the others.
     pub fn from_profile(profile: &Profile, mode: AccountingMode) -> Result<Self, SimError> {
+        let PlacementSection::Embedded(p) = &profile.placement else {
+            return Err(SimError::ExternalPlacement);
+        };
+        let k = p.best_of_k.k.to_vec().first().copied().unwrap_or_default();
+        let run = RunVariant {
+            mode,
+            k,
+            k_varies: false,
+        };
+        Self::from_run(profile, run)
+    }
+
+    /// Resolve `profile` for one of its runs ([`EmbeddedPlacement::runs`]).
+    pub fn from_run(profile: &Profile, run: RunVariant) -> Result<Self, SimError> {
         check_profile(profile, "")?;
         let PlacementSection::Embedded(p) = &profile.placement else {
             return Err(SimError::ExternalPlacement);
         };
-        let placement = PlacementConfig {
-            k: p.best_of_k.k,
-            r: p.best_of_k.r,
-            alpha: p.best_of_k.alpha,
-            max_retries: p.max_retries,
-            mode,
-            max_starting_per_node: p.max_starting_per_node,
-            ..PlacementConfig::default()
-        };
+        let placement = p.placement_config(run);
         if let Some(e) = placement.validate().into_iter().next() {
             return Err(SimError::setting(
                 format!("placement.embedded.best_of_k.{}", e.field),
@@ -175,7 +183,18 @@ impl SimSetup {
 
 /// Whether `checks` (or a per-mode override) needs the set checker.
 fn checks_sets(c: &Checks) -> bool {
-    c.lost.is_some() || c.duplicated.is_some() || c.per_mode.values().any(checks_sets)
+    c.lost.is_some()
+        || c.duplicated.is_some()
+        || c.per_mode.values().any(checks_sets)
+        || c.per_k.values().any(checks_sets)
+}
+
+/// The runs a profile asks for, in its order (a sim runs each once).
+pub fn profile_runs(profile: &Profile) -> Result<Vec<RunVariant>, SimError> {
+    match &profile.placement {
+        PlacementSection::Embedded(p) => Ok(p.runs()),
+        PlacementSection::External(_) => Err(SimError::ExternalPlacement),
+    }
 }
 
 /// The accounting modes a profile asks for, in its order (a sim runs each once).

@@ -11,7 +11,7 @@ use super::error::SimError;
 use super::setup::{check_profile, profile_modes, SimSetup};
 use super::simulate_setup;
 use crate::placement::AccountingMode;
-use crate::profile::{PlacementSection, Profile, Shape};
+use crate::profile::{OneOrMany, PlacementSection, Profile, RunVariant, Shape};
 use crate::report::RunResult;
 
 /// The settings a sweep can vary.
@@ -132,7 +132,7 @@ fn apply(
     };
     match (key, parsed) {
         ("accounting", Value::Mode(m)) => return Ok(Some(m)),
-        ("k", Value::Count(k)) => p.best_of_k.k = k,
+        ("k", Value::Count(k)) => p.best_of_k.k = OneOrMany::One(k),
         ("r", Value::Float(r)) => p.best_of_k.r = r,
         ("alpha", Value::Float(a)) => p.best_of_k.alpha = a,
         ("sync_interval", Value::Time(t)) => p.sync_interval = t,
@@ -247,6 +247,19 @@ pub fn run_sweep_within(
             },
         );
     }
+    // A profile comparing several `k` is swept over them too, as `run` would run them.
+    if let PlacementSection::Embedded(e) = &profile.placement {
+        let ks = e.best_of_k.k.to_vec();
+        if ks.len() > 1 && !axes.iter().any(|a| a.key == "k") {
+            axes.insert(
+                1,
+                SweepAxis {
+                    key: "k".into(),
+                    values: ks.iter().map(usize::to_string).collect(),
+                },
+            );
+        }
+    }
     let repeat = repeat.max(1);
     let runs = axes
         .iter()
@@ -289,7 +302,16 @@ pub fn run_sweep_within(
         for &seed in &seeds {
             let mut p = base.clone();
             p.seed = seed;
-            setups.push(SimSetup::from_profile(&p, mode)?);
+            let k = match &p.placement {
+                PlacementSection::Embedded(e) => e.best_of_k.k.to_vec().first().copied(),
+                PlacementSection::External(_) => None,
+            };
+            let run = RunVariant {
+                mode,
+                k: k.unwrap_or_default(),
+                k_varies: false,
+            };
+            setups.push(SimSetup::from_run(&p, run)?);
         }
         plans.push((values, label, setups));
     }
