@@ -14,8 +14,11 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::ledger::{Ledger, LedgerEntry, Outcome};
+use super::limited::LimitRetry;
 use super::pacing::{Pacing, SlotCounter};
-use super::request::{create_body, delete, prepare_create, send_create, PreparedCreate};
+use super::request::{
+    create_body, delete, prepare_create, send_create, CreateResult, PreparedCreate,
+};
 use super::secret::ApiKey;
 use crate::profile::SandboxSpec;
 
@@ -42,6 +45,14 @@ pub struct WorkloadRun {
     pub cancel: CancellationToken,
     /// Advanced once per finished create, if given (hidden when not a terminal).
     pub progress: Option<indicatif::ProgressBar>,
+    /// After `cancel` fires, how long a create already in flight may still answer
+    /// before it is given up and recorded as [`Outcome::Cancelled`].
+    pub cancel_grace: Duration,
+    /// Sent as metadata `stampede-run` on every create, so cleanup can find sandboxes
+    /// whose answer the run never read. `None`: no metadata.
+    pub run_tag: Option<String>,
+    /// What to do on a 429; `None`: record it and move on.
+    pub limit_retry: Option<LimitRetry>,
 }
 
 /// What a workload run produced.
@@ -94,7 +105,7 @@ pub async fn run_workload(
     let (tx, mut rx) = mpsc::unbounded_channel();
     let workers = run.pacing.workers();
     let shared = Arc::new(Shared {
-        body: create_body(&run.sandbox),
+        body: create_body(&run.sandbox, run.run_tag.as_deref()),
         slots: SlotCounter::default(),
         barrier: Barrier::new(workers.max(1)),
         gate: OnceLock::new(),
@@ -232,7 +243,10 @@ async fn open_worker(s: &Shared, user: &mut GooseUser) {
     let total = s.run.pacing.total();
     let mut slot = s.slots.claim(total);
     let mut prepared = slot.map(|i| prepare(s, user, i));
-    let _ = tokio::time::timeout(Duration::from_secs(60), s.barrier.wait()).await;
+    tokio::select! {
+        _ = tokio::time::timeout(Duration::from_secs(60), s.barrier.wait()) => {}
+        _ = s.run.cancel.cancelled() => return,
+    }
     let gate = *s.gate.get_or_init(Instant::now);
     while let (Some(i), Some(req)) = (slot, prepared.take()) {
         if s.run.cancel.is_cancelled() {
@@ -240,7 +254,11 @@ async fn open_worker(s: &Shared, user: &mut GooseUser) {
         }
         let intended = gate + s.run.pacing.intended_offset(i);
         if intended > Instant::now() {
-            tokio::time::sleep_until(intended.into()).await;
+            // A signal stops a worker waiting for its slot's time: nothing leaves after it.
+            tokio::select! {
+                _ = tokio::time::sleep_until(intended.into()) => {}
+                _ = s.run.cancel.cancelled() => break,
+            }
         }
         send_slot(s, user, gate, i, intended, req).await;
         slot = s.slots.claim(total);
@@ -275,7 +293,19 @@ async fn send_slot(
 ) {
     let target = i % s.run.targets.len();
     let sent = Instant::now();
-    let r = send_create(user, req).await;
+    let mut r = send_or_give_up(s, user, req).await;
+    let mut retries = 0;
+    while let (Outcome::Limited(limit), Some(policy)) = (&r.outcome, &s.run.limit_retry) {
+        if retries >= policy.max_retries || s.run.cancel.is_cancelled() {
+            break;
+        }
+        retries += 1;
+        tokio::select! {
+            _ = tokio::time::sleep(policy.wait(limit)) => {}
+            _ = s.run.cancel.cancelled() => break,
+        }
+        r = send_or_give_up(s, user, prepare(s, user, i)).await;
+    }
     let done = Instant::now();
     let ms = |t: Instant| t.saturating_duration_since(gate).as_secs_f64() * 1000.0;
     if let (Some(id), Some(dist)) = (&r.sandbox_id, &s.run.lifetime) {
@@ -295,6 +325,25 @@ async fn send_slot(
         node: r.node,
         deleted: None,
     }));
+}
+
+/// Sends a create; once the run is cancelled it has `cancel_grace` left to answer.
+async fn send_or_give_up(s: &Shared, user: &mut GooseUser, req: PreparedCreate) -> CreateResult {
+    let cancel = s.run.cancel.clone();
+    let grace = s.run.cancel_grace;
+    let give_up = async move {
+        cancel.cancelled().await;
+        tokio::time::sleep(grace).await;
+    };
+    tokio::select! {
+        biased;
+        r = send_create(user, req) => r,
+        _ = give_up => CreateResult {
+            outcome: Outcome::Cancelled,
+            sandbox_id: None,
+            node: None,
+        },
+    }
 }
 
 fn schedule_delete(s: &Shared, i: usize, target: usize, id: String, dist: &LatencyDist) {
