@@ -1,0 +1,395 @@
+//! Rehearsal of a staging run (issue 15), with the real binaries: a mock-node fleet and
+//! `stampede serve` started as separate processes on loopback, then `stampede run`
+//! against them as a platform engineer would run it against staging.
+//!
+//! - a burst with checks, then 0 sandboxes left on the nodes after cleanup;
+//! - the same with a SIGINT in the middle of the burst: the process exits within 5 s,
+//!   sends nothing after the signal and leaves 0 sandboxes;
+//! - a second run on nodes that already hold sandboxes reports only its own;
+//! - `profiles/nightly.yaml --api URL` passes against an optimistic serve and fails its
+//!   checks (exit 1) against a `--accounting reported` one.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use stampede::collect::{fetch_truth, TruthSource};
+
+const KEY: &str = "e2b_rehearsal_test_key";
+const ADMIN: &str = "rehearsal_admin_token";
+
+fn stampede() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_stampede"))
+}
+
+fn tempdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("stampede-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+/// A child process killed when dropped (also when an assertion fails).
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Spawns `cmd` and returns it with its first stdout line that starts with `prefix`.
+fn spawn_ready(mut cmd: Command, prefix: &str) -> (Proc, String) {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let stdout = child.stdout.take().expect("stdout");
+    let proc = Proc(child);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let prefix = prefix.to_string();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if line.starts_with(&prefix) {
+                let _ = tx.send(line);
+            }
+        }
+    });
+    let line = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("a ready line within 60 s");
+    (proc, line)
+}
+
+/// A fleet (`stampede mock-node --config`) and a placement service on it
+/// (`stampede serve`), both separate processes.
+struct Cluster {
+    _fleet: Proc,
+    _serve: Proc,
+    admin: String,
+    api: String,
+}
+
+fn start_cluster(dir: &Path, cluster_yaml: &str, serve_args: &[&str]) -> Cluster {
+    let config = dir.join("cluster.yaml");
+    std::fs::write(&config, cluster_yaml).expect("cluster config written");
+    let mut fleet = stampede();
+    fleet
+        .args(["mock-node", "--base-port", "0", "--config"])
+        .arg(&config);
+    let (fleet, line) = spawn_ready(fleet, "mock-node ready");
+    let admin = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("admin="))
+        .expect("admin URL in the ready line")
+        .to_string();
+    let mut serve = stampede();
+    serve
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(serve_args)
+        .args(["--mock-admin", &admin])
+        .env("STAMPEDE_API_KEY", KEY)
+        .env("STAMPEDE_ADMIN_TOKEN", ADMIN);
+    let (serve, line) = spawn_ready(serve, "stampede serve: ");
+    let api = line
+        .trim_start_matches("stampede serve: ")
+        .split_whitespace()
+        .next()
+        .expect("URL in the serve line")
+        .to_string();
+    Cluster {
+        _fleet: fleet,
+        _serve: serve,
+        admin,
+        api,
+    }
+}
+
+/// Three roomy nodes whose creates take `latency` (a mock-node latency distribution).
+fn roomy_nodes(latency: &str) -> String {
+    format!(
+        "nodes: 3\nseed: 5\nnode:\n  cpu_count: 64\n  overcommit: 4.0\n  max_sandboxes: 2000\n  \
+         max_starting: 0\n  create_latency: {latency}\n"
+    )
+}
+
+/// An external burst of `count` creates against `c`, truth from its fleet's admin API.
+fn burst_profile(dir: &Path, c: &Cluster, count: usize) -> PathBuf {
+    let p = dir.join(format!("burst-{count}.yaml"));
+    let text = format!(
+        "name: rehearsal\nseed: 5\nplacement:\n  external:\n    url: {}\n    mock_admin: [\"{}\"]\n\
+         workload:\n  shape:\n    burst: {{count: {count}}}\n  \
+         sandbox: {{template: base, vcpu: 1, ram_mb: 256, timeout: 300s}}\n\
+         collect:\n  interval: 250ms\nreport:\n  goose_html: false\n\
+         checks:\n  error_rate: {{max: 0.0}}\n  limited: {{max: 0.0}}\n  cancelled: {{max: 0}}\n",
+        c.api, c.admin
+    );
+    std::fs::write(&p, text).expect("profile written");
+    p
+}
+
+/// A `stampede run` child with stderr collected.
+struct Run {
+    proc: Proc,
+    stderr: Arc<Mutex<String>>,
+}
+
+fn start_run(args: &[&str], profile: &Path, reports: &Path) -> Run {
+    let mut child = stampede()
+        .args(["run", "--quiet", "--report-dir"])
+        .arg(reports)
+        .arg(profile)
+        .args(args)
+        .env("STAMPEDE_API_KEY", KEY)
+        .env("REHEARSAL_ADMIN", ADMIN)
+        .env("RUST_LOG", "stampede=info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("stampede run starts");
+    let stderr = child.stderr.take().expect("stderr");
+    let text = Arc::new(Mutex::new(String::new()));
+    let sink = text.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let mut t = sink.lock().unwrap();
+            t.push_str(&line);
+            t.push('\n');
+        }
+    });
+    Run {
+        proc: Proc(child),
+        stderr: text,
+    }
+}
+
+async fn wait_exit(run: &mut Run, within: Duration) -> ExitStatus {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(s) = run.proc.0.try_wait().unwrap() {
+            // Let the reader thread take the last lines.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            return s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "stampede run did not exit within {within:?}\n{}",
+            run.stderr.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Runs to completion and returns the exit status and the new report.
+async fn run_to_end(args: &[&str], profile: &Path, reports: &Path) -> (ExitStatus, Value, String) {
+    let before = report_dirs(reports);
+    let mut run = start_run(args, profile, reports);
+    let status = wait_exit(&mut run, Duration::from_secs(120)).await;
+    let stderr = run.stderr.lock().unwrap().clone();
+    (status, new_report(reports, &before), stderr)
+}
+
+fn report_dirs(reports: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(reports)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("report.json").exists())
+        .collect();
+    v.sort();
+    v
+}
+
+fn new_report(reports: &Path, before: &[PathBuf]) -> Value {
+    let fresh: Vec<PathBuf> = report_dirs(reports)
+        .into_iter()
+        .filter(|p| !before.contains(p))
+        .collect();
+    assert_eq!(fresh.len(), 1, "one new report directory: {fresh:?}");
+    let text = std::fs::read_to_string(fresh[0].join("report.json")).expect("report.json");
+    serde_json::from_str(&text).expect("report.json is JSON")
+}
+
+/// Sandboxes on the fleet's nodes now, all nodes.
+async fn on_nodes(admin: &str) -> u64 {
+    let t = fetch_truth(
+        &reqwest::Client::new(),
+        &TruthSource::MockAdmin(vec![admin.to_string()]),
+    )
+    .await
+    .expect("fleet truth");
+    t.nodes.iter().map(|n| n.sandboxes).sum()
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+fn node_sum(run: &Value) -> u64 {
+    run["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .map(|n| u(&n["sandboxes"]))
+        .sum()
+}
+
+/// A burst leaves nothing on the nodes; `--keep` leaves it all; a later run on those
+/// nodes reports its own placements only (a second identical run used to report
+/// counts summing to both runs') and cleans up only its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn burst_is_cleaned_up_and_a_second_run_counts_only_its_own() {
+    let dir = tempdir("rehearsal-burst");
+    let c = start_cluster(&dir, &roomy_nodes("{dist: constant, value: 2ms}"), &["--sync-interval", "1s"]);
+    let profile = burst_profile(&dir, &c, 60);
+    let reports = dir.join("reports");
+
+    let (status, report, stderr) = run_to_end(&[], &profile, &reports).await;
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    let run = &report["runs"][0];
+    let cleanup = &run["staging"]["cleanup"];
+    assert_eq!(u(&run["ok"]), 60, "{run}");
+    assert_eq!(u(&cleanup["created"]), 60, "{cleanup}");
+    assert_eq!(u(&cleanup["cleaned"]), 60, "{cleanup}");
+    assert_eq!(cleanup["not_cleaned"].as_array().map(Vec::len), Some(0));
+    assert_eq!(node_sum(run), 60, "the report counts the burst");
+    assert_eq!(on_nodes(&c.admin).await, 0, "sandboxes left after cleanup");
+
+    let (status, kept, stderr) = run_to_end(&["--keep"], &profile, &reports).await;
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert_eq!(kept["runs"][0]["staging"]["cleanup"]["kept"], true);
+    assert_eq!(on_nodes(&c.admin).await, 60, "--keep left the burst running");
+
+    let (status, second, stderr) = run_to_end(&[], &profile, &reports).await;
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    let run = &second["runs"][0];
+    let staging = &run["staging"];
+    assert_eq!(u(&staging["before"]["sandboxes"]), 60, "{staging}");
+    assert_eq!(staging["before"]["by_id"], true);
+    assert_eq!(node_sum(run), u(&run["ok"]), "only this run's placements");
+    assert_eq!(u(&staging["cleanup"]["cleaned"]), 60);
+    assert_eq!(on_nodes(&c.admin).await, 60, "the kept sandboxes were not touched");
+    let text = std::fs::read_to_string(&profile).unwrap();
+    assert!(!stderr.contains(KEY) && !text.contains(KEY));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An interrupted external run kept sending until its schedule ended and exited 95 s
+/// after the signal, leaving its sandboxes. Now: out within 5 s, nothing sent after the
+/// signal, nothing left on the nodes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigint_mid_burst_exits_fast_sends_nothing_after_and_leaves_nothing() {
+    let dir = tempdir("rehearsal-sigint");
+    let c = start_cluster(
+        &dir,
+        &roomy_nodes("{dist: uniform, min: 300ms, max: 1200ms}"),
+        &["--sync-interval", "1s"],
+    );
+    let profile = burst_profile(&dir, &c, 150);
+    let reports = dir.join("reports");
+    let mut run = start_run(&[], &profile, &reports);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !run.stderr.lock().unwrap().contains("first create answered") {
+        assert!(
+            run.proc.0.try_wait().unwrap().is_none(),
+            "the run ended before the burst was answered"
+        );
+        assert!(Instant::now() < deadline, "no create answered within 60 s");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let ok = Command::new("kill")
+        .args(["-INT", &run.proc.0.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(ok.success());
+    let signalled = Instant::now();
+    let status = wait_exit(&mut run, Duration::from_secs(30)).await;
+    let took = signalled.elapsed();
+    let stderr = run.stderr.lock().unwrap().clone();
+    assert!(took < Duration::from_secs(5), "exited {took:?} after SIGINT\n{stderr}");
+    assert_eq!(status.code(), Some(2), "interrupted: {stderr}");
+    let report = new_report(&reports, &[]);
+    assert_eq!(report["incomplete"], true);
+    let run = &report["runs"][0];
+    let staging = &run["staging"];
+    assert_eq!(staging["sent_after_signal"], 0, "{staging}");
+    let cleanup = &staging["cleanup"];
+    assert!(u(&cleanup["cleaned"]) > 0, "{cleanup}");
+    assert_eq!(cleanup["not_cleaned"].as_array().map(Vec::len), Some(0));
+    assert_eq!(on_nodes(&c.admin).await, 0, "left at exit\n{stderr}");
+    // Nothing arrives late either: past the nodes' longest create latency, still 0.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(on_nodes(&c.admin).await, 0, "appeared after exit");
+    eprintln!(
+        "sigint: exited {:?} after the signal; requests {} ok {} cancelled {} cleaned {}",
+        took, run["requests"], run["ok"], staging["cancelled"], cleanup["cleaned"]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The nightly guard's cluster section, for the separately started fleet.
+fn nightly_cluster() -> String {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/profiles/nightly.yaml"
+    ))
+    .expect("nightly profile");
+    let doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).expect("nightly YAML");
+    serde_yaml_ng::to_string(&doc["cluster"]).expect("cluster YAML")
+}
+
+async fn nightly_against(accounting: &str) -> (ExitStatus, Value, String) {
+    let dir = tempdir(&format!("rehearsal-nightly-{accounting}"));
+    let c = start_cluster(&dir, &nightly_cluster(), &["--accounting", accounting]);
+    let reports = dir.join("reports");
+    let profile = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/profiles/nightly.yaml"));
+    let out = run_to_end(
+        &["--api", &c.api, "--admin-token-env", "REHEARSAL_ADMIN"],
+        &profile,
+        &reports,
+    )
+    .await;
+    assert_eq!(on_nodes(&c.admin).await, 0, "nightly left sandboxes\n{}", out.2);
+    let _ = std::fs::remove_dir_all(&dir);
+    out
+}
+
+/// The nightly profile guards staging as it guards the twin: it passes against an
+/// optimistic serve and fails its skew checks against a `reported` one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nightly_profile_guards_an_external_serve() {
+    let (status, report, stderr) = nightly_against("optimistic").await;
+    let run = &report["runs"][0];
+    assert_eq!(status.code(), Some(0), "optimistic: {stderr}\n{}", report["checks"]);
+    assert_eq!(
+        run["staging"]["truth_source"].as_str().map(|s| s.contains("GET /nodes")),
+        Some(true)
+    );
+    eprintln!(
+        "nightly optimistic: cv {} max/mean {} cleaned {}",
+        run["skew"]["cv"], run["skew"]["max_over_mean"], run["staging"]["cleanup"]["cleaned"]
+    );
+    let (status, report, stderr) = nightly_against("reported").await;
+    assert_eq!(status.code(), Some(1), "reported: {stderr}\n{}", report["checks"]);
+    let failed: Vec<&str> = report["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .filter(|c| c["passed"] == false)
+        .filter_map(|c| c["check"].as_str())
+        .collect();
+    assert!(
+        failed.contains(&"cv") || failed.contains(&"max_over_mean"),
+        "a skew check failed: {failed:?}"
+    );
+    eprintln!(
+        "nightly reported: cv {} max/mean {} failed {failed:?}",
+        report["runs"][0]["skew"]["cv"], report["runs"][0]["skew"]["max_over_mean"]
+    );
+}
