@@ -393,3 +393,73 @@ async fn nightly_profile_guards_an_external_serve() {
         report["runs"][0]["skew"]["cv"], report["runs"][0]["skew"]["max_over_mean"]
     );
 }
+
+/// Issue 15's report: `rate: {per_second: 20, duration: 30s}` on full nodes (every
+/// create refused and retried by the service until its 70 s deadline), interrupted
+/// early, kept sending until the schedule ended and exited 95 s after the signal. Now
+/// the creates in flight are given up within the grace and recorded as cancelled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigint_on_full_nodes_gives_up_creates_in_flight_as_cancelled() {
+    let dir = tempdir("rehearsal-full");
+    // One 1-vCPU sandbox per node; another tenant's burst (kept) fills them.
+    let full = "nodes: 3\nseed: 5\nnode:\n  cpu_count: 1\n  overcommit: 1.0\n";
+    let c = start_cluster(&dir, full, &["--sync-interval", "1s"]);
+    let reports = dir.join("reports");
+    let other = burst_profile(&dir, &c, 3);
+    let (status, _, stderr) = run_to_end(&["--keep"], &other, &reports).await;
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert_eq!(on_nodes(&c.admin).await, 3, "the nodes are full");
+    let p = dir.join("full.yaml");
+    std::fs::write(
+        &p,
+        format!(
+            "name: full\nseed: 5\nplacement:\n  external:\n    url: {}\n    mock_admin: [\"{}\"]\n\
+             workload:\n  shape:\n    rate: {{per_second: 20, duration: 30s}}\n  \
+             sandbox: {{template: base, vcpu: 1, ram_mb: 256, timeout: 300s}}\n  max_in_flight: 64\n\
+             collect:\n  interval: 250ms\nreport:\n  goose_html: false\n",
+            c.api, c.admin
+        ),
+    )
+    .unwrap();
+    let before = report_dirs(&reports);
+    let mut run = start_run(&[], &p, &reports);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !run.stderr.lock().unwrap().contains("workload gate open") {
+        assert!(run.proc.0.try_wait().unwrap().is_none(), "the run ended early");
+        assert!(Instant::now() < deadline, "no gate within 60 s");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // Some of the schedule's 600 creates are in flight (the service keeps retrying them).
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let ok = Command::new("kill")
+        .args(["-INT", &run.proc.0.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(ok.success());
+    let signalled = Instant::now();
+    let status = wait_exit(&mut run, Duration::from_secs(90)).await;
+    let took = signalled.elapsed();
+    let stderr = run.stderr.lock().unwrap().clone();
+    assert!(took < Duration::from_secs(5), "exited {took:?} after SIGINT\n{stderr}");
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    let report = new_report(&reports, &before);
+    let run = &report["runs"][0];
+    let staging = &run["staging"];
+    assert_eq!(staging["sent_after_signal"], 0, "{staging}");
+    assert_eq!(u(&staging["before"]["sandboxes"]), 3, "{staging}");
+    let requests = u(&run["requests"]);
+    assert!(requests < 600, "the schedule was cut short: {requests}");
+    assert!(u(&staging["cancelled"]) > 0, "{staging}\n{}", run["statuses"]);
+    assert_eq!(
+        u(&run["statuses"]["cancelled"]),
+        u(&staging["cancelled"]),
+        "{}",
+        run["statuses"]
+    );
+    assert_eq!(on_nodes(&c.admin).await, 3, "only the other tenant's are left");
+    eprintln!(
+        "full nodes: exited {took:?} after the signal; requests {requests} cancelled {} statuses {}",
+        staging["cancelled"], run["statuses"]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -25,7 +25,7 @@ const CONCURRENCY: usize = 16;
 const LIST_TIMEOUT: Duration = Duration::from_secs(10);
 /// When creates were given up, how long their sandboxes may still appear in the
 /// listing after cleanup started, and how often it is read again meanwhile.
-const LATE_WINDOW: Duration = Duration::from_millis(1500);
+const LATE_WINDOW: Duration = Duration::from_secs(1);
 const LATE_POLL: Duration = Duration::from_millis(250);
 
 /// Where and how to clean up.

@@ -16,7 +16,7 @@ use crate::report::{Baseline, RunResult, StagingFacts};
 use crate::workload::{run_workload, ApiKey, LimitRetry, Ledger, Outcome, Pacing, WorkloadRun};
 
 /// After a signal, how long a create in flight may still answer before it is given up.
-pub(crate) const CANCEL_GRACE: Duration = Duration::from_secs(2);
+pub(crate) const CANCEL_GRACE: Duration = Duration::from_millis(1500);
 
 /// A placement service that is up, and where to read its nodes.
 #[derive(Debug, Clone)]
