@@ -463,3 +463,70 @@ async fn sigint_on_full_nodes_gives_up_creates_in_flight_as_cancelled() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A second SIGINT during cleanup aborts it (exit 130) and names every sandbox it
+/// leaves running, with the DELETE that kills it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn second_sigint_aborts_cleanup_and_names_what_is_left() {
+    let dir = tempdir("rehearsal-abort-cleanup");
+    // Deletes take 1 s: 48 sandboxes, 16 deletes at a time, take 3 s or more to clean.
+    let nodes = format!(
+        "{}  delete_latency: {{dist: constant, value: 1s}}\n",
+        roomy_nodes("{dist: constant, value: 1ms}")
+    );
+    let c = start_cluster(&dir, &nodes, &["--sync-interval", "1s"]);
+    let profile = burst_profile(&dir, &c, 48);
+    let reports = dir.join("reports");
+    let mut run = start_run(&[], &profile, &reports);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let seen = |run: &Run, what: &str| run.stderr.lock().unwrap().contains(what);
+    while !seen(&run, "cleanup: killing") {
+        assert!(run.proc.0.try_wait().unwrap().is_none(), "ended before cleanup");
+        assert!(Instant::now() < deadline, "no cleanup within 60 s");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let int = |run: &Run| {
+        let ok = Command::new("kill")
+            .args(["-INT", &run.proc.0.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(ok.success());
+    };
+    int(&run);
+    while !seen(&run, "interrupted") {
+        assert!(run.proc.0.try_wait().unwrap().is_none(), "ended before the 2nd signal");
+        assert!(Instant::now() < deadline, "first signal not handled");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    int(&run);
+    let status = wait_exit(&mut run, Duration::from_secs(30)).await;
+    let stderr = run.stderr.lock().unwrap().clone();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("cleanup cut short"), "{stderr}");
+    let truth = fetch_truth(
+        &reqwest::Client::new(),
+        &TruthSource::MockAdmin(vec![c.admin.clone()]),
+    )
+    .await
+    .expect("fleet truth");
+    let left: Vec<String> = truth
+        .nodes
+        .iter()
+        .flat_map(|n| n.ids.clone().unwrap_or_default())
+        .collect();
+    for id in &left {
+        let named = format!("DELETE {}/sandboxes/{id}", c.api);
+        assert!(stderr.contains(&named), "{id} left but not named\n{stderr}");
+    }
+    eprintln!(
+        "abort during cleanup: {} sandboxes left, all named; stderr:\n{}",
+        left.len(),
+        stderr
+            .lines()
+            .filter(|l| l.starts_with("aborted"))
+            .take(4)
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -280,6 +280,29 @@ mod tests {
         assert!(!text.contains("no fault left active"));
     }
 
+    #[test]
+    fn the_summary_names_each_sandbox_cleanup_left_or_how_to_find_them() {
+        let mut s = AbortSummary {
+            sandboxes_left: Some(SandboxesLeft {
+                api: "http://127.0.0.1:3000".into(),
+                tag: "nightly-1-2".into(),
+                ids: Some(BTreeSet::from(["sb-1".to_string(), "sb-2".to_string()])),
+            }),
+            ..AbortSummary::default()
+        };
+        let text = s.to_string();
+        assert!(text.contains("2 sandboxes left running on http://127.0.0.1:3000"), "{text}");
+        assert!(text.contains("DELETE http://127.0.0.1:3000/sandboxes/sb-2"), "{text}");
+        if let Some(l) = s.sandboxes_left.as_mut() {
+            l.ids = None;
+        }
+        let text = s.to_string();
+        assert!(
+            text.contains("GET http://127.0.0.1:3000/sandboxes?metadata=stampede-run%3Dnightly-1-2"),
+            "{text}"
+        );
+    }
+
     #[tokio::test]
     async fn abort_removes_staging_directories() {
         let dir = std::env::temp_dir().join(format!("stampede-abort-{}", std::process::id()));

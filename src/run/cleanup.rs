@@ -161,6 +161,10 @@ pub(crate) async fn clean(
         }
         pending.retain(|id| !done.contains(id));
         abort.set_sandboxes_left(&target.api, pending.iter().cloned().collect());
+        if !pending.is_empty() {
+            // A readiness mark for whoever drives the process (tests, CI).
+            tracing::info!(sandboxes = pending.len(), "cleanup: killing this run's sandboxes");
+        }
         let results: Vec<(String, Result<(), String>)> = stream::iter(pending.clone())
             .map(|id| {
                 let client = &client;
