@@ -246,7 +246,11 @@ fn node_sum(run: &Value) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn burst_is_cleaned_up_and_a_second_run_counts_only_its_own() {
     let dir = tempdir("rehearsal-burst");
-    let c = start_cluster(&dir, &roomy_nodes("{dist: constant, value: 2ms}"), &["--sync-interval", "1s"]);
+    let c = start_cluster(
+        &dir,
+        &roomy_nodes("{dist: constant, value: 2ms}"),
+        &["--sync-interval", "1s"],
+    );
     let profile = burst_profile(&dir, &c, 60);
     let reports = dir.join("reports");
 
@@ -264,7 +268,11 @@ async fn burst_is_cleaned_up_and_a_second_run_counts_only_its_own() {
     let (status, kept, stderr) = run_to_end(&["--keep"], &profile, &reports).await;
     assert_eq!(status.code(), Some(0), "{stderr}");
     assert_eq!(kept["runs"][0]["staging"]["cleanup"]["kept"], true);
-    assert_eq!(on_nodes(&c.admin).await, 60, "--keep left the burst running");
+    assert_eq!(
+        on_nodes(&c.admin).await,
+        60,
+        "--keep left the burst running"
+    );
 
     let (status, second, stderr) = run_to_end(&[], &profile, &reports).await;
     assert_eq!(status.code(), Some(0), "{stderr}");
@@ -274,7 +282,11 @@ async fn burst_is_cleaned_up_and_a_second_run_counts_only_its_own() {
     assert_eq!(staging["before"]["by_id"], true);
     assert_eq!(node_sum(run), u(&run["ok"]), "only this run's placements");
     assert_eq!(u(&staging["cleanup"]["cleaned"]), 60);
-    assert_eq!(on_nodes(&c.admin).await, 60, "the kept sandboxes were not touched");
+    assert_eq!(
+        on_nodes(&c.admin).await,
+        60,
+        "the kept sandboxes were not touched"
+    );
     let text = std::fs::read_to_string(&profile).unwrap();
     assert!(!stderr.contains(KEY) && !text.contains(KEY));
     let _ = std::fs::remove_dir_all(&dir);
@@ -312,7 +324,10 @@ async fn sigint_mid_burst_exits_fast_sends_nothing_after_and_leaves_nothing() {
     let status = wait_exit(&mut run, Duration::from_secs(30)).await;
     let took = signalled.elapsed();
     let stderr = run.stderr.lock().unwrap().clone();
-    assert!(took < Duration::from_secs(5), "exited {took:?} after SIGINT\n{stderr}");
+    assert!(
+        took < Duration::from_secs(5),
+        "exited {took:?} after SIGINT\n{stderr}"
+    );
     assert_eq!(status.code(), Some(2), "interrupted: {stderr}");
     let report = new_report(&reports, &[]);
     assert_eq!(report["incomplete"], true);
@@ -348,14 +363,22 @@ async fn nightly_against(accounting: &str) -> (ExitStatus, Value, String) {
     let dir = tempdir(&format!("rehearsal-nightly-{accounting}"));
     let c = start_cluster(&dir, &nightly_cluster(), &["--accounting", accounting]);
     let reports = dir.join("reports");
-    let profile = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/profiles/nightly.yaml"));
+    let profile = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/profiles/nightly.yaml"
+    ));
     let out = run_to_end(
         &["--api", &c.api, "--admin-token-env", "REHEARSAL_ADMIN"],
         &profile,
         &reports,
     )
     .await;
-    assert_eq!(on_nodes(&c.admin).await, 0, "nightly left sandboxes\n{}", out.2);
+    assert_eq!(
+        on_nodes(&c.admin).await,
+        0,
+        "nightly left sandboxes\n{}",
+        out.2
+    );
     let _ = std::fs::remove_dir_all(&dir);
     out
 }
@@ -366,9 +389,16 @@ async fn nightly_against(accounting: &str) -> (ExitStatus, Value, String) {
 async fn nightly_profile_guards_an_external_serve() {
     let (status, report, stderr) = nightly_against("optimistic").await;
     let run = &report["runs"][0];
-    assert_eq!(status.code(), Some(0), "optimistic: {stderr}\n{}", report["checks"]);
     assert_eq!(
-        run["staging"]["truth_source"].as_str().map(|s| s.contains("GET /nodes")),
+        status.code(),
+        Some(0),
+        "optimistic: {stderr}\n{}",
+        report["checks"]
+    );
+    assert_eq!(
+        run["staging"]["truth_source"]
+            .as_str()
+            .map(|s| s.contains("GET /nodes")),
         Some(true)
     );
     eprintln!(
@@ -376,7 +406,12 @@ async fn nightly_profile_guards_an_external_serve() {
         run["skew"]["cv"], run["skew"]["max_over_mean"], run["staging"]["cleanup"]["cleaned"]
     );
     let (status, report, stderr) = nightly_against("reported").await;
-    assert_eq!(status.code(), Some(1), "reported: {stderr}\n{}", report["checks"]);
+    assert_eq!(
+        status.code(),
+        Some(1),
+        "reported: {stderr}\n{}",
+        report["checks"]
+    );
     let failed: Vec<&str> = report["checks"]
         .as_array()
         .expect("checks")
@@ -425,7 +460,10 @@ async fn sigint_on_full_nodes_gives_up_creates_in_flight_as_cancelled() {
     let mut run = start_run(&[], &p, &reports);
     let deadline = Instant::now() + Duration::from_secs(60);
     while !run.stderr.lock().unwrap().contains("workload gate open") {
-        assert!(run.proc.0.try_wait().unwrap().is_none(), "the run ended early");
+        assert!(
+            run.proc.0.try_wait().unwrap().is_none(),
+            "the run ended early"
+        );
         assert!(Instant::now() < deadline, "no gate within 60 s");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
@@ -440,7 +478,10 @@ async fn sigint_on_full_nodes_gives_up_creates_in_flight_as_cancelled() {
     let status = wait_exit(&mut run, Duration::from_secs(90)).await;
     let took = signalled.elapsed();
     let stderr = run.stderr.lock().unwrap().clone();
-    assert!(took < Duration::from_secs(5), "exited {took:?} after SIGINT\n{stderr}");
+    assert!(
+        took < Duration::from_secs(5),
+        "exited {took:?} after SIGINT\n{stderr}"
+    );
     assert_eq!(status.code(), Some(2), "{stderr}");
     let report = new_report(&reports, &before);
     let run = &report["runs"][0];
@@ -449,14 +490,22 @@ async fn sigint_on_full_nodes_gives_up_creates_in_flight_as_cancelled() {
     assert_eq!(u(&staging["before"]["sandboxes"]), 3, "{staging}");
     let requests = u(&run["requests"]);
     assert!(requests < 600, "the schedule was cut short: {requests}");
-    assert!(u(&staging["cancelled"]) > 0, "{staging}\n{}", run["statuses"]);
+    assert!(
+        u(&staging["cancelled"]) > 0,
+        "{staging}\n{}",
+        run["statuses"]
+    );
     assert_eq!(
         u(&run["statuses"]["cancelled"]),
         u(&staging["cancelled"]),
         "{}",
         run["statuses"]
     );
-    assert_eq!(on_nodes(&c.admin).await, 3, "only the other tenant's are left");
+    assert_eq!(
+        on_nodes(&c.admin).await,
+        3,
+        "only the other tenant's are left"
+    );
     eprintln!(
         "full nodes: exited {took:?} after the signal; requests {requests} cancelled {} statuses {}",
         staging["cancelled"], run["statuses"]
@@ -481,7 +530,10 @@ async fn second_sigint_aborts_cleanup_and_names_what_is_left() {
     let deadline = Instant::now() + Duration::from_secs(60);
     let seen = |run: &Run, what: &str| run.stderr.lock().unwrap().contains(what);
     while !seen(&run, "cleanup: killing") {
-        assert!(run.proc.0.try_wait().unwrap().is_none(), "ended before cleanup");
+        assert!(
+            run.proc.0.try_wait().unwrap().is_none(),
+            "ended before cleanup"
+        );
         assert!(Instant::now() < deadline, "no cleanup within 60 s");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
@@ -494,7 +546,10 @@ async fn second_sigint_aborts_cleanup_and_names_what_is_left() {
     };
     int(&run);
     while !seen(&run, "interrupted") {
-        assert!(run.proc.0.try_wait().unwrap().is_none(), "ended before the 2nd signal");
+        assert!(
+            run.proc.0.try_wait().unwrap().is_none(),
+            "ended before the 2nd signal"
+        );
         assert!(Instant::now() < deadline, "first signal not handled");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }

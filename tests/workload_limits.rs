@@ -109,7 +109,9 @@ fn workload(url: String, count: usize, retry: Option<LimitRetry>) -> WorkloadRun
 async fn a_429_is_recorded_as_its_own_outcome_and_told_apart() {
     let _one = ONE_AT_A_TIME.lock().await;
     let (url, _) = serve(Answer::RateLimitedThenOk(usize::MAX)).await;
-    let out = run_workload(workload(url, 2, None), None).await.expect("runs");
+    let out = run_workload(workload(url, 2, None), None)
+        .await
+        .expect("runs");
     for e in &out.ledger.entries {
         let Outcome::Limited(l) = &e.outcome else {
             panic!("not a limit: {:?}", e.outcome)
@@ -120,7 +122,9 @@ async fn a_429_is_recorded_as_its_own_outcome_and_told_apart() {
     assert_eq!(out.ledger.statuses().get("429_rate_limit"), Some(&2));
 
     let (url, _) = serve(Answer::TeamLimit).await;
-    let out = run_workload(workload(url, 2, None), None).await.expect("runs");
+    let out = run_workload(workload(url, 2, None), None)
+        .await
+        .expect("runs");
     assert_eq!(out.ledger.statuses().get("429_team_limit"), Some(&2));
     assert!(out.ledger.entries.iter().all(|e| !e.outcome.is_uncertain()));
 }
@@ -142,7 +146,10 @@ async fn retry_after_is_honoured_only_when_asked() {
     let p = posts.lock().unwrap().clone();
     assert_eq!(p.len(), 2, "one 429, one retry");
     let gap = p[1] - p[0];
-    assert!(gap >= Duration::from_millis(990), "waited {gap:?} for Retry-After: 1");
+    assert!(
+        gap >= Duration::from_millis(990),
+        "waited {gap:?} for Retry-After: 1"
+    );
 
     let (url, posts) = serve(Answer::RateLimitedThenOk(1)).await;
     let ignore = LimitRetry {
@@ -181,7 +188,15 @@ async fn creates_that_never_answer_are_given_up_within_the_grace() {
         .expect("joins")
         .expect("runs");
     let took = cancelled_at.elapsed();
-    assert!(took < Duration::from_secs(3), "took {took:?} (grace 300 ms)");
+    assert!(
+        took < Duration::from_secs(3),
+        "took {took:?} (grace 300 ms)"
+    );
     assert!(out.cancelled);
-    assert_eq!(out.ledger.statuses().get("cancelled"), Some(&3), "{:?}", out.ledger.statuses());
+    assert_eq!(
+        out.ledger.statuses().get("cancelled"),
+        Some(&3),
+        "{:?}",
+        out.ledger.statuses()
+    );
 }

@@ -69,7 +69,10 @@ impl Before {
 
     /// Per node id, sandboxes there before the run.
     pub fn per_node(&self) -> BTreeMap<String, u64> {
-        self.nodes.iter().map(|(k, (_, c))| (k.clone(), *c)).collect()
+        self.nodes
+            .iter()
+            .map(|(k, (_, c))| (k.clone(), *c))
+            .collect()
     }
 
     /// Whether every node was read with ids (subtraction by id).
@@ -82,11 +85,7 @@ impl Before {
     /// below 0). Allocated vCPU is left whole: it is compared with the service's belief,
     /// which covers every sandbox.
     pub fn subtract(&self, truth: &Truth) -> Truth {
-        let nodes = truth
-            .nodes
-            .iter()
-            .map(|n| self.subtract_node(n))
-            .collect();
+        let nodes = truth.nodes.iter().map(|n| self.subtract_node(n)).collect();
         Truth { nodes }
     }
 

@@ -243,7 +243,11 @@ impl fmt::Display for AbortSummary {
                         if ids.is_empty() { "" } else { ":" }
                     )?;
                     for id in ids {
-                        writeln!(f, "aborted: left running: {id} (DELETE {}/sandboxes/{id})", s.api)?;
+                        writeln!(
+                            f,
+                            "aborted: left running: {id} (DELETE {}/sandboxes/{id})",
+                            s.api
+                        )?;
                     }
                 }
                 None => writeln!(
@@ -291,14 +295,22 @@ mod tests {
             ..AbortSummary::default()
         };
         let text = s.to_string();
-        assert!(text.contains("2 sandboxes left running on http://127.0.0.1:3000"), "{text}");
-        assert!(text.contains("DELETE http://127.0.0.1:3000/sandboxes/sb-2"), "{text}");
+        assert!(
+            text.contains("2 sandboxes left running on http://127.0.0.1:3000"),
+            "{text}"
+        );
+        assert!(
+            text.contains("DELETE http://127.0.0.1:3000/sandboxes/sb-2"),
+            "{text}"
+        );
         if let Some(l) = s.sandboxes_left.as_mut() {
             l.ids = None;
         }
         let text = s.to_string();
         assert!(
-            text.contains("GET http://127.0.0.1:3000/sandboxes?metadata=stampede-run%3Dnightly-1-2"),
+            text.contains(
+                "GET http://127.0.0.1:3000/sandboxes?metadata=stampede-run%3Dnightly-1-2"
+            ),
             "{text}"
         );
     }

@@ -80,7 +80,7 @@ mod tests {
         assert_eq!(x.url, "http://127.0.0.1:3000");
         assert_eq!(x.api_key_env, "STAMPEDE_API_KEY");
         assert_eq!(x.admin_token_env.as_deref(), Some("ADMIN"));
-        assert_eq!((p.workload, p.checks), (workload, checks));
+        assert_eq!((&p.workload, &p.checks), (&workload, &checks));
         assert!(crate::profile::validate(&p, &src).is_empty());
     }
 }

@@ -163,7 +163,10 @@ pub(crate) async fn clean(
         abort.set_sandboxes_left(&target.api, pending.iter().cloned().collect());
         if !pending.is_empty() {
             // A readiness mark for whoever drives the process (tests, CI).
-            tracing::info!(sandboxes = pending.len(), "cleanup: killing this run's sandboxes");
+            tracing::info!(
+                sandboxes = pending.len(),
+                "cleanup: killing this run's sandboxes"
+            );
         }
         let results: Vec<(String, Result<(), String>)> = stream::iter(pending.clone())
             .map(|id| {

@@ -13,7 +13,7 @@ use super::{RunOptions, StageError};
 use crate::collect::{Before, Sampler, TruthSource};
 use crate::profile::{Profile, Shape};
 use crate::report::{Baseline, RunResult, StagingFacts};
-use crate::workload::{run_workload, ApiKey, LimitRetry, Ledger, Outcome, Pacing, WorkloadRun};
+use crate::workload::{run_workload, ApiKey, Ledger, LimitRetry, Outcome, Pacing, WorkloadRun};
 
 /// After a signal, how long a create in flight may still answer before it is given up.
 pub(crate) const CANCEL_GRACE: Duration = Duration::from_millis(1500);
@@ -209,7 +209,9 @@ pub(crate) async fn drive(
     if let Some(st) = &target.staging {
         let gate = workload.gate;
         let sent_after_signal = signalled.get().map(|at| {
-            let cut = gate.map_or(0.0, |g| at.saturating_duration_since(g).as_secs_f64() * 1000.0);
+            let cut = gate.map_or(0.0, |g| {
+                at.saturating_duration_since(g).as_secs_f64() * 1000.0
+            });
             workload
                 .ledger
                 .entries

@@ -87,7 +87,9 @@ pub fn build_run_result(m: RunMeasurements<'_>) -> RunResult {
     // A 429 is a limit and a cancelled create was given up on a signal: neither is a
     // placement failure.
     let limited = m.ledger.count(|o| o.is_limited()) as u64;
-    let cancelled = m.ledger.count(|o| matches!(o, crate::workload::Outcome::Cancelled)) as u64;
+    let cancelled = m
+        .ledger
+        .count(|o| matches!(o, crate::workload::Outcome::Cancelled)) as u64;
     let failed = requests - ok - limited - cancelled;
     let send = if m.burst {
         SendTiming {

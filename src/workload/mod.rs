@@ -15,6 +15,6 @@ mod secret;
 pub use driver::{run_workload, WorkloadError, WorkloadOutput, WorkloadRun};
 pub use ledger::{Ledger, LedgerEntry, Limit, LimitKind, Outcome};
 pub use limited::LimitRetry;
-pub use request::RUN_TAG_KEY;
 pub use pacing::Pacing;
+pub use request::RUN_TAG_KEY;
 pub use secret::ApiKey;
