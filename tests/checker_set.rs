@@ -263,5 +263,9 @@ fn cancelled_creates_are_unknown_not_lost_and_explain_late_sandboxes() {
     inv.note_samples(&[sample(8_500.0, &snap)]);
     let r = check(&ledger, &inv);
     assert_eq!(r.recovered.ids, vec!["sbx-late"]);
-    assert_eq!(counts(&r), [0, 0, 0, 0, 1], "nothing lost, nothing orphaned");
+    assert_eq!(
+        counts(&r),
+        [0, 0, 0, 0, 1],
+        "nothing lost, nothing orphaned"
+    );
 }

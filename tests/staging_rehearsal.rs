@@ -379,8 +379,45 @@ async fn nightly_against(accounting: &str) -> (ExitStatus, Value, String) {
         "nightly left sandboxes\n{}",
         out.2
     );
+    for secret in [KEY, ADMIN] {
+        assert!(!out.2.contains(secret), "secret on stderr");
+        let hits = grep_dir(&reports, secret);
+        assert!(hits.is_empty(), "secret written into {hits:?}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
     out
+}
+
+/// Files under `dir` whose text contains `needle`.
+fn grep_dir(dir: &Path, needle: &str) -> Vec<String> {
+    let mut hits = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            hits.extend(grep_dir(&p, needle));
+        } else if std::fs::read_to_string(&p).is_ok_and(|t| t.contains(needle)) {
+            hits.push(p.display().to_string());
+        }
+    }
+    hits
+}
+
+/// `--api` does not lift the loopback rule: a staging host must be in `allow_targets`.
+#[test]
+fn api_override_to_a_non_loopback_host_needs_allow_targets() {
+    let out = stampede()
+        .args(["run", "--quiet", "--api", "http://api.staging.example.com"])
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/profiles/nightly.yaml"
+        ))
+        .env("STAMPEDE_API_KEY", KEY)
+        .output()
+        .expect("stampede runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("allow_targets"), "{stderr}");
+    assert!(!stderr.contains(KEY));
 }
 
 /// The nightly profile guards staging as it guards the twin: it passes against an
