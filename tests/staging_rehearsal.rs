@@ -622,3 +622,58 @@ async fn second_sigint_aborts_cleanup_and_names_what_is_left() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// goose builds its users synchronously (one HTTP client each, loading the system's CA
+/// store): for the 512 users of a default `rate` workload that took ~30 s in a debug
+/// build, and a SIGINT meanwhile waited for all of it. Now the run lets goose go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigint_while_goose_builds_its_users_exits_fast() {
+    let dir = tempdir("rehearsal-building");
+    let c = start_cluster(
+        &dir,
+        &roomy_nodes("{dist: constant, value: 1ms}"),
+        &["--sync-interval", "1s"],
+    );
+    let p = dir.join("rate.yaml");
+    std::fs::write(
+        &p,
+        format!(
+            "name: building\nseed: 5\nplacement:\n  external:\n    url: {}\n    mock_admin: [\"{}\"]\n\
+             workload:\n  shape:\n    rate: {{per_second: 20, duration: 30s}}\n  \
+             sandbox: {{template: base, vcpu: 1, ram_mb: 256, timeout: 300s}}\n\
+             report:\n  goose_html: false\n",
+            c.api, c.admin
+        ),
+    )
+    .unwrap();
+    let reports = dir.join("reports");
+    let mut run = start_run(&[], &p, &reports);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !run.stderr.lock().unwrap().contains("workload starting") {
+        assert!(
+            run.proc.0.try_wait().unwrap().is_none(),
+            "the run ended early"
+        );
+        assert!(Instant::now() < deadline, "no workload within 60 s");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let ok = Command::new("kill")
+        .args(["-INT", &run.proc.0.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(ok.success());
+    let signalled = Instant::now();
+    let status = wait_exit(&mut run, Duration::from_secs(90)).await;
+    let took = signalled.elapsed();
+    let stderr = run.stderr.lock().unwrap().clone();
+    assert!(
+        took < Duration::from_secs(5),
+        "exited {took:?} after SIGINT\n{stderr}"
+    );
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    let report = new_report(&reports, &[]);
+    assert_eq!(report["runs"][0]["staging"]["sent_after_signal"], 0);
+    assert_eq!(on_nodes(&c.admin).await, 0);
+    eprintln!("building users: exited {took:?} after the signal");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,6 +1,7 @@
 //! Runs the workload through goose and folds every outcome into a [`Ledger`].
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -80,7 +81,13 @@ pub enum WorkloadError {
 enum Event {
     Created(LedgerEntry),
     Deleted(usize, Outcome),
+    /// Nothing more is recorded (goose was abandoned; its users may still hold senders).
+    Close,
 }
+
+/// After a cancel and the grace, how much longer goose may take to stop its users
+/// before the run stops waiting for it (its HTML report is then not written).
+const GOOSE_STOP_MARGIN: Duration = Duration::from_millis(500);
 
 struct Shared {
     run: WorkloadRun,
@@ -91,6 +98,8 @@ struct Shared {
     events: mpsc::UnboundedSender<Event>,
     deletes: std::sync::Mutex<JoinSet<()>>,
     delete_client: reqwest::Client,
+    /// Creates sent and not yet recorded.
+    in_flight: AtomicUsize,
 }
 
 /// Runs the workload to completion (or cancellation) and returns its ledger. Gate
@@ -112,6 +121,7 @@ pub async fn run_workload(
         events: tx,
         deletes: std::sync::Mutex::new(JoinSet::new()),
         delete_client: reqwest::Client::new(),
+        in_flight: AtomicUsize::new(0),
         run,
     });
     let fold = tokio::spawn(async move {
@@ -126,6 +136,7 @@ pub async fn run_workload(
                     ledger.record(e)
                 }
                 Event::Deleted(i, o) => ledger.record_delete(i, o),
+                Event::Close => break,
             }
         }
         ledger
@@ -155,17 +166,23 @@ pub async fn run_workload(
     // goose keeps a process-wide kill switch; a previous run (or mode) may have left
     // it set. On cancel we pull it so goose stops its users and writes its report.
     goose::reset_killswitch();
-    let exec = attack.execute();
-    tokio::pin!(exec);
+    // On its own task: goose builds its users synchronously (one HTTP client each, which
+    // loads the system's CA store), which can take many seconds for hundreds of users in
+    // a debug build. A cancel must not wait for that.
+    tracing::info!(workers, "workload starting");
+    let mut exec = tokio::spawn(attack.execute());
+    let goose = |r: Result<Result<_, GooseError>, tokio::task::JoinError>| match r {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(WorkloadError::Goose(e.to_string())),
+        Err(e) => Err(WorkloadError::Goose(e.to_string())),
+    };
     let result = tokio::select! {
-        r = &mut exec => r,
+        r = &mut exec => goose(r),
         _ = cancel.cancelled() => {
             goose::trigger_killswitch("stampede run cancelled");
-            exec.await
+            stop_goose(&shared, &mut exec).await.map_or(Ok(()), goose)
         }
-    }
-    .map(|_| ())
-    .map_err(|e| WorkloadError::Goose(e.to_string()));
+    };
     gate_watch.abort();
     // Pending deletes finish (or stop on cancel) before the ledger closes.
     let mut deletes = std::mem::take(&mut *shared.deletes.lock().expect("delete set lock"));
@@ -174,6 +191,7 @@ pub async fn run_workload(
         _ = cancel.cancelled() => deletes.abort_all(),
     }
     let gate = shared.gate.get().copied();
+    let _ = shared.events.send(Event::Close);
     drop(shared);
     let mut ledger = fold
         .await
@@ -185,6 +203,34 @@ pub async fn run_workload(
         gate,
         cancelled: cancel.is_cancelled(),
     })
+}
+
+/// After a cancel: waits until every create in flight has been recorded (answered, or
+/// given up at the end of the grace), then gives goose [`GOOSE_STOP_MARGIN`] to stop
+/// its users. goose stops only between launches and transactions, so a run cancelled
+/// while goose is still building hundreds of users is not held for it: `None` when
+/// goose was abandoned (its HTML report is then not written).
+async fn stop_goose<T>(
+    shared: &Shared,
+    exec: &mut tokio::task::JoinHandle<T>,
+) -> Option<Result<T, tokio::task::JoinError>> {
+    let drained_by = Instant::now() + shared.run.cancel_grace + GOOSE_STOP_MARGIN;
+    loop {
+        tokio::select! {
+            r = &mut *exec => return Some(r),
+            _ = tokio::time::sleep(Duration::from_millis(10)) => {}
+        }
+        if shared.in_flight.load(Ordering::SeqCst) == 0 || Instant::now() >= drained_by {
+            break;
+        }
+    }
+    match tokio::time::timeout(GOOSE_STOP_MARGIN, &mut *exec).await {
+        Ok(r) => Some(r),
+        Err(_) => {
+            tracing::warn!("goose did not stop after the cancel; its report is not written");
+            None
+        }
+    }
 }
 
 fn build_attack(shared: Arc<Shared>) -> Result<GooseAttack, WorkloadError> {
@@ -293,6 +339,13 @@ async fn send_slot(
 ) {
     let target = i % s.run.targets.len();
     let sent = Instant::now();
+    s.in_flight.fetch_add(1, Ordering::SeqCst);
+    // Counted first, checked second: a cancel either sees this create in flight (and
+    // waits for it) or this create sees the cancel (and is not sent).
+    if s.run.cancel.is_cancelled() {
+        s.in_flight.fetch_sub(1, Ordering::SeqCst);
+        return;
+    }
     let mut r = send_or_give_up(s, user, req).await;
     let mut retries = 0;
     while let (Outcome::Limited(limit), Some(policy)) = (&r.outcome, &s.run.limit_retry) {
@@ -325,6 +378,7 @@ async fn send_slot(
         node: r.node,
         deleted: None,
     }));
+    s.in_flight.fetch_sub(1, Ordering::SeqCst);
 }
 
 /// Sends a create; once the run is cancelled it has `cancel_grace` left to answer.
