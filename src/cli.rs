@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
-use crate::run::{run_profile, AbortState, RunOptions};
+use crate::run::{run_profile, AbortState, ApiOverride, RunOptions};
 
 /// Profile run when `stampede run` is given none.
 pub const DEFAULT_PROFILE: &str = "profiles/e2b-pr2201.yaml";
@@ -38,6 +38,24 @@ pub enum Command {
         /// No progress bar and no tables.
         #[arg(long, short)]
         quiet: bool,
+        /// Run the profile (embedded or not) against this E2B-compatible API instead,
+        /// with the same workload and checks. A non-loopback host must be listed in the
+        /// profile's `allow_targets`.
+        #[arg(long, value_name = "URL")]
+        api: Option<String>,
+        /// With `--api`: env var holding the API key (default: the profile's, else
+        /// STAMPEDE_API_KEY). The key itself is never taken on the command line.
+        #[arg(long, value_name = "VAR", requires = "api")]
+        api_key_env: Option<String>,
+        /// With `--api`: env var holding the admin token for `GET /nodes`.
+        #[arg(long, value_name = "VAR", requires = "api")]
+        admin_token_env: Option<String>,
+        /// With `--api`: mock-node admin URL to read per-node truth from (repeatable).
+        #[arg(long, value_name = "URL", requires = "api")]
+        mock_admin: Vec<String>,
+        /// External runs: leave the sandboxes the run created running (no cleanup).
+        #[arg(long)]
+        keep: bool,
     },
     /// Check a profile and list every problem with file:line:col.
     Validate {
@@ -79,7 +97,18 @@ pub async fn dispatch(
             profile,
             report_dir,
             quiet,
+            api,
+            api_key_env,
+            admin_token_env,
+            mock_admin,
+            keep,
         } => {
+            let api = api.map(|url| ApiOverride {
+                url,
+                api_key_env,
+                admin_token_env,
+                mock_admin,
+            });
             let out = run_profile(
                 &profile,
                 RunOptions {
@@ -87,6 +116,8 @@ pub async fn dispatch(
                     quiet,
                     cancel,
                     abort,
+                    api,
+                    keep,
                 },
             )
             .await;

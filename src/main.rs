@@ -11,6 +11,9 @@ use tokio_util::sync::CancellationToken;
 /// Exit code of a run aborted by a second signal.
 const ABORT_EXIT: i32 = 130;
 
+/// Longest the runtime may take to stop its tasks once the command has finished.
+const RUNTIME_SHUTDOWN: Duration = Duration::from_millis(500);
+
 /// Longest an abort may spend naming the faults it leaves before the process exits anyway.
 const ABORT_DEADLINE: Duration = Duration::from_secs(5);
 
@@ -37,13 +40,17 @@ fn main() -> ExitCode {
     if matches!(cli.command, Command::Run { .. }) {
         install_run_signals(cancel.clone(), abort.clone(), runtime.handle().clone());
     }
-    match runtime.block_on(stampede::cli::dispatch(cli, cancel, abort)) {
+    let code = match runtime.block_on(stampede::cli::dispatch(cli, cancel, abort)) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::from(2)
         }
-    }
+    };
+    // An interrupted run may leave work it gave up on (goose still building its users on
+    // a worker thread): do not wait for it.
+    runtime.shutdown_timeout(RUNTIME_SHUTDOWN);
+    code
 }
 
 /// SIGINT, SIGTERM and SIGHUP: the first stops the run (it heals its faults and writes a

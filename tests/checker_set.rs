@@ -248,3 +248,24 @@ fn findings_list_at_most_twenty_ids_but_count_all() {
     assert_eq!(r.lost.ids.len(), 20);
     assert!(r.lost.ids.windows(2).all(|w| w[0] < w[1]));
 }
+
+#[test]
+fn cancelled_creates_are_unknown_not_lost_and_explain_late_sandboxes() {
+    let (mut ledger, mut inv) = clean_run(33, 100);
+    // Two creates given up on a signal at 8 s; one of them landed (first seen at 8.5 s).
+    for i in [600, 601] {
+        let mut e = entry(i, Outcome::Cancelled, None);
+        e.sent_ms = 8_000.0;
+        ledger.record(e);
+    }
+    inv.nodes.get_mut(&node(2)).unwrap().push("sbx-late".into());
+    let snap = BTreeMap::from([(node(2), (vec!["sbx-late".to_string()], "a"))]);
+    inv.note_samples(&[sample(8_500.0, &snap)]);
+    let r = check(&ledger, &inv);
+    assert_eq!(r.recovered.ids, vec!["sbx-late"]);
+    assert_eq!(
+        counts(&r),
+        [0, 0, 0, 0, 1],
+        "nothing lost, nothing orphaned"
+    );
+}

@@ -18,10 +18,12 @@ job "mock-orchestrator" {
     }
 
     task "mock-node" {
-      driver = "exec"
+      driver = "docker"
 
       config {
-        command = "/usr/local/bin/mock-node"
+        # Built from deploy/mock-node.Dockerfile (static musl binary on scratch).
+        image = "ghcr.io/your-org/mock-node:latest"
+        ports = ["grpc", "admin"]
         args = [
           "--ip", "0.0.0.0",
           "--admin-addr", "0.0.0.0:9100",

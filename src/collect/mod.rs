@@ -1,10 +1,12 @@
 //! The collector: per-node truth (what the nodes really run) and belief (what a
 //! placement instance thinks they run), sampled during a run and once at its end.
 
+mod baseline;
 mod believed;
 mod sampler;
 mod truth;
 
+pub use baseline::{Before, E2B_NODE_SYNC};
 pub use believed::{fetch_api_nodes, fetch_believed, ApiNode};
 pub use sampler::{NodeCalls, Sample, Sampler};
 pub use truth::{fetch_truth, list_over_grpc, NodeSample, Truth, TruthSource};

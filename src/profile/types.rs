@@ -145,7 +145,7 @@ pub struct ExternalPlacement {
     /// listed in `allow_targets`.
     pub url: String,
     /// Env var holding the `X-API-Key`. Default `STAMPEDE_API_KEY`.
-    #[serde(default = "default_api_key_env")]
+    #[serde(default = "ExternalPlacement::default_api_key_env")]
     pub api_key_env: String,
     /// Env var holding the admin token for `GET /nodes`. Default none.
     #[serde(default)]
@@ -158,8 +158,11 @@ pub struct ExternalPlacement {
     pub mock_admin: Vec<String>,
 }
 
-fn default_api_key_env() -> String {
-    "STAMPEDE_API_KEY".into()
+impl ExternalPlacement {
+    /// The env var holding the API key when a profile names none.
+    pub fn default_api_key_env() -> String {
+        "STAMPEDE_API_KEY".into()
+    }
 }
 
 /// The load: a shape, a sandbox spec and optional deletes.
@@ -181,6 +184,39 @@ pub struct WorkloadSpec {
     /// Upper bound on concurrently open requests (goose users for `rate`). Default 512.
     #[serde(default = "default_max_in_flight")]
     pub max_in_flight: usize,
+    /// Retry creates answered 429 (team concurrency or rate limit). Default: no retry,
+    /// the 429 is recorded as its own outcome.
+    #[serde(default)]
+    pub on_429: Option<On429>,
+}
+
+/// How the workload retries a create answered 429.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct On429 {
+    /// Further attempts after the first 429. Default 3.
+    pub retries: u32,
+    /// Wait what the answer's `Retry-After` says, when it has one. Default true.
+    pub honour_retry_after: bool,
+    /// Wait when there is no `Retry-After` (or it is not honoured). Default 1s.
+    #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub backoff: Duration,
+    /// Longest single wait, whatever `Retry-After` says. Default 30s.
+    #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub max_wait: Duration,
+}
+
+impl Default for On429 {
+    fn default() -> Self {
+        Self {
+            retries: 3,
+            honour_retry_after: true,
+            backoff: Duration::from_secs(1),
+            max_wait: Duration::from_secs(30),
+        }
+    }
 }
 
 fn default_max_in_flight() -> usize {
@@ -297,6 +333,11 @@ pub struct Checks {
     pub lost: Option<Bound>,
     /// Sandboxes duplicated (chaos checker).
     pub duplicated: Option<Bound>,
+    /// Fraction of creates answered 429 (team concurrency or rate limit), after any
+    /// `workload.on_429` retries.
+    pub limited: Option<Bound>,
+    /// Creates given up because the run was interrupted.
+    pub cancelled: Option<Bound>,
     /// Checks for one accounting mode only, replacing the shared ones they name.
     pub per_mode: BTreeMap<AccountingMode, Checks>,
     /// Checks for the runs of one Best-of-K `k` only (`per_k: {5: {cv: ...}}`), replacing

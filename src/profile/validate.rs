@@ -689,6 +689,8 @@ fn checks(v: &mut Problems, p: &str, c: &Checks, level: Level, ks: Option<&[usiz
     fraction(v, "error_rate", &c.error_rate, Some(1.0));
     fraction(v, "lost", &c.lost, None);
     fraction(v, "duplicated", &c.duplicated, None);
+    fraction(v, "limited", &c.limited, Some(1.0));
+    fraction(v, "cancelled", &c.cancelled, None);
     if let Some(l) = &c.p99_latency {
         positive(v, &format!("{p}.p99_latency.max"), l.max);
     }

@@ -9,11 +9,13 @@ use crate::placement::AccountingMode;
 use crate::profile::{Bound, Checks};
 
 use super::model::{CheckOutcome, Report, RunResult};
+use super::staging::CANCELLED_KEY;
 
 /// Evaluate `checks` on every run of `report`, in run order then check order
-/// (cv, max_over_mean, jain, error_rate, p99_latency, lost, duplicated). A run whose
-/// `settings["accounting"]` names a mode listed under `per_mode` (or whose `settings["k"]`
-/// is listed under `per_k`) uses those checks in place of the shared ones they name.
+/// (cv, max_over_mean, jain, error_rate, p99_latency, lost, duplicated, limited,
+/// cancelled). A run whose `settings["accounting"]` names a mode listed under `per_mode`
+/// (or whose `settings["k"]` is listed under `per_k`) uses those checks in place of the
+/// shared ones they name.
 pub fn evaluate(checks: &Checks, report: &Report) -> Vec<CheckOutcome> {
     let mut out = Vec::new();
     for run in &report.runs {
@@ -85,6 +87,14 @@ pub fn evaluate(checks: &Checks, report: &Report) -> Vec<CheckOutcome> {
             &c.duplicated,
             finding(|ch| ch.duplicated.count, "duplicated"),
         );
+        let limited = if run.requests == 0 {
+            Err("no requests were sent".to_string())
+        } else {
+            Ok(super::staging::limited_count(&run.statuses) as f64 / run.requests as f64)
+        };
+        bounded(&mut out, "limited", &c.limited, limited);
+        let cancelled = run.statuses.get(CANCELLED_KEY).copied().unwrap_or(0) as f64;
+        bounded(&mut out, "cancelled", &c.cancelled, Ok(cancelled));
     }
     out
 }
@@ -122,6 +132,8 @@ fn overlay(base: &Checks, o: &Checks) -> Checks {
         p99_latency: o.p99_latency.or(base.p99_latency),
         lost: o.lost.or(base.lost),
         duplicated: o.duplicated.or(base.duplicated),
+        limited: o.limited.or(base.limited),
+        cancelled: o.cancelled.or(base.cancelled),
         per_mode: Default::default(),
         per_k: Default::default(),
     }

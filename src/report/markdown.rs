@@ -43,6 +43,14 @@ pub fn write_markdown(report: &Report, mut w: impl Write) -> io::Result<()> {
     }
     for run in &report.runs {
         write_run(w, run)?;
+        if let Some(f) = &run.staging {
+            writeln!(w, "### Staging ({})", run.label)?;
+            writeln!(w)?;
+            writeln!(w, "```text")?;
+            super::staging::write_staging(f, w)?;
+            writeln!(w, "```")?;
+            writeln!(w)?;
+        }
     }
     if !report.checks.is_empty() {
         writeln!(w, "## Checks")?;

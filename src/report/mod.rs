@@ -9,6 +9,7 @@ mod html;
 mod markdown;
 mod model;
 mod output;
+mod staging;
 mod stats;
 mod svg;
 mod terminal;
@@ -20,6 +21,10 @@ pub use markdown::write_markdown;
 pub use model::*;
 pub use output::{
     compact_utc, now_rfc3339, read_json, write_json, write_report_dir, ReadReportError,
+};
+pub use staging::{
+    limited_count, write_staging, Baseline, CleanupReport, FinalRead, NotCleaned, StagingFacts,
+    CANCELLED_KEY,
 };
 pub use stats::{LatencySummary, SkewStats};
 pub use terminal::write_terminal;

@@ -96,7 +96,7 @@ pub struct RunResult {
     pub requests: u64,
     /// Creates answered 201.
     pub ok: u64,
-    /// Creates that did not get a 201.
+    /// Creates that failed: no 201, and neither a 429 (a limit) nor given up on a signal.
     pub failed: u64,
     /// `failed / requests` (0 when nothing was sent).
     pub error_rate: f64,
@@ -118,6 +118,10 @@ pub struct RunResult {
     pub checker: Option<CheckerResult>,
     /// Wall (or virtual) duration of the run in milliseconds.
     pub wall_ms: f64,
+    /// Runs against an external API: truth source and lag, what was there before,
+    /// cancelled and limited creates, cleanup.
+    #[serde(default)]
+    pub staging: Option<super::staging::StagingFacts>,
 }
 
 impl RunResult {

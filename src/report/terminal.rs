@@ -24,6 +24,9 @@ pub fn write_terminal(report: &Report, mut w: impl Write) -> io::Result<()> {
     for run in &report.runs {
         writeln!(w)?;
         write_run(w, run)?;
+        if let Some(f) = &run.staging {
+            super::staging::write_staging(f, w)?;
+        }
     }
     if report.runs.len() > 1 {
         writeln!(w)?;

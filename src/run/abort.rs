@@ -27,6 +27,19 @@ struct Inner {
     staging: BTreeSet<PathBuf>,
     /// Fleets this run applies faults to that outlive the process.
     faults: Option<FaultWatch>,
+    /// Sandboxes on an external API this run may leave running.
+    sandboxes: Option<SandboxesLeft>,
+}
+
+/// Sandboxes an abort leaves running on an external API.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxesLeft {
+    /// API base URL.
+    pub api: String,
+    /// The run's `stampede-run` metadata tag (lists them all).
+    pub tag: String,
+    /// Ids still to kill, once cleanup has listed them; `None` before cleanup started.
+    pub ids: Option<BTreeSet<String>>,
 }
 
 #[derive(Debug, Clone)]
@@ -60,6 +73,8 @@ pub struct AbortSummary {
     pub watched: bool,
     /// Staging directories that could not be removed (path, why).
     pub staging_left: Vec<(PathBuf, String)>,
+    /// Sandboxes left running on an external API (cleanup not run or cut short).
+    pub sandboxes_left: Option<SandboxesLeft>,
 }
 
 fn lock(m: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
@@ -95,14 +110,61 @@ impl AbortState {
         lock(&self.inner).faults = None;
     }
 
+    /// The run creates sandboxes tagged `tag` on `api` that an abort would leave.
+    pub(crate) fn watch_sandboxes(&self, api: &str, tag: &str) {
+        lock(&self.inner).sandboxes = Some(SandboxesLeft {
+            api: api.to_string(),
+            tag: tag.to_string(),
+            ids: None,
+        });
+    }
+
+    /// Cleanup knows which ids are left to kill.
+    pub(crate) fn set_sandboxes_left(&self, api: &str, ids: BTreeSet<String>) {
+        let mut inner = lock(&self.inner);
+        let tag = inner
+            .sandboxes
+            .as_ref()
+            .map(|s| s.tag.clone())
+            .unwrap_or_default();
+        inner.sandboxes = Some(SandboxesLeft {
+            api: api.to_string(),
+            tag,
+            ids: Some(ids),
+        });
+    }
+
+    /// Cleanup killed `id`.
+    pub(crate) fn sandbox_cleaned(&self, id: &str) {
+        if let Some(ids) = lock(&self.inner)
+            .sandboxes
+            .as_mut()
+            .and_then(|s| s.ids.as_mut())
+        {
+            ids.remove(id);
+        }
+    }
+
+    /// Cleanup is over (or `--keep`): an abort no longer has sandboxes to name.
+    pub(crate) fn cleanup_finished(&self) {
+        lock(&self.inner).sandboxes = None;
+    }
+
     /// Removes every registered staging directory, then reads which faults this run
     /// leaves in force. Never waits longer than a couple of seconds per fleet.
     pub async fn abort(&self) -> AbortSummary {
-        let (staging, watch) = {
+        let (staging, watch, sandboxes) = {
             let inner = lock(&self.inner);
-            (inner.staging.clone(), inner.faults.clone())
+            (
+                inner.staging.clone(),
+                inner.faults.clone(),
+                inner.sandboxes.clone(),
+            )
         };
-        let mut out = AbortSummary::default();
+        let mut out = AbortSummary {
+            sandboxes_left: sandboxes,
+            ..AbortSummary::default()
+        };
         for dir in staging {
             match std::fs::remove_dir_all(&dir) {
                 Ok(()) => self.remove_staging(&dir),
@@ -170,6 +232,32 @@ impl fmt::Display for AbortSummary {
         for (dir, why) in &self.staging_left {
             writeln!(f, "aborted: cannot remove {}: {why}", dir.display())?;
         }
+        if let Some(s) = &self.sandboxes_left {
+            match &s.ids {
+                Some(ids) => {
+                    writeln!(
+                        f,
+                        "aborted: cleanup cut short: {} sandboxes left running on {}{}",
+                        ids.len(),
+                        s.api,
+                        if ids.is_empty() { "" } else { ":" }
+                    )?;
+                    for id in ids {
+                        writeln!(
+                            f,
+                            "aborted: left running: {id} (DELETE {}/sandboxes/{id})",
+                            s.api
+                        )?;
+                    }
+                }
+                None => writeln!(
+                    f,
+                    "aborted: cleanup did not run: this run's sandboxes are left running on {}; \
+                     list them with GET {}/sandboxes?metadata=stampede-run%3D{}",
+                    s.api, s.api, s.tag
+                )?,
+            }
+        }
         Ok(())
     }
 }
@@ -194,6 +282,37 @@ mod tests {
         assert!(text.contains("fault 7 (kill on node-01) left active at http://127.0.0.1:9100"));
         assert!(text.contains("DELETE http://127.0.0.1:9100/faults/7"));
         assert!(!text.contains("no fault left active"));
+    }
+
+    #[test]
+    fn the_summary_names_each_sandbox_cleanup_left_or_how_to_find_them() {
+        let mut s = AbortSummary {
+            sandboxes_left: Some(SandboxesLeft {
+                api: "http://127.0.0.1:3000".into(),
+                tag: "nightly-1-2".into(),
+                ids: Some(BTreeSet::from(["sb-1".to_string(), "sb-2".to_string()])),
+            }),
+            ..AbortSummary::default()
+        };
+        let text = s.to_string();
+        assert!(
+            text.contains("2 sandboxes left running on http://127.0.0.1:3000"),
+            "{text}"
+        );
+        assert!(
+            text.contains("DELETE http://127.0.0.1:3000/sandboxes/sb-2"),
+            "{text}"
+        );
+        if let Some(l) = s.sandboxes_left.as_mut() {
+            l.ids = None;
+        }
+        let text = s.to_string();
+        assert!(
+            text.contains(
+                "GET http://127.0.0.1:3000/sandboxes?metadata=stampede-run%3Dnightly-1-2"
+            ),
+            "{text}"
+        );
     }
 
     #[tokio::test]

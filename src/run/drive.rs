@@ -7,12 +7,16 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use super::chaos_stage;
+use super::cleanup::Leftovers;
 use super::result::{build_run_result, RunMeasurements};
 use super::{RunOptions, StageError};
-use crate::collect::{Sampler, TruthSource};
+use crate::collect::{Before, Sampler, TruthSource};
 use crate::profile::{Profile, Shape};
-use crate::report::RunResult;
-use crate::workload::{run_workload, ApiKey, Pacing, WorkloadRun};
+use crate::report::{Baseline, RunResult, StagingFacts};
+use crate::workload::{run_workload, ApiKey, Ledger, LimitRetry, Outcome, Pacing, WorkloadRun};
+
+/// After a signal, how long a create in flight may still answer before it is given up.
+pub(crate) const CANCEL_GRACE: Duration = Duration::from_millis(1500);
 
 /// A placement service that is up, and where to read its nodes.
 #[derive(Debug, Clone)]
@@ -42,6 +46,27 @@ pub(crate) struct Target {
     pub settle: Duration,
     /// Client deadline of one request.
     pub request_timeout: Duration,
+    /// An API stampede did not start: what its nodes held before the run (subtracted
+    /// from every count) and the metadata tag of this run's creates. `None`: embedded.
+    pub staging: Option<StagingTarget>,
+}
+
+/// What a run against an external API adds to its target.
+#[derive(Debug, Clone)]
+pub(crate) struct StagingTarget {
+    /// Truth read before the run.
+    pub before: Before,
+    /// `stampede-run` metadata of every create.
+    pub tag: String,
+}
+
+/// One driven run: its result and what it left on the nodes.
+#[derive(Debug)]
+pub(crate) struct Driven {
+    /// The report entry.
+    pub result: RunResult,
+    /// Sandboxes the run created and did not delete.
+    pub leftovers: Leftovers,
 }
 
 /// Drives one run; `on_gate` is called when the workload's gate opens, `telemetry`
@@ -52,7 +77,7 @@ pub(crate) async fn drive(
     opts: &RunOptions,
     on_gate: impl FnOnce(Instant) + Send + 'static,
     telemetry: impl FnOnce() -> (u64, u64),
-) -> Result<RunResult, StageError> {
+) -> Result<Driven, StageError> {
     let sampler = Sampler {
         source: target.truth.clone(),
         believers: target.believers.clone(),
@@ -81,6 +106,14 @@ pub(crate) async fn drive(
             let _ = chaos_gate_tx.send(at);
         }
     });
+    let signalled = std::sync::Arc::new(std::sync::OnceLock::<Instant>::new());
+    let signal_watch = {
+        let (cancel, at) = (opts.cancel.clone(), signalled.clone());
+        tokio::spawn(async move {
+            cancel.cancelled().await;
+            let _ = at.set(Instant::now());
+        })
+    };
     let watch = target.chaos_outlives_run.then_some(&opts.abort);
     let chaos = chaos_stage::spawn(profile, &target, chaos_gate_rx, watch).await?;
     let workload = run_workload(
@@ -95,6 +128,14 @@ pub(crate) async fn drive(
             goose_report: super::goose_report_path(profile, opts, &target.label),
             cancel: opts.cancel.clone(),
             progress: progress.clone(),
+            cancel_grace: CANCEL_GRACE,
+            run_tag: target.staging.as_ref().map(|s| s.tag.clone()),
+            limit_retry: profile.workload.on_429.map(|o| LimitRetry {
+                max_retries: o.retries,
+                honour_retry_after: o.honour_retry_after,
+                backoff: o.backoff,
+                max_wait: o.max_wait,
+            }),
         },
         Some(gate_tx),
     )
@@ -103,18 +144,34 @@ pub(crate) async fn drive(
         p.finish_and_clear();
     }
     let applied = chaos.finish().await;
+    signal_watch.abort();
     let workload = workload?;
     if judging && !opts.cancel.is_cancelled() {
         // Let the service see the healed cluster before the inventory is read.
         tokio::time::sleep(target.settle).await;
     }
     let client = reqwest::Client::new();
-    let last = sampler
-        .sample(&client, start)
-        .await
-        .ok_or_else(|| StageError::Collect("the final read of node truth failed".into()))?;
+    let leftovers = leftovers_of(&workload.ledger);
+    let baseline = target.staging.as_ref().map(|s| &s.before);
+    let (last, final_read) = super::final_read::read(
+        &sampler,
+        &client,
+        start,
+        baseline,
+        leftovers.live.len() as u64,
+        opts.cancel.is_cancelled(),
+    )
+    .await;
+    let mut last =
+        last.ok_or_else(|| StageError::Collect("the final read of node truth failed".into()))?;
     stop_sampling.cancel();
     let mut samples = sampling.await.unwrap_or_default();
+    if let Some(b) = baseline {
+        last.truth = b.subtract(&last.truth);
+        for s in &mut samples {
+            s.truth = b.subtract(&s.truth);
+        }
+    }
     samples.push(last.clone());
     // Ledger and fault times run from the gate; put the samples on that clock too.
     let offset_ms = workload.gate.map_or(0.0, |g| {
@@ -149,7 +206,53 @@ pub(crate) async fn drive(
         )
         .await?;
     }
-    Ok(result)
+    if let Some(st) = &target.staging {
+        let gate = workload.gate;
+        let sent_after_signal = signalled.get().map(|at| {
+            let cut = gate.map_or(0.0, |g| {
+                at.saturating_duration_since(g).as_secs_f64() * 1000.0
+            });
+            workload
+                .ledger
+                .entries
+                .iter()
+                .filter(|e| e.sent_ms > cut)
+                .count() as u64
+        });
+        result.staging = Some(StagingFacts {
+            truth_source: target.truth.name().to_string(),
+            truth_lag: target.truth.lag_text(),
+            final_read,
+            before: Baseline {
+                sandboxes: st.before.total(),
+                per_node: st.before.per_node(),
+                by_id: st.before.by_id(),
+            },
+            cancelled: workload.ledger.count(|o| matches!(o, Outcome::Cancelled)) as u64,
+            limited: workload.ledger.count(Outcome::is_limited) as u64,
+            sent_after_signal,
+            cleanup: None,
+        });
+    }
+    Ok(Driven { result, leftovers })
+}
+
+/// What `ledger` says the run left on the nodes.
+fn leftovers_of(ledger: &Ledger) -> Leftovers {
+    let acked: std::collections::BTreeSet<String> = ledger
+        .entries
+        .iter()
+        .filter(|e| e.outcome.is_created())
+        .filter_map(|e| e.sandbox_id.clone())
+        .collect();
+    let live = ledger.live_ids();
+    Leftovers {
+        created: acked.len() as u64,
+        deleted: (acked.len() - live.len().min(acked.len())) as u64,
+        live,
+        acked,
+        gave_up: ledger.entries.iter().any(|e| e.outcome.is_uncertain()),
+    }
 }
 
 /// The pacing a workload spec describes.

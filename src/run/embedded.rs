@@ -81,6 +81,7 @@ async fn run_one(
         node_ids: fleet.nodes().into_iter().map(|n| n.id).collect(),
         settle: e.sync_interval + Duration::from_millis(500),
         request_timeout: e.request_timeout + Duration::from_secs(5),
+        staging: None,
     };
     let result = drive(profile, target, opts, replicas.sync_phasing(), || {
         replicas.telemetry()
@@ -88,7 +89,7 @@ async fn run_one(
     .await;
     replicas.shutdown().await;
     fleet.shutdown().await;
-    let mut r = result?;
+    let mut r = result?.result;
     r.wall_ms = wall.elapsed().as_secs_f64() * 1000.0;
     Ok(r)
 }

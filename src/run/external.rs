@@ -1,13 +1,16 @@
-//! Runs against an E2B-compatible API that stampede did not start (staging).
+//! Runs against an E2B-compatible API that stampede did not start (staging): counts
+//! are this run's only (the truth read before is subtracted), and every sandbox the
+//! run created and did not delete is killed at the end unless `--keep`.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use super::drive::{drive, Target};
+use super::cleanup::{self, CleanupTarget, Leftovers};
+use super::drive::{drive, StagingTarget, Target};
 use super::{RunOptions, StageError};
-use crate::collect::TruthSource;
+use crate::collect::{Before, TruthSource};
 use crate::profile::{ExternalPlacement, Profile};
-use crate::report::Report;
+use crate::report::{CleanupReport, Report};
 use crate::workload::ApiKey;
 
 /// One run against `x.url`, truth from the first source the profile gives:
@@ -37,17 +40,18 @@ pub(super) async fn run(
             admin_token: admin_token.clone(),
         }
     };
-    let node_ids = match crate::collect::fetch_truth(&reqwest::Client::new(), &truth).await {
-        Ok(t) => t.nodes.into_iter().map(|n| n.id).collect(),
-        Err(e) => return Err(StageError::Collect(e.to_string())),
-    };
+    let first = crate::collect::fetch_truth(&reqwest::Client::new(), &truth)
+        .await
+        .map_err(|e| StageError::Collect(e.to_string()))?;
+    let node_ids = first.nodes.iter().map(|n| n.id.clone()).collect();
+    let tag = cleanup::run_tag(&profile.name);
     let mut settings = BTreeMap::new();
     settings.insert("target".to_string(), x.url.clone());
     let target = Target {
         label: "external".into(),
         settings,
         urls: vec![x.url.clone()],
-        key,
+        key: key.clone(),
         truth,
         believers: if admin_token.is_some() {
             vec![x.url.clone()]
@@ -61,9 +65,68 @@ pub(super) async fn run(
         // E2B syncs nodes every 20 s.
         settle: Duration::from_secs(21),
         request_timeout: Duration::from_secs(75),
+        staging: Some(StagingTarget {
+            before: Before::of(&first),
+            tag: tag.clone(),
+        }),
     };
-    let mut r = drive(profile, target, opts, |_gate| {}, || (0, 0)).await?;
-    r.wall_ms = wall.elapsed().as_secs_f64() * 1000.0;
-    report.runs.push(r);
+    opts.abort.watch_sandboxes(&x.url, &tag);
+    let driven = drive(profile, target, opts, |_gate| {}, || (0, 0)).await;
+    let left = match &driven {
+        Ok(d) => d.leftovers.clone(),
+        // The ledger is gone: listing by tag finds what the run made.
+        Err(_) => Leftovers {
+            gave_up: true,
+            ..Leftovers::default()
+        },
+    };
+    let cleaned = if opts.keep {
+        opts.abort.cleanup_finished();
+        CleanupReport {
+            kept: true,
+            created: left.created,
+            deleted: left.deleted,
+            ..CleanupReport::default()
+        }
+    } else {
+        let c = CleanupTarget {
+            api: x.url.clone(),
+            key,
+            tag,
+        };
+        cleanup::clean(&c, &left, &opts.abort).await
+    };
+    let mut d = match driven {
+        Ok(d) => d,
+        Err(error) => {
+            return Err(StageError::AfterCleanup {
+                error: Box::new(error),
+                cleanup: cleanup_text(&cleaned),
+            })
+        }
+    };
+    if let Some(s) = d.result.staging.as_mut() {
+        s.cleanup = Some(cleaned);
+    }
+    d.result.wall_ms = wall.elapsed().as_secs_f64() * 1000.0;
+    report.runs.push(d.result);
     Ok(())
+}
+
+/// One line on what cleanup did, for a run that has no report entry to hold it.
+fn cleanup_text(c: &CleanupReport) -> String {
+    if c.kept {
+        return "skipped (--keep)".into();
+    }
+    let ids: Vec<&str> = c.not_cleaned.iter().map(|n| n.id.as_str()).collect();
+    format!(
+        "cleaned {}, could not clean {}{}",
+        c.cleaned,
+        ids.len(),
+        if ids.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", ids.join(", "))
+        }
+    )
 }

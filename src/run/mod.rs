@@ -2,10 +2,13 @@
 //! report. One function per stage; every embedded part is stopped on every path.
 
 mod abort;
+mod api_override;
 mod chaos_stage;
+mod cleanup;
 mod drive;
 mod embedded;
 mod external;
+mod final_read;
 mod placement;
 mod result;
 mod staging;
@@ -15,7 +18,8 @@ use std::time::SystemTime;
 
 use tokio_util::sync::CancellationToken;
 
-pub use abort::{AbortState, AbortSummary, LeftActive};
+pub use abort::{AbortState, AbortSummary, LeftActive, SandboxesLeft};
+pub use api_override::ApiOverride;
 pub use result::{build_run_result, RunMeasurements};
 
 use crate::profile::{self, PlacementSection, Profile};
@@ -34,6 +38,10 @@ pub struct RunOptions {
     pub cancel: CancellationToken,
     /// What a second signal must clean up and report before the process exits.
     pub abort: AbortState,
+    /// Run against this API instead of what the profile's placement says.
+    pub api: Option<ApiOverride>,
+    /// Leave the sandboxes an external run created running (no cleanup).
+    pub keep: bool,
 }
 
 /// A finished (or interrupted) run.
@@ -80,11 +88,20 @@ pub enum StageError {
     /// Per-node truth could not be read at the end.
     #[error("collecting node truth: {0}")]
     Collect(String),
+    /// A stage failed; cleanup ran after it.
+    #[error("{error} (cleanup: {cleanup})")]
+    AfterCleanup {
+        /// What failed.
+        #[source]
+        error: Box<StageError>,
+        /// What cleanup did.
+        cleanup: String,
+    },
 }
 
 /// Loads, validates and runs the profile at `path`, then writes its report.
 pub async fn run_profile(path: &Path, opts: RunOptions) -> Result<RunOutcome, RunError> {
-    let profile = profile::load_and_validate(path)?;
+    let profile = load(path, opts.api.as_ref())?;
     profile::check_targets(&profile).map_err(RunError::Target)?;
     let started = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let mut report = Report::new(&profile.name, &profile.description, profile.seed, &started);
@@ -103,6 +120,22 @@ pub async fn run_profile(path: &Path, opts: RunOptions) -> Result<RunOutcome, Ru
             Some("interrupted by a signal (SIGINT, SIGTERM or SIGHUP)".into());
     }
     finish(&profile, report, &opts, &staging)
+}
+
+/// Loads and validates the profile at `path`, turned into an external run by `api`.
+fn load(path: &Path, api: Option<&ApiOverride>) -> Result<Profile, profile::ProfileErrors> {
+    let Some(api) = api else {
+        return profile::load_and_validate(path);
+    };
+    let source = profile::Source::read(path)?;
+    let mut p = profile::parse(&source)?;
+    api.apply(&mut p);
+    let issues = profile::validate(&p, &source);
+    if issues.is_empty() {
+        Ok(p)
+    } else {
+        Err(profile::ProfileErrors::Invalid(issues))
+    }
 }
 
 /// Parent directory of this run's report.

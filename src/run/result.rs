@@ -84,7 +84,13 @@ pub fn build_run_result(m: RunMeasurements<'_>) -> RunResult {
     });
     let requests = m.ledger.entries.len() as u64;
     let ok = m.ledger.created() as u64;
-    let failed = requests - ok;
+    // A 429 is a limit and a cancelled create was given up on a signal: neither is a
+    // placement failure.
+    let limited = m.ledger.count(|o| o.is_limited()) as u64;
+    let cancelled = m
+        .ledger
+        .count(|o| matches!(o, crate::workload::Outcome::Cancelled)) as u64;
+    let failed = requests - ok - limited - cancelled;
     let send = if m.burst {
         SendTiming {
             burst_spread_ms: m.ledger.send_spread_ms(),
@@ -122,5 +128,6 @@ pub fn build_run_result(m: RunMeasurements<'_>) -> RunResult {
         faults: Vec::new(),
         checker: None,
         wall_ms: m.wall_ms,
+        staging: None,
     }
 }

@@ -289,6 +289,7 @@ impl Engine<'_> {
             faults: windows,
             checker,
             wall_ms: ms(self.now),
+            staging: None,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Runs the workload through goose and folds every outcome into a [`Ledger`].
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -14,8 +15,11 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::ledger::{Ledger, LedgerEntry, Outcome};
+use super::limited::LimitRetry;
 use super::pacing::{Pacing, SlotCounter};
-use super::request::{create_body, delete, prepare_create, send_create, PreparedCreate};
+use super::request::{
+    create_body, delete, prepare_create, send_create, CreateResult, PreparedCreate,
+};
 use super::secret::ApiKey;
 use crate::profile::SandboxSpec;
 
@@ -42,6 +46,14 @@ pub struct WorkloadRun {
     pub cancel: CancellationToken,
     /// Advanced once per finished create, if given (hidden when not a terminal).
     pub progress: Option<indicatif::ProgressBar>,
+    /// After `cancel` fires, how long a create already in flight may still answer
+    /// before it is given up and recorded as [`Outcome::Cancelled`].
+    pub cancel_grace: Duration,
+    /// Sent as metadata `stampede-run` on every create, so cleanup can find sandboxes
+    /// whose answer the run never read. `None`: no metadata.
+    pub run_tag: Option<String>,
+    /// What to do on a 429; `None`: record it and move on.
+    pub limit_retry: Option<LimitRetry>,
 }
 
 /// What a workload run produced.
@@ -69,7 +81,13 @@ pub enum WorkloadError {
 enum Event {
     Created(LedgerEntry),
     Deleted(usize, Outcome),
+    /// Nothing more is recorded (goose was abandoned; its users may still hold senders).
+    Close,
 }
+
+/// After a cancel and the grace, how much longer goose may take to stop its users
+/// before the run stops waiting for it (its HTML report is then not written).
+const GOOSE_STOP_MARGIN: Duration = Duration::from_millis(500);
 
 struct Shared {
     run: WorkloadRun,
@@ -80,6 +98,8 @@ struct Shared {
     events: mpsc::UnboundedSender<Event>,
     deletes: std::sync::Mutex<JoinSet<()>>,
     delete_client: reqwest::Client,
+    /// Creates sent and not yet recorded.
+    in_flight: AtomicUsize,
 }
 
 /// Runs the workload to completion (or cancellation) and returns its ledger. Gate
@@ -94,13 +114,14 @@ pub async fn run_workload(
     let (tx, mut rx) = mpsc::unbounded_channel();
     let workers = run.pacing.workers();
     let shared = Arc::new(Shared {
-        body: create_body(&run.sandbox),
+        body: create_body(&run.sandbox, run.run_tag.as_deref()),
         slots: SlotCounter::default(),
         barrier: Barrier::new(workers.max(1)),
         gate: OnceLock::new(),
         events: tx,
         deletes: std::sync::Mutex::new(JoinSet::new()),
         delete_client: reqwest::Client::new(),
+        in_flight: AtomicUsize::new(0),
         run,
     });
     let fold = tokio::spawn(async move {
@@ -115,6 +136,7 @@ pub async fn run_workload(
                     ledger.record(e)
                 }
                 Event::Deleted(i, o) => ledger.record_delete(i, o),
+                Event::Close => break,
             }
         }
         ledger
@@ -144,17 +166,23 @@ pub async fn run_workload(
     // goose keeps a process-wide kill switch; a previous run (or mode) may have left
     // it set. On cancel we pull it so goose stops its users and writes its report.
     goose::reset_killswitch();
-    let exec = attack.execute();
-    tokio::pin!(exec);
+    // On its own task: goose builds its users synchronously (one HTTP client each, which
+    // loads the system's CA store), which can take many seconds for hundreds of users in
+    // a debug build. A cancel must not wait for that.
+    tracing::info!(workers, "workload starting");
+    let mut exec = tokio::spawn(attack.execute());
+    let goose = |r: Result<Result<_, GooseError>, tokio::task::JoinError>| match r {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(WorkloadError::Goose(e.to_string())),
+        Err(e) => Err(WorkloadError::Goose(e.to_string())),
+    };
     let result = tokio::select! {
-        r = &mut exec => r,
+        r = &mut exec => goose(r),
         _ = cancel.cancelled() => {
             goose::trigger_killswitch("stampede run cancelled");
-            exec.await
+            stop_goose(&shared, &mut exec).await.map_or(Ok(()), goose)
         }
-    }
-    .map(|_| ())
-    .map_err(|e| WorkloadError::Goose(e.to_string()));
+    };
     gate_watch.abort();
     // Pending deletes finish (or stop on cancel) before the ledger closes.
     let mut deletes = std::mem::take(&mut *shared.deletes.lock().expect("delete set lock"));
@@ -163,6 +191,7 @@ pub async fn run_workload(
         _ = cancel.cancelled() => deletes.abort_all(),
     }
     let gate = shared.gate.get().copied();
+    let _ = shared.events.send(Event::Close);
     drop(shared);
     let mut ledger = fold
         .await
@@ -174,6 +203,34 @@ pub async fn run_workload(
         gate,
         cancelled: cancel.is_cancelled(),
     })
+}
+
+/// After a cancel: waits until every create in flight has been recorded (answered, or
+/// given up at the end of the grace), then gives goose [`GOOSE_STOP_MARGIN`] to stop
+/// its users. goose stops only between launches and transactions, so a run cancelled
+/// while goose is still building hundreds of users is not held for it: `None` when
+/// goose was abandoned (its HTML report is then not written).
+async fn stop_goose<T>(
+    shared: &Shared,
+    exec: &mut tokio::task::JoinHandle<T>,
+) -> Option<Result<T, tokio::task::JoinError>> {
+    let drained_by = Instant::now() + shared.run.cancel_grace + GOOSE_STOP_MARGIN;
+    loop {
+        tokio::select! {
+            r = &mut *exec => return Some(r),
+            _ = tokio::time::sleep(Duration::from_millis(10)) => {}
+        }
+        if shared.in_flight.load(Ordering::SeqCst) == 0 || Instant::now() >= drained_by {
+            break;
+        }
+    }
+    match tokio::time::timeout(GOOSE_STOP_MARGIN, &mut *exec).await {
+        Ok(r) => Some(r),
+        Err(_) => {
+            tracing::warn!("goose did not stop after the cancel; its report is not written");
+            None
+        }
+    }
 }
 
 fn build_attack(shared: Arc<Shared>) -> Result<GooseAttack, WorkloadError> {
@@ -232,7 +289,10 @@ async fn open_worker(s: &Shared, user: &mut GooseUser) {
     let total = s.run.pacing.total();
     let mut slot = s.slots.claim(total);
     let mut prepared = slot.map(|i| prepare(s, user, i));
-    let _ = tokio::time::timeout(Duration::from_secs(60), s.barrier.wait()).await;
+    tokio::select! {
+        _ = tokio::time::timeout(Duration::from_secs(60), s.barrier.wait()) => {}
+        _ = s.run.cancel.cancelled() => return,
+    }
     let gate = *s.gate.get_or_init(Instant::now);
     while let (Some(i), Some(req)) = (slot, prepared.take()) {
         if s.run.cancel.is_cancelled() {
@@ -240,7 +300,11 @@ async fn open_worker(s: &Shared, user: &mut GooseUser) {
         }
         let intended = gate + s.run.pacing.intended_offset(i);
         if intended > Instant::now() {
-            tokio::time::sleep_until(intended.into()).await;
+            // A signal stops a worker waiting for its slot's time: nothing leaves after it.
+            tokio::select! {
+                _ = tokio::time::sleep_until(intended.into()) => {}
+                _ = s.run.cancel.cancelled() => break,
+            }
         }
         send_slot(s, user, gate, i, intended, req).await;
         slot = s.slots.claim(total);
@@ -275,7 +339,26 @@ async fn send_slot(
 ) {
     let target = i % s.run.targets.len();
     let sent = Instant::now();
-    let r = send_create(user, req).await;
+    s.in_flight.fetch_add(1, Ordering::SeqCst);
+    // Counted first, checked second: a cancel either sees this create in flight (and
+    // waits for it) or this create sees the cancel (and is not sent).
+    if s.run.cancel.is_cancelled() {
+        s.in_flight.fetch_sub(1, Ordering::SeqCst);
+        return;
+    }
+    let mut r = send_or_give_up(s, user, req).await;
+    let mut retries = 0;
+    while let (Outcome::Limited(limit), Some(policy)) = (&r.outcome, &s.run.limit_retry) {
+        if retries >= policy.max_retries || s.run.cancel.is_cancelled() {
+            break;
+        }
+        retries += 1;
+        tokio::select! {
+            _ = tokio::time::sleep(policy.wait(limit)) => {}
+            _ = s.run.cancel.cancelled() => break,
+        }
+        r = send_or_give_up(s, user, prepare(s, user, i)).await;
+    }
     let done = Instant::now();
     let ms = |t: Instant| t.saturating_duration_since(gate).as_secs_f64() * 1000.0;
     if let (Some(id), Some(dist)) = (&r.sandbox_id, &s.run.lifetime) {
@@ -295,6 +378,26 @@ async fn send_slot(
         node: r.node,
         deleted: None,
     }));
+    s.in_flight.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// Sends a create; once the run is cancelled it has `cancel_grace` left to answer.
+async fn send_or_give_up(s: &Shared, user: &mut GooseUser, req: PreparedCreate) -> CreateResult {
+    let cancel = s.run.cancel.clone();
+    let grace = s.run.cancel_grace;
+    let give_up = async move {
+        cancel.cancelled().await;
+        tokio::time::sleep(grace).await;
+    };
+    tokio::select! {
+        biased;
+        r = send_create(user, req) => r,
+        _ = give_up => CreateResult {
+            outcome: Outcome::Cancelled,
+            sandbox_id: None,
+            node: None,
+        },
+    }
 }
 
 fn schedule_delete(s: &Shared, i: usize, target: usize, id: String, dist: &LatencyDist) {

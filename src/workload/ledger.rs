@@ -15,15 +15,65 @@ pub enum Outcome {
     Timeout,
     /// Connection refused/reset or another transport failure.
     TransportError(String),
+    /// The run was stopped (a signal) while this create was in flight and it did not
+    /// answer within the grace: the sandbox may or may not exist.
+    Cancelled,
+    /// A 429: the team's concurrent-sandbox limit or a rate limit. Not a placement
+    /// failure: no sandbox was made.
+    Limited(Limit),
+}
+
+/// Which limit a 429 reports, told apart the way E2B answers them: its rate limiter
+/// sets `Retry-After` ("Rate limit exceeded"); the team's concurrency reservation has
+/// no `Retry-After` and a message about the maximum number of concurrent sandboxes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LimitKind {
+    /// The team's concurrent-sandbox limit.
+    TeamConcurrency,
+    /// A request-rate limit.
+    Rate,
+    /// A 429 that says neither.
+    Unclassified,
+}
+
+/// One 429 answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limit {
+    /// Which limit.
+    pub kind: LimitKind,
+    /// `Retry-After` in milliseconds, when sent.
+    pub retry_after_ms: Option<u64>,
+}
+
+impl LimitKind {
+    /// Classifies a 429 from its `Retry-After` header and body message.
+    pub fn classify(retry_after: bool, message: &str) -> LimitKind {
+        let m = message.to_ascii_lowercase();
+        if m.contains("concurrent") {
+            LimitKind::TeamConcurrency
+        } else if retry_after || m.contains("rate limit") {
+            LimitKind::Rate
+        } else {
+            LimitKind::Unclassified
+        }
+    }
 }
 
 impl Outcome {
-    /// Key used in status breakdowns (`"201"`, `"503"`, `"timeout"`, `"transport_error"`).
+    /// Key used in status breakdowns (`"201"`, `"503"`, `"timeout"`, `"transport_error"`,
+    /// `"cancelled"`, `"429_team_limit"`, `"429_rate_limit"`, `"429"`).
     pub fn key(&self) -> String {
         match self {
             Outcome::Status(s) => s.to_string(),
             Outcome::Timeout => "timeout".into(),
             Outcome::TransportError(_) => "transport_error".into(),
+            Outcome::Cancelled => "cancelled".into(),
+            Outcome::Limited(l) => match l.kind {
+                LimitKind::TeamConcurrency => "429_team_limit".into(),
+                LimitKind::Rate => "429_rate_limit".into(),
+                LimitKind::Unclassified => "429".into(),
+            },
         }
     }
 
@@ -32,12 +82,19 @@ impl Outcome {
         matches!(self, Outcome::Status(201))
     }
 
-    /// Whether the client cannot know if a sandbox was made (timeout, 5xx, transport).
+    /// Whether the client cannot know if a sandbox was made (timeout, 5xx, transport,
+    /// cancelled).
     pub fn is_uncertain(&self) -> bool {
         match self {
             Outcome::Status(s) => *s >= 500,
-            Outcome::Timeout | Outcome::TransportError(_) => true,
+            Outcome::Timeout | Outcome::TransportError(_) | Outcome::Cancelled => true,
+            Outcome::Limited(_) => false,
         }
+    }
+
+    /// Whether this is a 429 (a limit, not a placement failure).
+    pub fn is_limited(&self) -> bool {
+        matches!(self, Outcome::Limited(_))
     }
 }
 
@@ -116,6 +173,21 @@ impl Ledger {
         m
     }
 
+    /// Creates with outcome `pred`.
+    pub fn count(&self, pred: impl Fn(&Outcome) -> bool) -> usize {
+        self.entries.iter().filter(|e| pred(&e.outcome)).count()
+    }
+
+    /// Ids of sandboxes this run was told it created (201) and did not delete.
+    pub fn live_ids(&self) -> Vec<String> {
+        self.entries
+            .iter()
+            .filter(|e| e.outcome.is_created())
+            .filter(|e| !matches!(e.deleted, Some(Outcome::Status(s)) if (200..300).contains(&s) || s == 404))
+            .filter_map(|e| e.sandbox_id.clone())
+            .collect()
+    }
+
     /// Creates that got a 201.
     pub fn created(&self) -> usize {
         self.entries
@@ -180,5 +252,40 @@ mod tests {
         assert_eq!((p50, max), (0.5, 2.0));
         assert_eq!(l.statuses().get("503"), Some(&1));
         assert_eq!(l.created(), 1);
+    }
+
+    #[test]
+    fn a_429_is_told_apart_the_way_e2b_words_it() {
+        let team = "you have reached the maximum number of concurrent E2B sandboxes (20)";
+        assert_eq!(LimitKind::classify(false, team), LimitKind::TeamConcurrency);
+        assert_eq!(
+            LimitKind::classify(true, "Rate limit exceeded"),
+            LimitKind::Rate
+        );
+        assert_eq!(LimitKind::classify(false, ""), LimitKind::Unclassified);
+        let o = Outcome::Limited(Limit {
+            kind: LimitKind::Rate,
+            retry_after_ms: Some(1000),
+        });
+        assert!(!o.is_uncertain() && o.is_limited());
+        assert_eq!(o.key(), "429_rate_limit");
+        assert!(Outcome::Cancelled.is_uncertain());
+    }
+
+    #[test]
+    fn live_ids_leave_out_deleted_sandboxes() {
+        let mut l = Ledger::new();
+        let mut a = entry(0, 0.0, Outcome::Status(201));
+        a.sandbox_id = Some("a".into());
+        let mut b = entry(1, 0.0, Outcome::Status(201));
+        b.sandbox_id = Some("b".into());
+        b.deleted = Some(Outcome::Status(204));
+        let mut c = entry(2, 0.0, Outcome::Status(201));
+        c.sandbox_id = Some("c".into());
+        c.deleted = Some(Outcome::Timeout);
+        l.record(a);
+        l.record(b);
+        l.record(c);
+        assert_eq!(l.live_ids(), vec!["a".to_string(), "c".to_string()]);
     }
 }

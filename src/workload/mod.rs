@@ -7,11 +7,14 @@
 
 mod driver;
 mod ledger;
+mod limited;
 mod pacing;
 mod request;
 mod secret;
 
 pub use driver::{run_workload, WorkloadError, WorkloadOutput, WorkloadRun};
-pub use ledger::{Ledger, LedgerEntry, Outcome};
+pub use ledger::{Ledger, LedgerEntry, Limit, LimitKind, Outcome};
+pub use limited::LimitRetry;
 pub use pacing::Pacing;
+pub use request::RUN_TAG_KEY;
 pub use secret::ApiKey;

@@ -5,7 +5,7 @@ use std::time::Duration;
 use goose::prelude::*;
 use serde::Deserialize;
 
-use super::ledger::Outcome;
+use super::ledger::{Limit, LimitKind, Outcome};
 use super::secret::ApiKey;
 use crate::profile::SandboxSpec;
 
@@ -23,15 +23,29 @@ pub(crate) struct CreateResult {
     pub node: Option<String>,
 }
 
+/// Metadata key every create of a tagged run carries (value: the run's tag), so that
+/// cleanup can find sandboxes whose 201 the run never read (E2B's `NewSandbox.metadata`).
+pub const RUN_TAG_KEY: &str = "stampede-run";
+
 /// The JSON body of `POST /sandboxes` (E2B's `NewSandbox`, plus the optional
 /// `cpuCount`/`memoryMB` stampede's reference service honours).
-pub(crate) fn create_body(spec: &SandboxSpec) -> serde_json::Value {
-    serde_json::json!({
+pub(crate) fn create_body(spec: &SandboxSpec, run_tag: Option<&str>) -> serde_json::Value {
+    let mut body = serde_json::json!({
         "templateID": spec.template,
         "timeout": spec.timeout.as_secs(),
         "cpuCount": spec.vcpu,
         "memoryMB": spec.ram_mb,
-    })
+    });
+    if let Some(tag) = run_tag {
+        body["metadata"] = serde_json::json!({ RUN_TAG_KEY: tag });
+    }
+    body
+}
+
+/// `Retry-After` in milliseconds (delta-seconds form; an HTTP date is not parsed).
+fn retry_after_ms(headers: &reqwest::header::HeaderMap) -> Option<u64> {
+    let v = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
+    v.trim().parse::<u64>().ok().map(|s| s.saturating_mul(1000))
 }
 
 /// A create ready to leave: everything but the send is done beforehand, so that the
@@ -76,6 +90,19 @@ pub(crate) async fn send_create(user: &mut GooseUser, prepared: PreparedCreate) 
                 .get("x-stampede-node")
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned);
+            if status == 429 {
+                let retry_after_ms = retry_after_ms(r.headers());
+                let message = r.text().await.unwrap_or_default();
+                let kind = LimitKind::classify(retry_after_ms.is_some(), &message);
+                return CreateResult {
+                    outcome: Outcome::Limited(Limit {
+                        kind,
+                        retry_after_ms,
+                    }),
+                    sandbox_id: None,
+                    node,
+                };
+            }
             let sandbox_id = if status == 201 {
                 r.json::<CreatedSandbox>().await.ok().map(|c| c.sandbox_id)
             } else {

@@ -78,6 +78,7 @@ pub fn run(label: &str, mode: &str, counts: &[u64]) -> RunResult {
         faults: Vec::new(),
         checker: None,
         wall_ms: 2500.0,
+        staging: None,
     }
 }
 

@@ -1,0 +1,242 @@
+//! Cleanup after a run against an external API: every sandbox the run created and did
+//! not delete is killed (`DELETE /sandboxes/{id}`) with a bounded retry. The run's
+//! creates carry the metadata tag `stampede-run=<tag>`, so sandboxes whose 201 the run
+//! never read (creates given up on a signal) are found by listing `GET /sandboxes`.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use futures::stream::{self, StreamExt};
+use serde::Deserialize;
+
+use super::abort::AbortState;
+use crate::report::{CleanupReport, NotCleaned};
+use crate::workload::{ApiKey, RUN_TAG_KEY};
+
+/// Attempts per DELETE before the id is reported as not cleaned.
+const DELETE_ATTEMPTS: u32 = 3;
+/// Deadline of one DELETE.
+const DELETE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Wait before the second attempt (doubled before each later one).
+const FIRST_BACKOFF: Duration = Duration::from_millis(200);
+/// DELETEs in flight at once.
+const CONCURRENCY: usize = 16;
+/// Deadline of one listing.
+const LIST_TIMEOUT: Duration = Duration::from_secs(10);
+/// When creates were given up, how long their sandboxes may still appear in the
+/// listing after cleanup started, and how often it is read again meanwhile.
+const LATE_WINDOW: Duration = Duration::from_secs(1);
+const LATE_POLL: Duration = Duration::from_millis(250);
+
+/// Where and how to clean up.
+#[derive(Debug, Clone)]
+pub(crate) struct CleanupTarget {
+    /// API base URL.
+    pub api: String,
+    /// `X-API-Key`.
+    pub key: ApiKey,
+    /// Value of this run's `stampede-run` metadata.
+    pub tag: String,
+}
+
+/// What the run knows it left: 201s not deleted, and how many of its creates the
+/// workload deleted itself.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Leftovers {
+    /// Ids acknowledged with a 201 and not deleted.
+    pub live: Vec<String>,
+    /// Every id acknowledged with a 201.
+    pub acked: BTreeSet<String>,
+    /// 201s in all.
+    pub created: u64,
+    /// Deleted by the workload's lifetime.
+    pub deleted: u64,
+    /// Whether some creates were given up (their sandboxes may appear late).
+    pub gave_up: bool,
+}
+
+#[derive(Debug, Deserialize)]
+struct Listed {
+    #[serde(rename = "sandboxID")]
+    sandbox_id: String,
+    #[serde(default)]
+    metadata: Option<std::collections::BTreeMap<String, String>>,
+}
+
+impl CleanupTarget {
+    /// Ids listed by `GET /sandboxes` that carry this run's tag.
+    async fn tagged(&self, client: &reqwest::Client) -> Result<BTreeSet<String>, String> {
+        // E2B filters on `metadata=<url-encoded key=value>`; a service that ignores the
+        // query lists everything, so the tag is checked here as well.
+        let url = format!(
+            "{}/sandboxes?metadata={RUN_TAG_KEY}%3D{}",
+            self.api.trim_end_matches('/'),
+            self.tag
+        );
+        let resp = client
+            .get(&url)
+            .header("X-API-Key", self.key.expose())
+            .timeout(LIST_TIMEOUT)
+            .send()
+            .await
+            .map_err(|e| format!("GET /sandboxes: {e}"))?;
+        if !resp.status().is_success() {
+            return Err(format!("GET /sandboxes: status {}", resp.status()));
+        }
+        let all: Vec<Listed> = resp
+            .json()
+            .await
+            .map_err(|e| format!("GET /sandboxes: {e}"))?;
+        Ok(all
+            .into_iter()
+            .filter(|s| {
+                s.metadata
+                    .as_ref()
+                    .and_then(|m| m.get(RUN_TAG_KEY))
+                    .is_some_and(|t| t == &self.tag)
+            })
+            .map(|s| s.sandbox_id)
+            .collect())
+    }
+
+    /// Kills `id` with up to [`DELETE_ATTEMPTS`] tries; `Err` holds the last answer.
+    async fn kill(&self, client: &reqwest::Client, id: &str) -> Result<(), String> {
+        let url = format!("{}/sandboxes/{id}", self.api.trim_end_matches('/'));
+        let mut backoff = FIRST_BACKOFF;
+        let mut last = String::new();
+        for attempt in 0..DELETE_ATTEMPTS {
+            if attempt > 0 {
+                tokio::time::sleep(backoff).await;
+                backoff *= 2;
+            }
+            match client
+                .delete(&url)
+                .header("X-API-Key", self.key.expose())
+                .timeout(DELETE_TIMEOUT)
+                .send()
+                .await
+            {
+                // 404: already gone (expired, or deleted by someone else).
+                Ok(r) if r.status().is_success() || r.status().as_u16() == 404 => return Ok(()),
+                Ok(r) => last = format!("status {}", r.status()),
+                Err(e) if e.is_timeout() => last = format!("no answer within {DELETE_TIMEOUT:?}"),
+                Err(e) => last = e.to_string(),
+            }
+        }
+        Err(last)
+    }
+}
+
+/// Kills every sandbox of `left` and every tagged one, registering what is still to
+/// kill with `abort` (a second signal prints it).
+pub(crate) async fn clean(
+    target: &CleanupTarget,
+    left: &Leftovers,
+    abort: &AbortState,
+) -> CleanupReport {
+    let client = reqwest::Client::new();
+    let known: BTreeSet<String> = left.live.iter().cloned().collect();
+    let mut report = CleanupReport {
+        created: left.created,
+        deleted: left.deleted,
+        ..CleanupReport::default()
+    };
+    let mut done: BTreeSet<String> = BTreeSet::new();
+    let start = tokio::time::Instant::now();
+    let mut pending = known.clone();
+    loop {
+        match target.tagged(&client).await {
+            Ok(tagged) => {
+                for id in tagged {
+                    if done.contains(&id) {
+                        continue;
+                    }
+                    if !left.acked.contains(&id) && !known.contains(&id) {
+                        report.found_by_tag += 1;
+                    }
+                    pending.insert(id);
+                }
+            }
+            Err(e) => report.listing_error = Some(e),
+        }
+        pending.retain(|id| !done.contains(id));
+        abort.set_sandboxes_left(&target.api, pending.iter().cloned().collect());
+        if !pending.is_empty() {
+            // A readiness mark for whoever drives the process (tests, CI).
+            tracing::info!(
+                sandboxes = pending.len(),
+                "cleanup: killing this run's sandboxes"
+            );
+        }
+        let results: Vec<(String, Result<(), String>)> = stream::iter(pending.clone())
+            .map(|id| {
+                let client = &client;
+                async move {
+                    let r = target.kill(client, &id).await;
+                    (id, r)
+                }
+            })
+            .buffer_unordered(CONCURRENCY)
+            .collect()
+            .await;
+        for (id, r) in results {
+            match r {
+                Ok(()) => {
+                    report.cleaned += 1;
+                    abort.sandbox_cleaned(&id);
+                }
+                Err(last) => report.not_cleaned.push(NotCleaned {
+                    id: id.clone(),
+                    last,
+                }),
+            }
+            done.insert(id);
+        }
+        pending.clear();
+        // Creates given up may still finish on the service: read the listing again
+        // for a short, bounded while.
+        if !left.gave_up || report.listing_error.is_some() || start.elapsed() >= LATE_WINDOW {
+            break;
+        }
+        tokio::time::sleep(LATE_POLL).await;
+    }
+    report.created += report.found_by_tag;
+    report.not_cleaned.sort_by(|a, b| a.id.cmp(&b.id));
+    abort.cleanup_finished();
+    report
+}
+
+/// A tag unique to this process and moment: `<profile>-<pid>-<unix ms>`, with the
+/// profile name reduced to `[a-z0-9-]` so that it needs no URL encoding.
+pub(crate) fn run_tag(profile: &str) -> String {
+    let name: String = profile
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .take(40)
+        .collect();
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    format!("{name}-{}-{ms}", std::process::id())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_run_tag_needs_no_url_encoding() {
+        let t = run_tag("Nightly guard: 10 nodes/ë");
+        assert!(
+            t.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'),
+            "{t}"
+        );
+        assert!(t.starts_with("nightly-guard--10-nodes--"), "{t}");
+    }
+}
