@@ -12,7 +12,7 @@
 mod staging_support;
 
 use std::path::PathBuf;
-use std::process::{Command, ExitStatus};
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -85,24 +85,8 @@ async fn sigint_mid_burst_exits_fast_sends_nothing_after_and_leaves_nothing() {
     let profile = burst_profile(&dir, &c, 150);
     let reports = dir.join("reports");
     let mut run = start_run(&[], &profile, &reports);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !run.stderr.lock().unwrap().contains("first create answered") {
-        assert!(
-            run.proc.0.try_wait().unwrap().is_none(),
-            "the run ended before the burst was answered"
-        );
-        assert!(Instant::now() < deadline, "no create answered within 60 s");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    let ok = Command::new("kill")
-        .args(["-INT", &run.proc.0.id().to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(ok.success());
-    let signalled = Instant::now();
-    let status = wait_exit(&mut run, Duration::from_secs(30)).await;
-    let took = signalled.elapsed();
-    let stderr = run.stderr.lock().unwrap().clone();
+    wait_for_line(&mut run, "first create answered", Duration::from_secs(60)).await;
+    let (status, took, stderr) = interrupt(&mut run, Duration::from_secs(30)).await;
     assert!(
         took < Duration::from_secs(5),
         "exited {took:?} after SIGINT\n{stderr}"
@@ -260,26 +244,10 @@ async fn sigint_on_full_nodes_gives_up_creates_in_flight_as_cancelled() {
     .unwrap();
     let before = report_dirs(&reports);
     let mut run = start_run(&[], &p, &reports);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !run.stderr.lock().unwrap().contains("workload gate open") {
-        assert!(
-            run.proc.0.try_wait().unwrap().is_none(),
-            "the run ended early"
-        );
-        assert!(Instant::now() < deadline, "no gate within 60 s");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    wait_for_line(&mut run, "workload gate open", Duration::from_secs(60)).await;
     // Some of the schedule's 600 creates are in flight (the service keeps retrying them).
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let ok = Command::new("kill")
-        .args(["-INT", &run.proc.0.id().to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(ok.success());
-    let signalled = Instant::now();
-    let status = wait_exit(&mut run, Duration::from_secs(90)).await;
-    let took = signalled.elapsed();
-    let stderr = run.stderr.lock().unwrap().clone();
+    let (status, took, stderr) = interrupt(&mut run, Duration::from_secs(90)).await;
     assert!(
         took < Duration::from_secs(5),
         "exited {took:?} after SIGINT\n{stderr}"
@@ -339,14 +307,7 @@ async fn second_sigint_aborts_cleanup_and_names_what_is_left() {
         assert!(Instant::now() < deadline, "no cleanup within 60 s");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let int = |run: &Run| {
-        let ok = Command::new("kill")
-            .args(["-INT", &run.proc.0.id().to_string()])
-            .status()
-            .expect("kill runs");
-        assert!(ok.success());
-    };
-    int(&run);
+    sigint(&run);
     while !seen(&run, "interrupted") {
         assert!(
             run.proc.0.try_wait().unwrap().is_none(),
@@ -355,7 +316,7 @@ async fn second_sigint_aborts_cleanup_and_names_what_is_left() {
         assert!(Instant::now() < deadline, "first signal not handled");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    int(&run);
+    sigint(&run);
     let status = wait_exit(&mut run, Duration::from_secs(30)).await;
     let stderr = run.stderr.lock().unwrap().clone();
     assert_eq!(status.code(), Some(130), "{stderr}");
@@ -413,24 +374,8 @@ async fn sigint_while_goose_builds_its_users_exits_fast() {
     .unwrap();
     let reports = dir.join("reports");
     let mut run = start_run(&[], &p, &reports);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !run.stderr.lock().unwrap().contains("workload starting") {
-        assert!(
-            run.proc.0.try_wait().unwrap().is_none(),
-            "the run ended early"
-        );
-        assert!(Instant::now() < deadline, "no workload within 60 s");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    let ok = Command::new("kill")
-        .args(["-INT", &run.proc.0.id().to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(ok.success());
-    let signalled = Instant::now();
-    let status = wait_exit(&mut run, Duration::from_secs(90)).await;
-    let took = signalled.elapsed();
-    let stderr = run.stderr.lock().unwrap().clone();
+    wait_for_line(&mut run, "workload starting", Duration::from_secs(60)).await;
+    let (status, took, stderr) = interrupt(&mut run, Duration::from_secs(90)).await;
     assert!(
         took < Duration::from_secs(5),
         "exited {took:?} after SIGINT\n{stderr}"

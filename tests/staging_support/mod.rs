@@ -251,3 +251,37 @@ pub fn grep_dir(dir: &Path, needle: &str) -> Vec<String> {
     }
     hits
 }
+
+/// Waits until `run`'s stderr holds `marker`, failing if the run ends first or `within`
+/// passes.
+pub async fn wait_for_line(run: &mut Run, marker: &str, within: Duration) {
+    let deadline = Instant::now() + within;
+    while !run.stderr.lock().unwrap().contains(marker) {
+        assert!(
+            run.proc.0.try_wait().unwrap().is_none(),
+            "the run ended before logging {marker:?}"
+        );
+        assert!(Instant::now() < deadline, "no {marker:?} within {within:?}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Sends SIGINT to `run`.
+pub fn sigint(run: &Run) {
+    let ok = Command::new("kill")
+        .args(["-INT", &run.proc.0.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(ok.success());
+}
+
+/// Sends SIGINT and waits (at most `within`) for the exit: the status, the time from the
+/// signal to the exit, and the run's stderr.
+pub async fn interrupt(run: &mut Run, within: Duration) -> (ExitStatus, Duration, String) {
+    sigint(run);
+    let signalled = Instant::now();
+    let status = wait_exit(run, within).await;
+    let took = signalled.elapsed();
+    let stderr = run.stderr.lock().unwrap().clone();
+    (status, took, stderr)
+}
