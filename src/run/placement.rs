@@ -96,6 +96,7 @@ pub(super) async fn start_replicas(
             max_retries: e.max_retries,
             mode,
             max_starting_per_node: e.max_starting_per_node,
+            failure_answers: e.failure_answers,
             ..PlacementConfig::default()
         },
         sync_interval: e.sync_interval,

@@ -34,13 +34,13 @@ pub struct Sandbox {
     /// Template the sandbox was created from.
     #[serde(rename = "templateID")]
     pub template_id: String,
-    /// The sandbox id (`i` + 19 lowercase alphanumerics).
+    /// The sandbox id (`i` + 20 lowercase alphanumerics, as E2B).
     #[serde(rename = "sandboxID")]
     pub sandbox_id: String,
     /// Alias of the template (absent: stampede has no aliases).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alias: Option<String>,
-    /// Deprecated upstream; the orchestrator's `client_id` (or the node id).
+    /// Deprecated upstream; E2B's constant `6532622b`.
     #[serde(rename = "clientID")]
     pub client_id: String,
     /// Version of envd (fixed).

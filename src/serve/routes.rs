@@ -128,7 +128,7 @@ fn listed(shared: &Shared, id: &str, r: &SandboxRecord) -> ListedSandbox {
         template_id: r.template_id.clone(),
         alias: None,
         sandbox_id: id.to_string(),
-        client_id: r.client_id.clone(),
+        client_id: super::place::CLIENT_ID.to_string(),
         started_at: humantime::format_rfc3339_millis(r.started_at).to_string(),
         end_at: humantime::format_rfc3339_millis(r.end_at).to_string(),
         cpu_count: r.vcpu,

@@ -55,8 +55,6 @@ pub struct SandboxRecord {
     pub node: String,
     /// Template id.
     pub template_id: String,
-    /// The node's `client_id` answer (or the node id).
-    pub client_id: String,
     /// vCPU.
     pub vcpu: u32,
     /// Memory, MiB.
@@ -116,7 +114,7 @@ impl Shared {
         }
     }
 
-    /// A fresh sandbox id like E2B's: `i` + 19 lowercase alphanumerics, unused here.
+    /// A fresh sandbox id like E2B's: `i` + 20 lowercase alphanumerics, unused here.
     pub fn new_sandbox_id(&self) -> String {
         const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
         loop {
@@ -124,7 +122,7 @@ impl Shared {
                 let mut rng = lock(&self.id_rng);
                 std::iter::once('i')
                     .chain(
-                        (0..19).map(|_| char::from(ALPHABET[rng.random_range(0..ALPHABET.len())])),
+                        (0..20).map(|_| char::from(ALPHABET[rng.random_range(0..ALPHABET.len())])),
                     )
                     .collect()
             };

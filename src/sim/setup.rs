@@ -115,6 +115,7 @@ impl SimSetup {
             max_retries: p.max_retries,
             mode,
             max_starting_per_node: p.max_starting_per_node,
+            failure_answers: p.failure_answers,
             ..PlacementConfig::default()
         };
         if let Some(e) = placement.validate().into_iter().next() {
