@@ -51,11 +51,19 @@ async fn sync_node(shared: &Arc<Shared>, node: &NodeConn) {
             } else {
                 NodeStatus::Connecting
             };
+            ni.note_status(status);
             lock(&shared.core).set_status(&node.id, status);
             return;
         }
     };
-    let snapshot = snapshot_of(shared, &info, &listed);
+    let mut snapshot = snapshot_of(shared, &info, &listed);
+    {
+        let mut ni = lock(&node.info);
+        if let Some(s) = ni.status_override {
+            snapshot.status = s;
+        }
+        ni.note_status(snapshot.status);
+    }
     lock(&shared.core).apply_sync(&node.id, snapshot);
     shared.telemetry.syncs.fetch_add(1, Relaxed);
     let orphans = reconcile_registry(shared, node, &listed, started);
