@@ -31,27 +31,50 @@ pub fn is_local_cluster(cluster_id: Option<&str>) -> Result<bool, String> {
     }
 }
 
-/// A `format: date-time` value (RFC 3339: `YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)`).
-pub fn parse_date_time(s: &str) -> Option<SystemTime> {
+/// A `format: date-time` value (RFC 3339: `YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)`, any
+/// year 0000-9999 as Go's `time.Parse` takes it), as nanoseconds since the Unix epoch.
+pub fn parse_date_time(s: &str) -> Option<i128> {
     let b = s.as_bytes();
     if b.len() < 20 || !matches!(b[10], b'T' | b't') {
         return None;
     }
-    let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
-    let shape = digits(0..4)
-        && b[4] == b'-'
-        && digits(5..7)
-        && b[7] == b'-'
-        && digits(8..10)
-        && digits(11..13)
-        && b[13] == b':'
-        && digits(14..16)
-        && b[16] == b':'
-        && digits(17..19);
-    if !shape {
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let d = b.get(r.clone())?;
+        d.iter()
+            .all(u8::is_ascii_digit)
+            .then(|| s[r].parse().ok())?
+    };
+    if b[4] != b'-' || b[7] != b'-' || b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let month_days = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    let valid = (1..=12).contains(&month)
+        && day >= 1
+        && day <= month_days[(month - 1) as usize]
+        && hour <= 23
+        && minute <= 59
+        && second <= 60;
+    if !valid {
         return None;
     }
     let mut i = 19;
+    let mut nanos: i128 = 0;
     if b.get(i) == Some(&b'.') {
         let start = i + 1;
         i = start;
@@ -61,33 +84,47 @@ pub fn parse_date_time(s: &str) -> Option<SystemTime> {
         if i == start {
             return None;
         }
+        for (k, c) in b[start..i].iter().take(9).enumerate() {
+            nanos += i128::from(c - b'0') * 10i128.pow(8 - k as u32);
+        }
     }
-    let (offset_secs, end) = match b.get(i) {
-        Some(b'Z' | b'z') => (0i64, i + 1),
+    let offset_secs: i64 = match b.get(i) {
+        Some(b'Z' | b'z') if b.len() == i + 1 => 0,
         Some(sign @ (b'+' | b'-')) if b.len() == i + 6 && b[i + 3] == b':' => {
-            if !(digits(i + 1..i + 3) && digits(i + 4..i + 6)) {
-                return None;
-            }
-            let hh: i64 = s[i + 1..i + 3].parse().ok()?;
-            let mm: i64 = s[i + 4..i + 6].parse().ok()?;
+            let (hh, mm) = (num(i + 1..i + 3)?, num(i + 4..i + 6)?);
             if hh > 23 || mm > 59 {
                 return None;
             }
             let v = hh * 3600 + mm * 60;
-            (if *sign == b'+' { v } else { -v }, i + 6)
+            if *sign == b'+' {
+                v
+            } else {
+                -v
+            }
         }
         _ => return None,
     };
-    if end != b.len() {
-        return None;
-    }
-    let utc = format!("{}T{}Z", &s[..10], &s[11..i]);
-    let local = humantime::parse_rfc3339(&utc).ok()?;
-    let shift = std::time::Duration::from_secs(offset_secs.unsigned_abs());
-    if offset_secs >= 0 {
-        local.checked_sub(shift)
-    } else {
-        local.checked_add(shift)
+    let days = days_from_civil(year, month, day);
+    let secs = days * 86_400 + hour * 3600 + minute * 60 + second - offset_secs;
+    Some(i128::from(secs) * 1_000_000_000 + nanos)
+}
+
+/// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// A time as nanoseconds since the Unix epoch (negative before it).
+pub fn unix_nanos(t: SystemTime) -> i128 {
+    match t.duration_since(SystemTime::UNIX_EPOCH) {
+        Ok(d) => d.as_nanos() as i128,
+        Err(e) => -(e.duration().as_nanos() as i128),
     }
 }
 

@@ -46,6 +46,7 @@ async fn place(
         start: now,
         end: now + Duration::from_secs(u64::from(body.timeout.unwrap_or(15))),
         envd_version: cfg.envd_version.clone(),
+        max_length_hours: cfg.max_length_hours,
     };
     let mut attempt = PlacementAttempt::new(sandbox_id, spec.vcpu);
     let mut rpcs = 0u64;

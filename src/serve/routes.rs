@@ -14,7 +14,9 @@ use serde::Deserialize;
 use super::error::ApiError;
 use super::limits::{check_metadata, check_size, LargestNode};
 use super::nodes_api::{change_status, node_detail, nodes};
-use super::params::{check_template_id, metadata_matches, parse_date_time, parse_metadata_filter};
+use super::params::{
+    check_template_id, metadata_matches, parse_date_time, parse_metadata_filter, unix_nanos,
+};
 use super::place::{create_sandbox, delete_sandbox, CLIENT_ID};
 use super::rest::{ListedSandbox, NewSandbox};
 use super::state::{lock, SandboxRecord, Shared};
@@ -82,8 +84,17 @@ async fn create(
     require_key(&shared, &headers)?;
     let req: NewSandbox = json_body(&body)?;
     check_template_id(&req.template_id).map_err(bad_request)?;
-    if req.timeout.is_some_and(|t| i32::try_from(t).is_err()) {
-        return Err(bad_request("timeout must be an int32 >= 0"));
+    // E2B's `handlers/timeout_helper.go` (validateAndParseTimeout).
+    if let Some(t) = req.timeout {
+        if t == 0 {
+            return Err(bad_request("Timeout must be greater than 0"));
+        }
+        let max_hours = shared.cfg.max_length_hours;
+        if u64::from(t) > u64::from(max_hours) * 3600 {
+            return Err(bad_request(format!(
+                "Timeout cannot be greater than {max_hours} hours"
+            )));
+        }
     }
     // A size no node can ever hold would otherwise be retried against refusing nodes
     // until the request deadline.
@@ -234,7 +245,7 @@ async fn list_v2(
         .iter()
         .filter(|_| wants_running)
         .filter(|(_, r)| metadata_matches(&r.metadata, &filter))
-        .filter(|(_, r)| started_after.is_none_or(|t| r.started_at >= t))
+        .filter(|(_, r)| started_after.is_none_or(|t| unix_nanos(r.started_at) >= t))
         .filter(|(_, r)| q.template.as_deref().is_none_or(|t| r.template_id == t))
         .collect();
     let total = matching.len();
