@@ -331,7 +331,9 @@ pub struct ChaosStep {
     #[schemars(with = "String")]
     pub at: Duration,
     /// Fault kind, as the mock-node admin API names it (kill, hang, slow, errors,
-    /// exhaust, freeze-metrics, status, restart).
+    /// exhaust, freeze-metrics, status, restart), or `drain`: `POST /nodes/{nodeID}`
+    /// `draining` on the placement API (healed with `ready`), as an operator drains a
+    /// node in E2B.
     pub fault: String,
     /// Which nodes.
     pub nodes: NodeSelector,

@@ -64,7 +64,7 @@ impl Tally {
                 .iter()
                 .map(|f| FaultWindow {
                     id: f.index.to_string(),
-                    kind: f.kind.as_str().to_string(),
+                    kind: f.name.to_string(),
                     nodes: f
                         .nodes
                         .iter()
