@@ -53,7 +53,7 @@ pub struct ServeArgs {
     /// API key clients send in X-API-Key.
     #[arg(long, env = "STAMPEDE_API_KEY", default_value = DEFAULT_API_KEY, hide_env_values = true)]
     pub api_key: String,
-    /// Token admin clients may send in X-Admin-Token (for /nodes).
+    /// Token admin clients must send in X-Admin-Token for /nodes (none: /nodes answers 401).
     #[arg(long, env = "STAMPEDE_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
     /// Seed of sampling and sandbox ids (replica i uses seed + i).

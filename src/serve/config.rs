@@ -30,7 +30,8 @@ pub struct ServeConfig {
     pub rpc_timeout: Duration,
     /// Value clients must send in `X-API-Key`.
     pub api_key: String,
-    /// Value admin clients may send in `X-Admin-Token` (for `/nodes`); none = API key only.
+    /// Value admin clients must send in `X-Admin-Token` (for `/nodes`, as E2B's
+    /// `AdminApiKeyAuth`); none = the admin routes answer 401.
     pub admin_token: Option<String>,
     /// Seed of the placement sampling and of sandbox ids.
     pub seed: u64,
