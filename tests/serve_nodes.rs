@@ -204,6 +204,7 @@ async fn parameters_and_bodies_are_checked_as_the_spec_types_them() {
             200,
         ),
         ("/v2/sandboxes?state=running,gone", 400),
+        ("/v2/sandboxes?state=", 400),
         ("/v2/sandboxes?order=sideways", 400),
         ("/v2/sandboxes?limit=0", 400),
         ("/v2/sandboxes?limit=101", 400),

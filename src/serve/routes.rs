@@ -217,7 +217,7 @@ async fn list_v2(
             as usize,
     };
     let mut wants_running = true;
-    if let Some(states) = q.state.as_deref().filter(|s| !s.is_empty()) {
+    if let Some(states) = q.state.as_deref() {
         wants_running = false;
         for s in states.split(',') {
             match s {
