@@ -170,6 +170,8 @@ fn resource_exhausted_retries_without_exclusion_or_attempt() {
     );
 }
 
+/// E2B (`placement/placement.go`): the loop runs while `attempt < maxRetries`; the
+/// failure is decided after it (a deadline first), so the third failure is not yet one.
 #[test]
 fn other_errors_exclude_and_stop_after_three_attempts() {
     let mut core = core_with(
@@ -185,25 +187,33 @@ fn other_errors_exclude_and_stop_after_three_attempts() {
     let mut rng = ChaCha8Rng::seed_from_u64(4);
     let mut att = PlacementAttempt::new("sbx", 1);
     let mut tried = Vec::new();
-    let decision = loop {
-        let node = att.next(&mut core, &mut rng).unwrap();
+    let failure = loop {
+        let node = match att.next(&mut core, &mut rng) {
+            Ok(node) => node,
+            Err(f) => break f,
+        };
         assert!(!tried.contains(&node), "excluded node {node} chosen again");
         tried.push(node);
-        match att.report(&mut core, CreateOutcome::Failed) {
-            Decision::Retry => continue,
-            other => break other,
-        }
+        assert_eq!(
+            att.report(&mut core, CreateOutcome::Failed),
+            Decision::Retry
+        );
+        assert!(tried.len() <= 3, "more than max_retries creates sent");
     };
     assert_eq!(tried.len(), 3);
     assert_eq!(
-        decision,
-        Decision::Failed(PlacementFailure::AttemptsExhausted { attempts: 3 })
+        failure,
+        PlacementFailure::CreateFailed {
+            attempts: 3,
+            forwarded: None
+        }
     );
     assert_eq!(att.excluded().len(), 3);
     assert!(core.nodes().all(|n| n.in_flight() == 0));
-    assert!(att.next(&mut core, &mut rng).is_err());
 }
 
+/// E2B (`placement/placement.go`): with every node excluded after a create error the
+/// failure is that error (`SandboxCreateError`), not a lack of capacity.
 #[test]
 fn every_node_excluded_fails_before_attempts_run_out() {
     let mut core = PlacementCore::new(PlacementConfig {
@@ -221,9 +231,10 @@ fn every_node_excluded_fails_before_attempts_run_out() {
     );
     assert_eq!(
         att.next(&mut core, &mut rng),
-        Err(PlacementFailure::NoCandidate(
-            NoCandidate::CapacityUnavailable
-        ))
+        Err(PlacementFailure::CreateFailed {
+            attempts: 1,
+            forwarded: None
+        })
     );
 }
 

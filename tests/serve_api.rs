@@ -10,8 +10,9 @@ use serve_common::{cluster, serve_config, Rig};
 use stampede::placement::AccountingMode;
 use stampede::serve::DEFAULT_API_KEY;
 
+/// E2B's `handlers/sandbox_create.go` + `shared/pkg/id/id.go`: `i` + 20 of [a-z0-9].
 fn is_e2b_sandbox_id(id: &str) -> bool {
-    id.len() == 20
+    id.len() == 21
         && id.starts_with('i')
         && id
             .chars()
@@ -30,7 +31,8 @@ async fn create_list_delete_match_node_truth() {
         let id = body["sandboxID"].as_str().expect("sandboxID").to_string();
         assert!(is_e2b_sandbox_id(&id), "{id}");
         assert_eq!(body["templateID"], "base");
-        assert!(body["clientID"].as_str().is_some_and(|s| !s.is_empty()));
+        // E2B's `shared/pkg/consts/sandboxes.go`.
+        assert_eq!(body["clientID"], "6532622b");
         assert!(body["envdVersion"].as_str().is_some());
         ids.push(id);
     }

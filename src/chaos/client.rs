@@ -8,6 +8,7 @@ use mock_node::api::{ApiError, FaultCreated, FaultInfo, FaultKind, FaultsRespons
 use reqwest::StatusCode;
 
 use super::plan::PlannedFault;
+use crate::workload::ApiKey;
 
 /// Deadline of one admin HTTP call.
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -40,6 +41,9 @@ pub enum ChaosError {
     /// No admin API serves this node.
     #[error("no fleet serves node `{0}`")]
     UnknownNode(String),
+    /// A `drain` step, but no placement API to send it to.
+    #[error("a drain needs the placement API's URL (none given)")]
+    NoApi,
 }
 
 /// A client of one or more mock-node admin APIs (`POST/GET /faults`, `DELETE /faults/{id}`).
@@ -52,6 +56,9 @@ pub struct ChaosClient {
 struct Inner {
     http: reqwest::Client,
     token: Option<String>,
+    /// Placement API base URLs and admin token, for `drain` steps.
+    api: Vec<String>,
+    api_token: Option<ApiKey>,
     /// Admin base URLs, without a trailing slash.
     fleets: Vec<String>,
     /// Which fleet serves which node; empty = everything goes to fleet 0.
@@ -97,10 +104,53 @@ impl ChaosClient {
             inner: Arc::new(Inner {
                 http: reqwest::Client::new(),
                 token,
+                api: Vec::new(),
+                api_token: None,
                 fleets,
                 owner,
             }),
         }
+    }
+
+    /// The same client, applying `drain` steps through the placement APIs at `services`
+    /// (`POST /nodes/{nodeID}` with `X-Admin-Token: admin_token`). Each instance keeps
+    /// its own view, so the drain is sent to every one of them.
+    pub fn with_api(self, services: Vec<String>, admin_token: Option<ApiKey>) -> Self {
+        let inner = &self.inner;
+        ChaosClient {
+            inner: Arc::new(Inner {
+                http: inner.http.clone(),
+                token: inner.token.clone(),
+                api: services.iter().map(|u| trim(u)).collect(),
+                api_token: admin_token,
+                fleets: inner.fleets.clone(),
+                owner: inner.owner.clone(),
+            }),
+        }
+    }
+
+    /// `POST /nodes/{node}` `{"status": status}` on every placement API.
+    async fn set_node_status(&self, nodes: &[String], status: &str) -> Result<(), ChaosError> {
+        if self.inner.api.is_empty() {
+            return Err(ChaosError::NoApi);
+        }
+        for base in &self.inner.api {
+            for n in nodes {
+                let url = format!("{base}/nodes/{n}");
+                let mut req = self
+                    .inner
+                    .http
+                    .post(&url)
+                    .timeout(CALL_TIMEOUT)
+                    .json(&serde_json::json!({ "status": status }));
+                if let Some(t) = &self.inner.api_token {
+                    req = req.header("X-Admin-Token", t.expose());
+                }
+                let resp = req.send().await.map_err(|e| http("POST", &url, e))?;
+                ok_or_status("POST", &url, resp).await?;
+            }
+        }
+        Ok(())
     }
 
     /// Admin base URLs, in the order given.
@@ -140,6 +190,20 @@ impl ChaosClient {
     /// Applies `fault` (one `POST /faults` per fleet holding its nodes) and returns the
     /// guard that heals it. A `restart` is instant: its guard has nothing to heal.
     pub async fn apply(&self, fault: &PlannedFault) -> Result<FaultGuard, ChaosError> {
+        if fault.through_api {
+            let mut guard = FaultGuard {
+                client: self.clone(),
+                ids: Vec::new(),
+                drained: fault.nodes.clone(),
+                armed: true,
+            };
+            if let Err(e) = self.set_node_status(&fault.nodes, "draining").await {
+                // Heal what may have been drained before the error.
+                let _ = guard.try_heal().await;
+                return Err(e);
+            }
+            return Ok(guard);
+        }
         let mut per_fleet: BTreeMap<usize, Vec<String>> = BTreeMap::new();
         for n in &fault.nodes {
             per_fleet
@@ -150,6 +214,7 @@ impl ChaosClient {
         let mut guard = FaultGuard {
             client: self.clone(),
             ids: Vec::new(),
+            drained: Vec::new(),
             armed: fault.kind != FaultKind::Restart,
         };
         for (k, nodes) in per_fleet {
@@ -254,12 +319,17 @@ pub struct FaultGuard {
     client: ChaosClient,
     /// `(fleet index, fault id)` per fleet the fault was sent to.
     ids: Vec<(usize, u64)>,
+    /// Nodes a `drain` set to draining through the placement API (healed: `ready`).
+    drained: Vec<String>,
     armed: bool,
 }
 
 impl FaultGuard {
     /// The admin API's fault id(s): `"7"`, or `"7+3"` when split over several fleets.
     pub fn id(&self) -> String {
+        if !self.drained.is_empty() {
+            return format!("drain:{}", self.drained.join(","));
+        }
         let ids: Vec<String> = self.ids.iter().map(|(_, id)| id.to_string()).collect();
         ids.join("+")
     }
@@ -281,6 +351,11 @@ impl FaultGuard {
             return Ok(());
         }
         let mut first_err = None;
+        if !self.drained.is_empty() {
+            if let Err(e) = self.client.set_node_status(&self.drained, "ready").await {
+                first_err.get_or_insert(e);
+            }
+        }
         for &(k, id) in &self.ids {
             if let Err(e) = self.client.heal(k, id).await {
                 first_err.get_or_insert(e);
@@ -303,7 +378,7 @@ impl FaultGuard {
 
 impl Drop for FaultGuard {
     fn drop(&mut self) {
-        if !self.armed || self.ids.is_empty() {
+        if !self.armed || (self.ids.is_empty() && self.drained.is_empty()) {
             return;
         }
         let Ok(rt) = tokio::runtime::Handle::try_current() else {
@@ -312,7 +387,13 @@ impl Drop for FaultGuard {
         };
         let client = self.client.clone();
         let ids = std::mem::take(&mut self.ids);
+        let drained = std::mem::take(&mut self.drained);
         rt.spawn(async move {
+            if !drained.is_empty() {
+                if let Err(e) = client.set_node_status(&drained, "ready").await {
+                    tracing::warn!(nodes = ?drained, error = %e, "undraining a dropped drain failed");
+                }
+            }
             for (k, id) in ids {
                 if let Err(e) = client.heal(k, id).await {
                     tracing::warn!(fault = id, error = %e, "healing a dropped fault failed");

@@ -31,9 +31,27 @@ pub struct PlannedFault {
     pub duration: Option<Duration>,
     /// Kind-specific parameters.
     pub params: FaultParams,
+    /// A `drain` step: applied through the placement API's `POST /nodes/{nodeID}`
+    /// (`draining`, healed with `ready`), not the mock-node admin API. Its `kind` is
+    /// `status` with `status: draining`, what the node then reports, which is what the
+    /// simulator models.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub through_api: bool,
 }
 
+/// The step name of a drain through the placement API.
+pub const DRAIN: &str = "drain";
+
 impl PlannedFault {
+    /// The step's fault name: `drain` for a drain, else the mock-node kind.
+    pub fn name(&self) -> &'static str {
+        if self.through_api {
+            DRAIN
+        } else {
+            self.kind.as_str()
+        }
+    }
+
     /// The admin API body that applies this fault (the duration is passed along so that
     /// the fleet heals it by itself even if the harness dies).
     pub fn request(&self) -> FaultRequest {
@@ -109,10 +127,34 @@ fn err(step: usize, field: impl Into<String>, message: impl Into<String>) -> Pla
 /// missing). Profile validation calls this so that what validates also resolves.
 pub fn check_fault(i: usize, s: &ChaosStep) -> Result<(FaultKind, FaultParams), PlanError> {
     let kind = fault_kind(i, s)?;
+    if s.fault == DRAIN {
+        return Ok((kind, drain_params(i, &s.params)?));
+    }
     Ok((kind, params(i, kind, &s.params)?))
 }
 
+/// A drain takes no parameters; it is the `status: draining` the node then reports.
+fn drain_params(
+    i: usize,
+    raw: &BTreeMap<String, serde_json::Value>,
+) -> Result<FaultParams, PlanError> {
+    if let Some(key) = raw.keys().next() {
+        return Err(err(
+            i,
+            format!("params.{key}"),
+            "`drain` takes no parameters",
+        ));
+    }
+    Ok(FaultParams {
+        status: Some(mock_node::api::ServiceStatus::Draining),
+        ..FaultParams::default()
+    })
+}
+
 fn fault_kind(i: usize, s: &ChaosStep) -> Result<FaultKind, PlanError> {
+    if s.fault == DRAIN {
+        return Ok(FaultKind::Status);
+    }
     serde_json::from_value(serde_json::Value::String(s.fault.clone())).map_err(|_| {
         err(
             i,
@@ -137,7 +179,7 @@ fn resolve_step(
         return Err(err(i, "duration", "must be > 0"));
     }
     let nodes = pick_nodes(i, &s.nodes, node_ids, step_seed(seed, i))?;
-    let params = params(i, kind, &s.params)?;
+    let (_, params) = check_fault(i, s)?;
     Ok(PlannedFault {
         step: i,
         at: s.at,
@@ -149,6 +191,7 @@ fn resolve_step(
             s.duration
         },
         params,
+        through_api: s.fault == DRAIN,
     })
 }
 

@@ -104,7 +104,7 @@ async fn run_one(
     let guard = match client.apply(f).await {
         Ok(g) => g,
         Err(e) => {
-            tracing::warn!(step = f.step, kind = f.kind.as_str(), error = %e, "fault not applied");
+            tracing::warn!(step = f.step, kind = f.name(), error = %e, "fault not applied");
             out.error = Some(e.to_string());
             return Some(out);
         }
@@ -115,7 +115,7 @@ async fn run_one(
     if let Some(p) = probe {
         out.calls_in_force = p.read(&f.nodes).await;
     }
-    tracing::info!(step = f.step, id = %out.id, kind = f.kind.as_str(), nodes = ?f.nodes, "chaos: fault applied");
+    tracing::info!(step = f.step, id = %out.id, kind = f.name(), nodes = ?f.nodes, "chaos: fault applied");
     if f.kind == FaultKind::Restart {
         out.healed_at_ms = Some(out.applied_at_ms);
         return Some(out);

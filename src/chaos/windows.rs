@@ -86,7 +86,7 @@ pub fn fault_windows(
             };
             FaultWindow {
                 id: a.id.clone(),
-                kind: a.planned.kind.as_str().to_string(),
+                kind: a.planned.name().to_string(),
                 nodes: a.planned.nodes.clone(),
                 applied_at_ms: start,
                 healed_at_ms: a.healed_at_ms,

@@ -2,8 +2,10 @@
 //!
 //! The driver alternates [`PlacementAttempt::next`] (choose a node; the create is
 //! recorded as in flight) and [`PlacementAttempt::report`] (the RPC outcome), and stops
-//! on [`Decision::Placed`] or [`Decision::Failed`]. The request deadline (70 s in E2B)
-//! is the driver's: it checks it before each `next`.
+//! on [`Decision::Placed`] or an error of `next`. The request deadline (70 s in E2B)
+//! is the driver's clock: before each `next` it checks it and, once passed, asks
+//! [`PlacementAttempt::deadline_reached`] which failure that is. The failures are the
+//! typed errors of E2B's `packages/api/internal/orchestrator/placement/placement.go`.
 
 use std::collections::BTreeSet;
 
@@ -24,17 +26,41 @@ pub enum CreateOutcome {
 }
 
 /// Why a request could not be placed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PlacementFailure {
-    /// No node could be chosen.
+    /// No node at all (empty fleet), or nothing but ResourceExhausted refusals until the
+    /// deadline.
+    #[error("no nodes available")]
+    NoNodesAvailable,
+    /// The sampler found no node that can accept, before any create failed.
     #[error(transparent)]
     NoCandidate(#[from] NoCandidate),
-    /// `max_retries` creates failed with errors other than ResourceExhausted.
-    #[error("sandbox create failed after {attempts} attempts")]
-    AttemptsExhausted {
+    /// The deadline passed otherwise.
+    #[error("request timed out after {attempts} placement attempt(s)")]
+    Timeout {
         /// Failed attempts counted.
         attempts: u32,
     },
+    /// Creates failed (errors other than ResourceExhausted) and no candidate is left.
+    #[error("sandbox create failed after {attempts} attempt(s)")]
+    CreateFailed {
+        /// Failed attempts counted.
+        attempts: u32,
+        /// The last error's message when its code is safe to show the client
+        /// (FailedPrecondition, InvalidArgument).
+        forwarded: Option<String>,
+    },
+}
+
+/// The gRPC code of a failed create, as far as the answer depends on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CreateErrorCode {
+    /// FailedPrecondition: its message is forwarded to the client.
+    FailedPrecondition,
+    /// InvalidArgument: its message is forwarded to the client.
+    InvalidArgument,
+    /// Anything else but ResourceExhausted: its message stays internal.
+    Other,
 }
 
 /// What the driver does after a create outcome.
@@ -44,8 +70,6 @@ pub enum Decision {
     Placed(NodeId),
     /// Call [`PlacementAttempt::next`] again (if the deadline allows).
     Retry,
-    /// Give up.
-    Failed(PlacementFailure),
 }
 
 /// The retry state of one create request.
@@ -57,6 +81,7 @@ pub struct PlacementAttempt {
     attempts: u32,
     refusals: u32,
     current: Option<NodeId>,
+    forwarded: Option<String>,
 }
 
 impl PlacementAttempt {
@@ -69,11 +94,13 @@ impl PlacementAttempt {
             attempts: 0,
             refusals: 0,
             current: None,
+            forwarded: None,
         }
     }
 
     /// Choose the node for the next create and record it in flight there. Fails when
-    /// attempts are used up, every node is excluded, or no node can be chosen.
+    /// attempts are used up, every node is excluded, or no node can be chosen; once a
+    /// create failed, every such failure is [`PlacementFailure::CreateFailed`].
     pub fn next<R: Rng + ?Sized>(
         &mut self,
         core: &mut PlacementCore,
@@ -81,20 +108,61 @@ impl PlacementAttempt {
     ) -> Result<NodeId, PlacementFailure> {
         self.abandon(core);
         if self.attempts >= core.config().max_retries {
-            return Err(PlacementFailure::AttemptsExhausted {
-                attempts: self.attempts,
+            return Err(self.create_failed());
+        }
+        if self.excluded.len() >= core.len() {
+            return Err(if self.attempts > 0 {
+                self.create_failed()
+            } else {
+                PlacementFailure::NoNodesAvailable
             });
         }
-        if !core.is_empty() && self.excluded.len() >= core.len() {
-            return Err(NoCandidate::CapacityUnavailable.into());
-        }
-        let node = core.try_choose(self.vcpu, &self.excluded, rng)?;
+        let node = match core.try_choose(self.vcpu, &self.excluded, rng) {
+            Ok(n) => n,
+            Err(_) if self.attempts > 0 => return Err(self.create_failed()),
+            Err(why) => return Err(why.into()),
+        };
         core.start_placing(&node, &self.sandbox_id, self.vcpu);
         self.current = Some(node.clone());
         Ok(node)
     }
 
+    /// The request deadline passed (checked by the driver before each `next`, and after
+    /// a create that ran into it): only refusals so far is no capacity, anything else a
+    /// timeout. A create still in flight is forgotten.
+    pub fn deadline_reached(&mut self, core: &mut PlacementCore) -> PlacementFailure {
+        self.abandon(core);
+        if self.attempts == 0 && self.refusals > 0 {
+            PlacementFailure::NoNodesAvailable
+        } else {
+            PlacementFailure::Timeout {
+                attempts: self.attempts,
+            }
+        }
+    }
+
+    /// [`report`](Self::report) of a failed create whose gRPC code is known: the message
+    /// of a FailedPrecondition or InvalidArgument becomes the one the client sees.
+    pub fn report_error(
+        &mut self,
+        core: &mut PlacementCore,
+        code: CreateErrorCode,
+        message: &str,
+    ) -> Decision {
+        let forwarded = match code {
+            CreateErrorCode::FailedPrecondition | CreateErrorCode::InvalidArgument => {
+                Some(message.to_string())
+            }
+            CreateErrorCode::Other => None,
+        };
+        let decision = self.report(core, CreateOutcome::Failed);
+        self.forwarded = forwarded;
+        decision
+    }
+
     /// Record the outcome of the create sent to the node [`next`](Self::next) returned.
+    /// A failure never ends the request here: the driver checks its deadline, then
+    /// `next` says whether candidates are left.
     pub fn report(&mut self, core: &mut PlacementCore, outcome: CreateOutcome) -> Decision {
         let Some(node) = self.current.take() else {
             return Decision::Retry;
@@ -113,13 +181,8 @@ impl PlacementAttempt {
                 core.create_failed(&node, &self.sandbox_id);
                 self.excluded.insert(node);
                 self.attempts += 1;
-                if self.attempts >= core.config().max_retries {
-                    Decision::Failed(PlacementFailure::AttemptsExhausted {
-                        attempts: self.attempts,
-                    })
-                } else {
-                    Decision::Retry
-                }
+                self.forwarded = None;
+                Decision::Retry
             }
         }
     }
@@ -129,6 +192,13 @@ impl PlacementAttempt {
     pub fn abandon(&mut self, core: &mut PlacementCore) {
         if let Some(node) = self.current.take() {
             core.create_failed(&node, &self.sandbox_id);
+        }
+    }
+
+    fn create_failed(&self) -> PlacementFailure {
+        PlacementFailure::CreateFailed {
+            attempts: self.attempts,
+            forwarded: self.forwarded.clone(),
         }
     }
 

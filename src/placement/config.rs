@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::answer::FailureAnswers;
 use super::mode::AccountingMode;
 
 /// Parameters of one placement instance (one API replica).
@@ -29,6 +30,8 @@ pub struct PlacementConfig {
     /// list does not contain it (the sandbox died before any sync saw it, e.g. a node
     /// restart). 0 keeps it forever. Default 2. Not an E2B setting.
     pub reconcile_unseen_syncs: u32,
+    /// How a placement failure is answered over HTTP. Default `e2b`.
+    pub failure_answers: FailureAnswers,
 }
 
 impl Default for PlacementConfig {
@@ -41,6 +44,7 @@ impl Default for PlacementConfig {
             mode: AccountingMode::Optimistic,
             max_starting_per_node: None,
             reconcile_unseen_syncs: 2,
+            failure_answers: FailureAnswers::default(),
         }
     }
 }

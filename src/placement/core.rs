@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 use indexmap::IndexMap;
 use rand::Rng;
 
+use super::answer::DeleteOutcome;
 use super::config::PlacementConfig;
 use super::node_view::{NodeId, NodeStatus, NodeView, SyncSnapshot};
 use super::sampler::Sampler;
@@ -188,6 +189,21 @@ impl PlacementCore {
         if let Some(n) = self.nodes.get_mut(node) {
             n.accounting_mut().delete_succeeded(sandbox_id, vcpu);
         }
+    }
+
+    /// The Delete of `sandbox_id` (`vcpu`) on `node` ended with `outcome`: a success or a
+    /// NotFound releases its vCPU; returns the HTTP status of the kill.
+    pub fn delete_ended(
+        &mut self,
+        node: &str,
+        sandbox_id: &str,
+        vcpu: u32,
+        outcome: DeleteOutcome,
+    ) -> u16 {
+        if outcome.releases_vcpu() {
+            self.delete_succeeded(node, sandbox_id, vcpu);
+        }
+        outcome.status()
     }
 
     /// Allocated vCPU the configured mode believes `node` has.

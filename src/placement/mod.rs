@@ -5,6 +5,7 @@
 //! delete ok, sync snapshot) and a caller-provided seeded RNG.
 
 pub mod accounting;
+pub mod answer;
 pub mod attempt;
 pub mod config;
 pub mod core;
@@ -15,7 +16,10 @@ pub mod score;
 
 pub use self::core::{NoCandidate, PlacementCore};
 pub use accounting::NodeAccounting;
-pub use attempt::{CreateOutcome, Decision, PlacementAttempt, PlacementFailure};
+pub use answer::{
+    CreateStatus, DeleteOutcome, ErrorCode, FailureAnswer, FailureAnswers, FAILED_TO_PLACE,
+};
+pub use attempt::{CreateErrorCode, CreateOutcome, Decision, PlacementAttempt, PlacementFailure};
 pub use config::{PlacementConfig, PlacementConfigError};
 pub use mode::AccountingMode;
 pub use node_view::{NodeCounters, NodeId, NodeMetrics, NodeStatus, NodeView, SyncSnapshot};

@@ -26,6 +26,13 @@ pub enum NodeStatus {
 }
 
 impl NodeStatus {
+    /// Whether `POST /nodes/{nodeID}` may set it: the statuses with an orchestrator
+    /// counterpart (E2B's `nodemanager/status.go`, `ApiNodeToOrchestratorStateMapper`).
+    /// `connecting` is derived from the channel state and cannot be pushed.
+    pub fn is_settable(self) -> bool {
+        self != NodeStatus::Connecting
+    }
+
     /// The REST spelling (`ready`, `draining`, ...).
     pub fn as_str(self) -> &'static str {
         match self {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use mock_node::config::{ClusterConfig, LatencyDist};
 use serde::{Deserialize, Serialize};
 
-use crate::placement::AccountingMode;
+use crate::placement::{AccountingMode, FailureAnswers};
 
 pub use super::one_or_many::OneOrMany;
 
@@ -95,6 +95,10 @@ pub struct EmbeddedPlacement {
     #[serde(with = "humantime_serde")]
     #[schemars(with = "String")]
     pub create_rpc_timeout: Duration,
+    /// How placement failures are answered: `e2b` (503 capacity / 504 timeout / 500
+    /// create failed, each with an `error_code`) or `legacy` (every one a 500 "Failed to
+    /// place sandbox", as E2B deployments before 2026-08-13). Default `e2b`.
+    pub failure_answers: FailureAnswers,
 }
 
 impl Default for EmbeddedPlacement {
@@ -108,6 +112,7 @@ impl Default for EmbeddedPlacement {
             max_starting_per_node: None,
             request_timeout: Duration::from_secs(70),
             create_rpc_timeout: Duration::from_secs(10),
+            failure_answers: FailureAnswers::default(),
         }
     }
 }
@@ -373,7 +378,9 @@ pub struct ChaosStep {
     #[schemars(with = "String")]
     pub at: Duration,
     /// Fault kind, as the mock-node admin API names it (kill, hang, slow, errors,
-    /// exhaust, freeze-metrics, status, restart).
+    /// exhaust, freeze-metrics, status, restart), or `drain`: `POST /nodes/{nodeID}`
+    /// `draining` on the placement API (healed with `ready`), as an operator drains a
+    /// node in E2B.
     pub fault: String,
     /// Which nodes.
     pub nodes: NodeSelector,

@@ -16,8 +16,9 @@ use super::locate::Locator;
 use super::test_plan::parse_test_plan;
 use super::types::*;
 
-/// Fault kinds the mock-node admin API knows (design.md 2.1).
-pub const FAULT_KINDS: [&str; 8] = [
+/// Fault kinds the mock-node admin API knows (design.md 2.1), and `drain` (through the
+/// placement API).
+pub const FAULT_KINDS: [&str; 9] = [
     "kill",
     "hang",
     "slow",
@@ -26,6 +27,7 @@ pub const FAULT_KINDS: [&str; 8] = [
     "freeze-metrics",
     "status",
     "restart",
+    "drain",
 ];
 
 /// Every semantic problem of `profile`, located in `source` (the text it was parsed

@@ -66,6 +66,7 @@ impl EmbeddedPlacement {
             max_retries: self.max_retries,
             mode: run.mode,
             max_starting_per_node: self.max_starting_per_node,
+            failure_answers: self.failure_answers,
             ..PlacementConfig::default()
         }
     }

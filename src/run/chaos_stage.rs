@@ -74,6 +74,8 @@ pub(crate) async fn spawn(
             .await
             .map_err(|e| StageError::Chaos(e.to_string()))?
     };
+    // `drain` steps go through the placement APIs, as an operator drains a node.
+    let client = client.with_api(target.believers.clone(), target.admin_token.clone());
     if let Some(abort) = watch {
         abort.watch_faults(&client).await;
     }

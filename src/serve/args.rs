@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::config::{NodeTarget, ServeConfig, DEFAULT_API_KEY};
 use super::error::ServeError;
 use super::service::start_replicas;
-use crate::placement::{AccountingMode, PlacementConfig};
+use crate::placement::{AccountingMode, FailureAnswers, PlacementConfig};
 
 /// Flags of `stampede serve`.
 #[derive(Debug, Clone, clap::Args)]
@@ -53,7 +53,7 @@ pub struct ServeArgs {
     /// API key clients send in X-API-Key.
     #[arg(long, env = "STAMPEDE_API_KEY", default_value = DEFAULT_API_KEY, hide_env_values = true)]
     pub api_key: String,
-    /// Token admin clients may send in X-Admin-Token (for /nodes).
+    /// Token admin clients must send in X-Admin-Token for /nodes (none: /nodes answers 401).
     #[arg(long, env = "STAMPEDE_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
     /// Seed of sampling and sandbox ids (replica i uses seed + i).
@@ -78,6 +78,10 @@ pub struct ServeArgs {
     /// Close a connection with no request in progress that moved no byte for this long.
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
     pub idle_timeout: Duration,
+    /// How placement failures are answered: `e2b` (503/504/500 with `error_code`) or
+    /// `legacy` (every one a 500 "Failed to place sandbox", E2B before 2026-08-13).
+    #[arg(long, value_enum, default_value_t = FailureAnswers::default())]
+    pub failure_answers: FailureAnswers,
 }
 
 impl ServeArgs {
@@ -91,6 +95,7 @@ impl ServeArgs {
                 max_retries: self.max_retries,
                 mode: self.accounting,
                 max_starting_per_node: self.max_starting_per_node,
+                failure_answers: self.failure_answers,
                 ..PlacementConfig::default()
             },
             sync_interval: self.sync_interval,

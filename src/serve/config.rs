@@ -30,7 +30,8 @@ pub struct ServeConfig {
     pub rpc_timeout: Duration,
     /// Value clients must send in `X-API-Key`.
     pub api_key: String,
-    /// Value admin clients may send in `X-Admin-Token` (for `/nodes`); none = API key only.
+    /// Value admin clients must send in `X-Admin-Token` (for `/nodes`, as E2B's
+    /// `AdminApiKeyAuth`); none = the admin routes answer 401.
     pub admin_token: Option<String>,
     /// Seed of the placement sampling and of sandbox ids.
     pub seed: u64,
@@ -42,6 +43,9 @@ pub struct ServeConfig {
     /// Kill sandboxes a node runs that this instance does not know (E2B's clean-up).
     /// Off by default: with several replicas each one sees the others' sandboxes as orphans.
     pub kill_orphans: bool,
+    /// Longest sandbox `timeout` a create may ask for, in hours (E2B: the team's
+    /// `MaxLengthHours`). Default 24.
+    pub max_length_hours: u32,
     /// `envdVersion` returned in Sandbox answers.
     pub envd_version: String,
     /// A connection must deliver a complete request head this soon after it opens (on
@@ -67,6 +71,7 @@ impl Default for ServeConfig {
             default_vcpu: 1,
             default_memory_mb: 1024,
             kill_orphans: false,
+            max_length_hours: 24,
             envd_version: "0.2.0".to_string(),
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,

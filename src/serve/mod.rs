@@ -8,8 +8,9 @@
 //! extensions, `cpuCount` and `memoryMB` (E2B takes them from the template; defaults
 //! [`ServeConfig::default_vcpu`] / [`ServeConfig::default_memory_mb`]). `GET /health`
 //! answers 204 without authentication, `GET /metrics` (Prometheus) too; every other
-//! route needs `X-API-Key` (default [`DEFAULT_API_KEY`]), and `/nodes` also accepts
-//! `X-Admin-Token`. A create asking for more vCPU or memory than the largest known node
+//! route needs `X-API-Key` (default [`DEFAULT_API_KEY`]) but `/nodes`, which needs
+//! `X-Admin-Token` only (E2B's `AdminApiKeyAuth`). Parameters and bodies are checked as
+//! E2B's spec types them ([`params`]); `openapi/stampede-e2b.yaml` describes the subset. A create asking for more vCPU or memory than the largest known node
 //! reports, or with metadata beyond the caps of [`limits`], is a 400.
 //!
 //! Connections are bounded by [`ServeConfig::header_read_timeout`] and
@@ -22,6 +23,8 @@ pub mod error;
 pub mod limits;
 pub mod listen;
 pub mod node_client;
+pub mod nodes_api;
+pub mod params;
 pub mod place;
 pub mod rest;
 pub mod routes;

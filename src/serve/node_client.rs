@@ -42,6 +42,8 @@ pub struct CreateSpec {
     pub end: SystemTime,
     /// envd version.
     pub envd_version: String,
+    /// Longest lifetime the sandbox may be extended to, hours.
+    pub max_length_hours: u32,
 }
 
 /// Clients of one node over one lazily connected channel (reconnects by itself).
@@ -115,7 +117,7 @@ impl NodeClient {
                 metadata: spec.metadata.clone().into_iter().collect(),
                 envd_version: spec.envd_version.clone(),
                 execution_id: spec.sandbox_id.clone(),
-                max_sandbox_length: 24,
+                max_sandbox_length: i64::from(spec.max_length_hours),
                 ..SandboxConfig::default()
             }),
             start_time: Some(Timestamp::from(spec.start)),

@@ -1,5 +1,6 @@
 //! The create and delete drivers: E2B's placement loop over real RPCs, driving the
-//! sans-IO [`PlacementAttempt`].
+//! sans-IO [`PlacementAttempt`]. What a failure answers is the core's decision
+//! ([`FailureAnswers::answer`](crate::placement::FailureAnswers::answer)).
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -12,10 +13,12 @@ use super::error::ApiError;
 use super::node_client::CreateSpec;
 use super::rest::{NewSandbox, Sandbox};
 use super::state::{lock, SandboxRecord, Shared};
-use crate::placement::{CreateOutcome, Decision, NoCandidate, PlacementAttempt, PlacementFailure};
+use crate::placement::{
+    CreateErrorCode, CreateOutcome, Decision, DeleteOutcome, PlacementAttempt, PlacementFailure,
+};
 
-/// E2B's message for a create that failed after its retries.
-const CREATE_FAILED: &str = "failed to create a new sandbox, if the problem persists, contact us";
+/// E2B's `clientID` of every sandbox (`packages/shared/pkg/consts/sandboxes.go`).
+pub const CLIENT_ID: &str = "6532622b";
 
 /// Place and create one sandbox. Runs to completion even if the HTTP client goes away
 /// (the caller spawns it), so the core never keeps a create in flight forever.
@@ -43,6 +46,7 @@ async fn place(
         start: now,
         end: now + Duration::from_secs(u64::from(body.timeout.unwrap_or(15))),
         envd_version: cfg.envd_version.clone(),
+        max_length_hours: cfg.max_length_hours,
     };
     let mut attempt = PlacementAttempt::new(sandbox_id, spec.vcpu);
     let mut rpcs = 0u64;
@@ -50,14 +54,8 @@ async fn place(
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             shared.telemetry.creates_timed_out.fetch_add(1, Relaxed);
-            return Err(ApiError::coded(
-                StatusCode::GATEWAY_TIMEOUT,
-                "sandbox_placement_timeout",
-                format!(
-                    "no node accepted the sandbox within {:?}",
-                    cfg.request_timeout
-                ),
-            ));
+            let f = attempt.deadline_reached(&mut lock(&shared.core));
+            return Err(failure(shared, &f));
         }
         let t0 = Instant::now();
         let chosen = {
@@ -68,7 +66,10 @@ async fn place(
         shared.telemetry.record_decision(t0.elapsed());
         let node_id = match chosen {
             Ok(n) => n,
-            Err(f) => return Err(failure(shared, f)),
+            Err(f) => {
+                count_failure(shared, &f);
+                return Err(failure(shared, &f));
+            }
         };
         let Some(node) = shared.nodes.get(&node_id) else {
             // Unreachable: the core only knows nodes of `shared.nodes`.
@@ -84,32 +85,14 @@ async fn place(
             .client
             .create(&spec, cfg.create_rpc_timeout.min(left))
             .await;
-        let outcome = match &answer {
-            Ok(_) => CreateOutcome::Created,
-            Err(s) if s.code() == Code::ResourceExhausted => {
-                shared.telemetry.refusals.fetch_add(1, Relaxed);
-                CreateOutcome::ResourceExhausted
-            }
-            Err(s) => {
-                tracing::debug!(node = %node_id, sandbox = sandbox_id, error = %s, "create failed");
-                shared.telemetry.attempt_failures.fetch_add(1, Relaxed);
-                CreateOutcome::Failed
-            }
-        };
         // Register before the core forgets the create in flight, so that a concurrent
         // sync never takes the new sandbox for an orphan.
-        if let Ok(client_id) = &answer {
-            let client_id = if client_id.is_empty() {
-                node_id.clone()
-            } else {
-                client_id.clone()
-            };
+        if answer.is_ok() {
             lock(&shared.sandboxes).insert(
                 sandbox_id.to_string(),
                 SandboxRecord {
                     node: node_id.clone(),
                     template_id: spec.template_id.clone(),
-                    client_id,
                     vcpu: spec.vcpu,
                     ram_mb: spec.ram_mb,
                     metadata: spec.metadata.clone(),
@@ -121,95 +104,100 @@ async fn place(
         }
         let decision = {
             let mut core = lock(&shared.core);
-            attempt.report(&mut core, outcome)
+            match &answer {
+                Ok(_) => attempt.report(&mut core, CreateOutcome::Created),
+                Err(s) if s.code() == Code::ResourceExhausted => {
+                    shared.telemetry.refusals.fetch_add(1, Relaxed);
+                    attempt.report(&mut core, CreateOutcome::ResourceExhausted)
+                }
+                Err(s) => {
+                    tracing::debug!(node = %node_id, sandbox = sandbox_id, error = %s, "create failed");
+                    shared.telemetry.attempt_failures.fetch_add(1, Relaxed);
+                    attempt.report_error(&mut core, error_code(s.code()), s.message())
+                }
+            }
         };
         match decision {
-            Decision::Placed(node_id) => {
+            Decision::Placed(_) => {
                 shared.telemetry.creates_ok.fetch_add(1, Relaxed);
-                let client_id = lock(&shared.sandboxes)
-                    .get(sandbox_id)
-                    .map(|r| r.client_id.clone())
-                    .unwrap_or(node_id);
                 return Ok(Sandbox {
                     template_id: spec.template_id,
                     sandbox_id: sandbox_id.to_string(),
                     alias: None,
-                    client_id,
+                    client_id: CLIENT_ID.to_string(),
                     envd_version: cfg.envd_version.clone(),
                     domain: None,
                 });
             }
             Decision::Retry => continue,
-            Decision::Failed(f) => return Err(failure(shared, f)),
         }
     }
 }
 
-fn failure(shared: &Shared, f: PlacementFailure) -> ApiError {
-    match f {
-        PlacementFailure::NoCandidate(NoCandidate::NoCompatibleNode) => {
-            shared.telemetry.creates_unplaceable.fetch_add(1, Relaxed);
-            ApiError::coded(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "sandbox_no_compatible_node",
-                f.to_string(),
-            )
-        }
-        PlacementFailure::NoCandidate(NoCandidate::CapacityUnavailable) => {
-            shared.telemetry.creates_unplaceable.fetch_add(1, Relaxed);
-            ApiError::coded(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "sandbox_capacity_unavailable",
-                f.to_string(),
-            )
-        }
-        PlacementFailure::AttemptsExhausted { .. } => {
-            shared.telemetry.creates_failed.fetch_add(1, Relaxed);
-            ApiError::coded(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "sandbox_create_failed",
-                CREATE_FAILED,
-            )
-        }
+fn error_code(code: Code) -> CreateErrorCode {
+    match code {
+        Code::FailedPrecondition => CreateErrorCode::FailedPrecondition,
+        Code::InvalidArgument => CreateErrorCode::InvalidArgument,
+        _ => CreateErrorCode::Other,
     }
 }
 
-/// Kill one sandbox: 204 when the node deleted it, 404 when unknown here or on its node.
-pub async fn delete_sandbox(shared: Arc<Shared>, sandbox_id: String) -> Result<(), ApiError> {
-    let not_found = || {
-        ApiError::new(
-            StatusCode::NOT_FOUND,
-            format!("sandbox \"{sandbox_id}\" doesn't exist or you don't have access to it"),
-        )
+fn count_failure(shared: &Shared, f: &PlacementFailure) {
+    let counter = match f {
+        PlacementFailure::CreateFailed { .. } => &shared.telemetry.creates_failed,
+        PlacementFailure::Timeout { .. } => &shared.telemetry.creates_timed_out,
+        PlacementFailure::NoNodesAvailable | PlacementFailure::NoCandidate(_) => {
+            &shared.telemetry.creates_unplaceable
+        }
     };
+    counter.fetch_add(1, Relaxed);
+}
+
+fn failure(shared: &Shared, f: &PlacementFailure) -> ApiError {
+    let a = shared.cfg.placement.failure_answers.answer(f);
+    let status = StatusCode::from_u16(a.status.code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    ApiError {
+        error_code: a.error_code.map(|c| c.as_str()),
+        ..ApiError::new(status, a.message)
+    }
+}
+
+/// Kill one sandbox as E2B does: 404 when this instance does not know it; otherwise the
+/// entry is removed whatever the node answers, and a node's NotFound is a 204.
+pub async fn delete_sandbox(shared: Arc<Shared>, sandbox_id: String) -> Result<(), ApiError> {
     let Some(record) = lock(&shared.sandboxes).remove(&sandbox_id) else {
         shared.telemetry.deletes_not_found.fetch_add(1, Relaxed);
-        return Err(not_found());
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("sandbox \"{sandbox_id}\" doesn't exist or you don't have access to it"),
+        ));
     };
-    let Some(node) = shared.nodes.get(&record.node) else {
-        return Err(not_found());
+    let (outcome, why) = match shared.nodes.get(&record.node) {
+        None => (
+            DeleteOutcome::Failed,
+            format!("node '{}' not found", record.node),
+        ),
+        Some(node) => match node
+            .client
+            .delete(&sandbox_id, shared.cfg.rpc_timeout)
+            .await
+        {
+            Ok(()) => (DeleteOutcome::Deleted, String::new()),
+            Err(s) if s.code() == Code::NotFound => (DeleteOutcome::NotOnNode, String::new()),
+            Err(s) => (DeleteOutcome::Failed, s.message().to_string()),
+        },
     };
-    match node
-        .client
-        .delete(&sandbox_id, shared.cfg.rpc_timeout)
-        .await
-    {
-        Ok(()) => {
-            lock(&shared.core).delete_succeeded(&record.node, &sandbox_id, record.vcpu);
-            shared.telemetry.deletes_ok.fetch_add(1, Relaxed);
-            Ok(())
-        }
-        Err(s) if s.code() == Code::NotFound => {
-            lock(&shared.core).delete_succeeded(&record.node, &sandbox_id, record.vcpu);
-            shared.telemetry.deletes_not_found.fetch_add(1, Relaxed);
-            Err(not_found())
-        }
-        Err(s) => {
-            lock(&shared.sandboxes).insert(sandbox_id.clone(), record);
-            Err(ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                format!("error killing sandbox \"{sandbox_id}\": {}", s.message()),
-            ))
-        }
+    let status = lock(&shared.core).delete_ended(&record.node, &sandbox_id, record.vcpu, outcome);
+    match outcome {
+        DeleteOutcome::Deleted => shared.telemetry.deletes_ok.fetch_add(1, Relaxed),
+        DeleteOutcome::NotOnNode => shared.telemetry.deletes_not_found.fetch_add(1, Relaxed),
+        DeleteOutcome::Failed => 0,
+    };
+    if status == StatusCode::NO_CONTENT.as_u16() {
+        return Ok(());
     }
+    Err(ApiError::new(
+        StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+        format!("Error killing sandbox: {why}"),
+    ))
 }

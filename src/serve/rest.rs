@@ -6,26 +6,106 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-/// `POST /sandboxes` body. Fields stampede does not act on (`autoPause`, `secure`,
-/// `envVars`, `network`, ...) are accepted and ignored.
+/// `POST /sandboxes` body. Every property of E2B's `NewSandbox` that stampede's
+/// OpenAPI document lists is type-checked as the spec says (none may be `null`); the
+/// ones stampede does not act on are accepted and ignored, as are unlisted properties.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NewSandbox {
-    /// Template to start (required, non-empty).
+    /// Template to start (required; `[namespace/]name[:tag]` as E2B parses it).
     #[serde(rename = "templateID")]
     pub template_id: String,
-    /// Time to live in seconds. Default 15 (E2B).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Time to live in seconds (`int32`, at least 0). Default 15 (E2B).
+    #[serde(
+        default,
+        deserialize_with = "non_null",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub timeout: Option<u32>,
     /// Sandbox metadata, echoed in listings.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "non_null",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub metadata: Option<BTreeMap<String, String>>,
+    /// Environment variables (ignored: no sandbox runs).
+    #[serde(
+        default,
+        deserialize_with = "non_null",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub env_vars: Option<BTreeMap<String, String>>,
+    /// Pause instead of kill at the timeout (ignored: stampede never pauses).
+    #[serde(
+        default,
+        deserialize_with = "non_null",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub auto_pause: Option<bool>,
+    /// Snapshot kind of an auto-pause (ignored).
+    #[serde(
+        default,
+        deserialize_with = "non_null",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub auto_pause_memory: Option<bool>,
+    /// Secure envd access (ignored).
+    #[serde(
+        default,
+        deserialize_with = "non_null",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub secure: Option<bool>,
+    /// Internet access (ignored).
+    #[serde(
+        default,
+        rename = "allow_internet_access",
+        deserialize_with = "non_null",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub allow_internet_access: Option<bool>,
     /// stampede extension: vCPU of the sandbox (E2B takes it from the template).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "non_null",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub cpu_count: Option<u32>,
     /// stampede extension: memory of the sandbox in MiB.
-    #[serde(default, rename = "memoryMB", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "memoryMB",
+        deserialize_with = "non_null",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub memory_mb: Option<u32>,
+}
+
+/// A present property must hold a value: `null` is not one where the spec does not say
+/// `nullable`.
+fn non_null<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(d).map(Some)
+}
+
+/// `POST /nodes/{nodeID}` body (E2B `NodeStatusChange`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeStatusChange {
+    /// The status to set.
+    pub status: crate::placement::NodeStatus,
+    /// Cluster of the node (a UUID); absent = the local cluster.
+    #[serde(
+        default,
+        rename = "clusterID",
+        deserialize_with = "non_null",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub cluster_id: Option<String>,
 }
 
 /// `201` answer of a create (E2B `Sandbox`).
@@ -34,13 +114,13 @@ pub struct Sandbox {
     /// Template the sandbox was created from.
     #[serde(rename = "templateID")]
     pub template_id: String,
-    /// The sandbox id (`i` + 19 lowercase alphanumerics).
+    /// The sandbox id (`i` + 20 lowercase alphanumerics, as E2B).
     #[serde(rename = "sandboxID")]
     pub sandbox_id: String,
     /// Alias of the template (absent: stampede has no aliases).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alias: Option<String>,
-    /// Deprecated upstream; the orchestrator's `client_id` (or the node id).
+    /// Deprecated upstream; E2B's constant `6532622b`.
     #[serde(rename = "clientID")]
     pub client_id: String,
     /// Version of envd (fixed).
@@ -114,6 +194,15 @@ pub struct NodeMetricsJson {
     /// Disks (not modelled: empty).
     #[serde(default)]
     pub disks: Vec<serde_json::Value>,
+    /// Preallocated hugepages. The orchestrator proto stampede's nodes speak has no
+    /// hugepage metrics (E2B's fields 114-117), so 0, as a node without hugepages.
+    pub huge_pages_total: u64,
+    /// Hugepages in use (0, see [`huge_pages_total`](Self::huge_pages_total)).
+    pub huge_pages_used: u64,
+    /// Hugepages reserved (0, see [`huge_pages_total`](Self::huge_pages_total)).
+    pub huge_pages_reserved: u64,
+    /// Size of one hugepage (0, see [`huge_pages_total`](Self::huge_pages_total)).
+    pub huge_page_size_bytes: u64,
 }
 
 /// E2B `MachineInfo`.
@@ -167,6 +256,8 @@ pub struct NodeJson {
     pub cluster_id: String,
     /// `ready` | `draining` | `connecting` | `unhealthy` | `standby`.
     pub status: String,
+    /// RFC 3339 time this instance saw the status change.
+    pub status_changed_at: String,
     /// Sandboxes this instance placed on the node and still tracks.
     pub sandbox_count: u64,
     /// Metrics; `allocatedCPU` is this instance's belief.

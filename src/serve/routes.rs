@@ -13,12 +13,13 @@ use serde::Deserialize;
 
 use super::error::ApiError;
 use super::limits::{check_metadata, check_size, LargestNode};
-use super::place::{create_sandbox, delete_sandbox};
-use super::rest::{
-    ListedSandbox, MachineInfoJson, NewSandbox, NodeJson, NodeMetricsJson, PlacementTelemetry,
+use super::nodes_api::{change_status, node_detail, nodes};
+use super::params::{
+    check_template_id, metadata_matches, parse_date_time, parse_metadata_filter, unix_nanos,
 };
+use super::place::{create_sandbox, delete_sandbox, CLIENT_ID};
+use super::rest::{ListedSandbox, NewSandbox};
 use super::state::{lock, SandboxRecord, Shared};
-use crate::placement::AccountingMode;
 
 /// The router of one instance.
 pub fn router(shared: Arc<Shared>) -> Router {
@@ -29,12 +30,27 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/v2/sandboxes", get(list_v2).post(create))
         .route("/sandboxes/{sandbox_id}", get(get_sandbox).delete(delete))
         .route("/nodes", get(nodes))
-        .route("/nodes/{node_id}", get(node_detail))
+        .route("/nodes/{node_id}", get(node_detail).post(change_status))
         .fallback(not_found)
         .with_state(shared)
 }
 
-type ApiResult<T> = Result<T, ApiError>;
+/// A handler's answer.
+pub type ApiResult<T> = Result<T, ApiError>;
+
+/// A JSON request body of type `T` (400 naming what is wrong otherwise).
+pub fn json_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> ApiResult<T> {
+    serde_json::from_slice(body).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!("Error when parsing request: {e}"),
+        )
+    })
+}
+
+fn bad_request(message: impl Into<String>) -> ApiError {
+    ApiError::new(StatusCode::BAD_REQUEST, message)
+}
 
 fn require_key(shared: &Shared, headers: &HeaderMap) -> ApiResult<()> {
     match headers.get("x-api-key").and_then(|v| v.to_str().ok()) {
@@ -44,15 +60,6 @@ fn require_key(shared: &Shared, headers: &HeaderMap) -> ApiResult<()> {
             StatusCode::UNAUTHORIZED,
             "Missing API key: send it in the X-API-Key header",
         )),
-    }
-}
-
-/// `/nodes` is an admin route in E2B (`X-Admin-Token`); the API key is accepted too.
-fn require_admin(shared: &Shared, headers: &HeaderMap) -> ApiResult<()> {
-    let token = headers.get("x-admin-token").and_then(|v| v.to_str().ok());
-    match (&shared.cfg.admin_token, token) {
-        (Some(expected), Some(t)) if t == expected => Ok(()),
-        _ => require_key(shared, headers),
     }
 }
 
@@ -75,13 +82,19 @@ async fn create(
     body: Bytes,
 ) -> ApiResult<Response> {
     require_key(&shared, &headers)?;
-    let req: NewSandbox = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, format!("invalid body: {e}")))?;
-    if req.template_id.trim().is_empty() {
-        return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "templateID must not be empty",
-        ));
+    let req: NewSandbox = json_body(&body)?;
+    check_template_id(&req.template_id).map_err(bad_request)?;
+    // E2B's `handlers/timeout_helper.go` (validateAndParseTimeout).
+    if let Some(t) = req.timeout {
+        if t == 0 {
+            return Err(bad_request("Timeout must be greater than 0"));
+        }
+        let max_hours = shared.cfg.max_length_hours;
+        if u64::from(t) > u64::from(max_hours) * 3600 {
+            return Err(bad_request(format!(
+                "Timeout cannot be greater than {max_hours} hours"
+            )));
+        }
     }
     // A size no node can ever hold would otherwise be retried against refusing nodes
     // until the request deadline.
@@ -128,7 +141,7 @@ fn listed(shared: &Shared, id: &str, r: &SandboxRecord) -> ListedSandbox {
         template_id: r.template_id.clone(),
         alias: None,
         sandbox_id: id.to_string(),
-        client_id: r.client_id.clone(),
+        client_id: CLIENT_ID.to_string(),
         started_at: humantime::format_rfc3339_millis(r.started_at).to_string(),
         end_at: humantime::format_rfc3339_millis(r.end_at).to_string(),
         cpu_count: r.vcpu,
@@ -141,25 +154,49 @@ fn listed(shared: &Shared, id: &str, r: &SandboxRecord) -> ListedSandbox {
     }
 }
 
+/// `?metadata=` of `GET /sandboxes`.
+#[derive(Debug, Deserialize)]
+struct MetadataQuery {
+    metadata: Option<String>,
+}
+
+fn metadata_filter(q: Option<&str>) -> ApiResult<BTreeMap<String, String>> {
+    q.map_or_else(|| Ok(BTreeMap::new()), parse_metadata_filter)
+        .map_err(bad_request)
+}
+
 async fn list_v1(
     State(shared): State<Arc<Shared>>,
     headers: HeaderMap,
+    query: Result<Query<MetadataQuery>, axum::extract::rejection::QueryRejection>,
 ) -> ApiResult<Json<Vec<ListedSandbox>>> {
     require_key(&shared, &headers)?;
+    let Query(q) = query.map_err(|e| bad_request(e.body_text()))?;
+    let filter = metadata_filter(q.metadata.as_deref())?;
     let all = lock(&shared.sandboxes);
     Ok(Json(
-        all.iter().map(|(id, r)| listed(&shared, id, r)).collect(),
+        all.iter()
+            .filter(|(_, r)| metadata_matches(&r.metadata, &filter))
+            .map(|(id, r)| listed(&shared, id, r))
+            .collect(),
     ))
 }
 
-/// `GET /v2/sandboxes` query: `state` (comma-separated; only `running` matches),
-/// `limit` (1..=100, default 100), `nextToken` (the last id of the previous page; the
-/// next one is in the `x-next-token` header). `metadata` filtering is not supported.
+/// `GET /v2/sandboxes` query, typed as E2B's spec: `metadata` (filter), `state`
+/// (comma-separated `running` / `paused`; stampede never pauses), `order` (`asc` /
+/// `desc`), `startedAfter` (date-time), `template`, `limit` (1..=100, default 100) and
+/// `nextToken`. Pages go by sandbox id in `order` (E2B: by start time); the token is
+/// the last id of the previous page, so any string is a position. Unknown parameters
+/// are ignored, as E2B does.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ListQuery {
+    metadata: Option<String>,
     state: Option<String>,
-    limit: Option<usize>,
+    order: Option<String>,
+    started_after: Option<String>,
+    template: Option<String>,
+    limit: Option<String>,
     next_token: Option<String>,
 }
 
@@ -169,43 +206,74 @@ async fn list_v2(
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> ApiResult<Response> {
     require_key(&shared, &headers)?;
-    let Query(q) = query.map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.body_text()))?;
-    let limit = q.limit.unwrap_or(100);
-    if !(1..=100).contains(&limit) {
-        return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "limit must be in 1..=100",
-        ));
+    let Query(q) = query.map_err(|e| bad_request(e.body_text()))?;
+    let limit = match q.limit.as_deref() {
+        None => 100,
+        Some(l) => l
+            .parse::<i64>()
+            .ok()
+            .filter(|l| (1..=100).contains(l))
+            .ok_or_else(|| bad_request("limit must be an integer in 1..=100"))?
+            as usize,
+    };
+    let mut wants_running = true;
+    if let Some(states) = q.state.as_deref() {
+        wants_running = false;
+        for s in states.split(',') {
+            match s {
+                "running" => wants_running = true,
+                "paused" => {}
+                other => return Err(bad_request(format!("unknown state `{other}`"))),
+            }
+        }
     }
-    let wants_running = q
-        .state
-        .as_deref()
-        .is_none_or(|s| s.split(',').any(|x| x.trim() == "running"));
+    let descending = match q.order.as_deref() {
+        None | Some("desc") => true,
+        Some("asc") => false,
+        Some(other) => return Err(bad_request(format!("unknown order `{other}`"))),
+    };
+    let started_after = match q.started_after.as_deref() {
+        None => None,
+        Some(t) => Some(
+            parse_date_time(t)
+                .ok_or_else(|| bad_request(format!("startedAfter `{t}` is not a date-time")))?,
+        ),
+    };
+    let filter = metadata_filter(q.metadata.as_deref())?;
     let all = lock(&shared.sandboxes);
-    let after = q.next_token.unwrap_or_default();
-    let page: Vec<ListedSandbox> = if wants_running {
-        all.range::<String, _>((
-            std::ops::Bound::Excluded(&after),
-            std::ops::Bound::Unbounded,
-        ))
+    let matching: Vec<(&String, &SandboxRecord)> = all
+        .iter()
+        .filter(|_| wants_running)
+        .filter(|(_, r)| metadata_matches(&r.metadata, &filter))
+        .filter(|(_, r)| started_after.is_none_or(|t| unix_nanos(r.started_at) >= t))
+        .filter(|(_, r)| q.template.as_deref().is_none_or(|t| r.template_id == t))
+        .collect();
+    let total = matching.len();
+    let after = |id: &String| match q.next_token.as_deref() {
+        None => true,
+        Some(t) if descending => id.as_str() < t,
+        Some(t) => id.as_str() > t,
+    };
+    let ordered: Box<dyn Iterator<Item = &(&String, &SandboxRecord)>> = if descending {
+        Box::new(matching.iter().rev())
+    } else {
+        Box::new(matching.iter())
+    };
+    let mut rest = ordered.filter(|(id, _)| after(id));
+    let page: Vec<ListedSandbox> = rest
+        .by_ref()
         .take(limit)
         .map(|(id, r)| listed(&shared, id, r))
-        .collect()
-    } else {
-        Vec::new()
-    };
-    let more = page.len() == limit
-        && page.last().is_some_and(|l| {
-            all.range::<String, _>((
-                std::ops::Bound::Excluded(&l.sandbox_id),
-                std::ops::Bound::Unbounded,
-            ))
-            .next()
-            .is_some()
-        });
-    let mut resp = Json(page.clone()).into_response();
+        .collect();
+    let more = rest.next().is_some();
+    let last = page.last().map(|l| l.sandbox_id.clone());
+    let mut resp = Json(page).into_response();
+    if wants_running {
+        resp.headers_mut()
+            .insert("x-total-running", axum::http::HeaderValue::from(total));
+    }
     if more {
-        if let Some(Ok(v)) = page.last().map(|l| l.sandbox_id.parse()) {
+        if let Some(Ok(v)) = last.map(|l| l.parse()) {
             resp.headers_mut().insert("x-next-token", v);
         }
     }
@@ -225,97 +293,6 @@ async fn get_sandbox(
             ApiError::new(
                 StatusCode::NOT_FOUND,
                 format!("sandbox \"{sandbox_id}\" doesn't exist or you don't have access to it"),
-            )
-        })
-}
-
-/// Every node as E2B's `Node`, `allocatedCPU` being this instance's belief.
-pub fn node_json(shared: &Shared) -> Vec<NodeJson> {
-    let mut per_node: BTreeMap<&str, u64> = BTreeMap::new();
-    let sandboxes = lock(&shared.sandboxes);
-    for r in sandboxes.values() {
-        *per_node.entry(r.node.as_str()).or_default() += 1;
-    }
-    let core = lock(&shared.core);
-    let mode = core.config().mode;
-    core.nodes()
-        .map(|view| {
-            let info = shared
-                .nodes
-                .get(view.id())
-                .map(|n| lock(&n.info).clone())
-                .unwrap_or_default();
-            let m = view.metrics();
-            let [family, model, model_name, arch] = info.machine;
-            NodeJson {
-                id: view.id().to_string(),
-                service_instance_id: info.service_id,
-                cluster_id: String::new(),
-                status: view.status().as_str().to_string(),
-                sandbox_count: per_node.get(view.id()).copied().unwrap_or(0),
-                metrics: NodeMetricsJson {
-                    allocated_cpu: view.believed_allocated_vcpu(mode),
-                    cpu_percent: m.cpu_percent,
-                    cpu_count: m.cpu_count,
-                    allocated_memory_bytes: m.memory_allocated_bytes,
-                    memory_used_bytes: info.memory_used_bytes,
-                    memory_total_bytes: m.memory_total_bytes,
-                    disks: Vec::new(),
-                },
-                create_successes: view.counters().create_successes,
-                create_fails: view.counters().create_fails,
-                sandbox_starting_count: view.in_flight() as u64,
-                version: info.version,
-                commit: info.commit,
-                machine_info: MachineInfoJson {
-                    cpu_family: family,
-                    cpu_model: model,
-                    cpu_model_name: model_name,
-                    cpu_architecture: arch,
-                },
-                cached_builds: None,
-                stampede: PlacementTelemetry {
-                    accounting: mode.as_str().to_string(),
-                    reported_allocated_cpu: view.accounting().reported_vcpu(),
-                    believed_allocated_cpu: AccountingMode::ALL
-                        .iter()
-                        .map(|&m| (m.as_str().to_string(), view.believed_allocated_vcpu(m)))
-                        .collect(),
-                    create_refusals: view.counters().create_refusals,
-                    orphans: info.orphans,
-                    syncs: view.counters().syncs,
-                    sync_failures: info.sync_failures,
-                },
-            }
-        })
-        .collect()
-}
-
-async fn nodes(
-    State(shared): State<Arc<Shared>>,
-    headers: HeaderMap,
-) -> ApiResult<Json<Vec<NodeJson>>> {
-    require_admin(&shared, &headers)?;
-    Ok(Json(node_json(&shared)))
-}
-
-async fn node_detail(
-    State(shared): State<Arc<Shared>>,
-    headers: HeaderMap,
-    Path(node_id): Path<String>,
-) -> ApiResult<Json<NodeJson>> {
-    require_admin(&shared, &headers)?;
-    node_json(&shared)
-        .into_iter()
-        .find(|n| n.id == node_id)
-        .map(|mut n| {
-            n.cached_builds = Some(Vec::new());
-            Json(n)
-        })
-        .ok_or_else(|| {
-            ApiError::new(
-                StatusCode::NOT_FOUND,
-                format!("node \"{node_id}\" not found"),
             )
         })
 }

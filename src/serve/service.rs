@@ -15,7 +15,8 @@ use super::config::{NodeTarget, ServeConfig};
 use super::error::ServeError;
 use super::listen::{serve, ConnTimeouts};
 use super::node_client::NodeClient;
-use super::routes::{node_json, router};
+use super::nodes_api::node_json;
+use super::routes::router;
 use super::state::{lock, NodeConn, NodeInfo, Shared};
 use super::sync::sync_all;
 use crate::placement::PlacementCore;
@@ -243,7 +244,13 @@ async fn connect_all(
                 id,
                 addr: target.addr,
                 client,
-                info: std::sync::Mutex::new(NodeInfo::default()),
+                info: std::sync::Mutex::new(NodeInfo {
+                    status_seen: Some((
+                        crate::placement::NodeStatus::Connecting,
+                        std::time::SystemTime::now(),
+                    )),
+                    ..NodeInfo::default()
+                }),
             },
         );
     }

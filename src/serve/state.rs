@@ -12,7 +12,7 @@ use rand_chacha::ChaCha8Rng;
 use super::config::ServeConfig;
 use super::node_client::NodeClient;
 use super::telemetry::Telemetry;
-use crate::placement::PlacementCore;
+use crate::placement::{NodeStatus, PlacementCore};
 
 /// What ServiceInfo says about a node besides the metrics the core keeps.
 #[derive(Debug, Clone, Default)]
@@ -33,6 +33,22 @@ pub struct NodeInfo {
     pub orphans: u64,
     /// Failed syncs.
     pub sync_failures: u64,
+    /// Status set through `POST /nodes/{nodeID}`: what the node reports from then on
+    /// (E2B sends it to the orchestrator with `ServiceStatusOverride`; the mock nodes'
+    /// proto has no such RPC, so this instance keeps it and applies it at each sync).
+    pub status_override: Option<NodeStatus>,
+    /// The status last seen and when it changed (`statusChangedAt`).
+    pub status_seen: Option<(NodeStatus, SystemTime)>,
+}
+
+impl NodeInfo {
+    /// Note that the node's status is `status` now; the change time moves only when it
+    /// differs from the last one seen.
+    pub fn note_status(&mut self, status: NodeStatus) {
+        if self.status_seen.is_none_or(|(s, _)| s != status) {
+            self.status_seen = Some((status, SystemTime::now()));
+        }
+    }
 }
 
 /// One node: its clients and its ServiceInfo details.
@@ -55,8 +71,6 @@ pub struct SandboxRecord {
     pub node: String,
     /// Template id.
     pub template_id: String,
-    /// The node's `client_id` answer (or the node id).
-    pub client_id: String,
     /// vCPU.
     pub vcpu: u32,
     /// Memory, MiB.
@@ -116,7 +130,7 @@ impl Shared {
         }
     }
 
-    /// A fresh sandbox id like E2B's: `i` + 19 lowercase alphanumerics, unused here.
+    /// A fresh sandbox id like E2B's: `i` + 20 lowercase alphanumerics, unused here.
     pub fn new_sandbox_id(&self) -> String {
         const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
         loop {
@@ -124,7 +138,7 @@ impl Shared {
                 let mut rng = lock(&self.id_rng);
                 std::iter::once('i')
                     .chain(
-                        (0..19).map(|_| char::from(ALPHABET[rng.random_range(0..ALPHABET.len())])),
+                        (0..20).map(|_| char::from(ALPHABET[rng.random_range(0..ALPHABET.len())])),
                     )
                     .collect()
             };

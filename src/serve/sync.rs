@@ -1,6 +1,7 @@
 //! The node manager's sync: `ServiceInfo` then `List` on every node, fed to the core as
-//! one [`SyncSnapshot`]; a failed sync marks the node unhealthy (or leaves it
-//! connecting if it never synced). Sandboxes a node runs that this instance does not
+//! one [`SyncSnapshot`], tried up to [`SYNC_MAX_RETRIES`] times a cycle; a cycle that
+//! never completes marks the node unhealthy (or leaves it connecting if it never
+//! answered). Sandboxes a node runs that this instance does not
 //! know are counted as orphans and killed only with `kill_orphans`.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -31,57 +32,92 @@ pub fn map_status(raw: i32) -> NodeStatus {
     }
 }
 
+/// Tries of one node's sync per cycle (E2B's `nodemanager/sync.go`, `syncMaxRetries`).
+pub const SYNC_MAX_RETRIES: usize = 4;
+
+/// One node's sync cycle as E2B's `nodemanager/sync.go` runs it: up to
+/// [`SYNC_MAX_RETRIES`] tries of ServiceInfo then List; a ServiceInfo answer is applied
+/// (status, metrics) even when the List after it fails; a cycle without a complete try
+/// marks the node unhealthy locally (still `connecting` if it never answered at all).
 async fn sync_node(shared: &Arc<Shared>, node: &NodeConn) {
     let started = Instant::now();
     let limit = shared.cfg.rpc_timeout;
-    let info = node.client.service_info(limit).await;
-    let listed = match &info {
-        Ok(_) => node.client.list(limit).await,
-        Err(e) => Err(e.clone()),
-    };
-    let (info, listed) = match (info, listed) {
-        (Ok(i), Ok(l)) => (i, l),
-        (Err(e), _) | (_, Err(e)) => {
-            tracing::debug!(node = %node.id, error = %e, "sync failed");
-            shared.telemetry.sync_failures.fetch_add(1, Relaxed);
-            let mut ni = lock(&node.info);
-            ni.sync_failures += 1;
-            let status = if ni.synced_once {
-                NodeStatus::Unhealthy
-            } else {
-                NodeStatus::Connecting
-            };
-            lock(&shared.core).set_status(&node.id, status);
-            return;
+    let mut answered = false;
+    for _ in 0..SYNC_MAX_RETRIES {
+        let info = match node.client.service_info(limit).await {
+            Ok(i) => i,
+            Err(e) => {
+                tracing::debug!(node = %node.id, error = %e, "ServiceInfo failed");
+                continue;
+            }
+        };
+        answered = true;
+        note_service_info(node, &info);
+        match node.client.list(limit).await {
+            Ok(listed) => {
+                let snapshot = snapshot_of(shared, node, &info, Some(&listed));
+                lock(&shared.core).apply_sync(&node.id, snapshot);
+                shared.telemetry.syncs.fetch_add(1, Relaxed);
+                lock(&node.info).synced_once = true;
+                finish_sync(shared, node, &listed, started).await;
+                return;
+            }
+            Err(e) => {
+                tracing::debug!(node = %node.id, error = %e, "List failed");
+                let snapshot = snapshot_of(shared, node, &info, None);
+                lock(&shared.core).apply_sync(&node.id, snapshot);
+            }
         }
-    };
-    let snapshot = snapshot_of(shared, &info, &listed);
-    lock(&shared.core).apply_sync(&node.id, snapshot);
-    shared.telemetry.syncs.fetch_add(1, Relaxed);
-    let orphans = reconcile_registry(shared, node, &listed, started);
-    {
-        let mut ni = lock(&node.info);
-        ni.service_id = info.service_id.clone();
-        ni.version = info.service_version.clone();
-        ni.commit = info.service_commit.clone();
-        let m = info.machine_info.clone().unwrap_or_default();
-        ni.machine = [
-            m.cpu_family,
-            m.cpu_model,
-            m.cpu_model_name,
-            m.cpu_architecture,
-        ];
-        ni.memory_used_bytes = info.metric_memory_used_bytes;
-        ni.synced_once = true;
-        ni.orphans = orphans.len() as u64;
     }
+    shared.telemetry.sync_failures.fetch_add(1, Relaxed);
+    let mut ni = lock(&node.info);
+    ni.sync_failures += 1;
+    let status = if ni.synced_once || answered {
+        NodeStatus::Unhealthy
+    } else {
+        NodeStatus::Connecting
+    };
+    ni.note_status(status);
+    lock(&shared.core).set_status(&node.id, status);
+}
+
+/// ServiceInfo's details besides the metrics.
+fn note_service_info(node: &NodeConn, info: &ServiceInfoResponse) {
+    let mut ni = lock(&node.info);
+    ni.service_id = info.service_id.clone();
+    ni.version = info.service_version.clone();
+    ni.commit = info.service_commit.clone();
+    let m = info.machine_info.clone().unwrap_or_default();
+    ni.machine = [
+        m.cpu_family,
+        m.cpu_model,
+        m.cpu_model_name,
+        m.cpu_architecture,
+    ];
+    ni.memory_used_bytes = info.metric_memory_used_bytes;
+}
+
+/// After a complete sync: forget sandboxes the node lost, count (and maybe kill) orphans.
+async fn finish_sync(
+    shared: &Arc<Shared>,
+    node: &NodeConn,
+    listed: &[ListedOnNode],
+    started: Instant,
+) {
+    let orphans = reconcile_registry(shared, node, listed, started);
+    lock(&node.info).orphans = orphans.len() as u64;
     shared
         .telemetry
         .orphans_seen
         .fetch_add(orphans.len() as u64, Relaxed);
     if shared.cfg.kill_orphans {
         for id in orphans {
-            if node.client.delete(&id, limit).await.is_ok() {
+            if node
+                .client
+                .delete(&id, shared.cfg.rpc_timeout)
+                .await
+                .is_ok()
+            {
                 shared.telemetry.orphans_killed.fetch_add(1, Relaxed);
             }
         }
@@ -92,18 +128,32 @@ async fn sync_node(shared: &Arc<Shared>, node: &NodeConn) {
 /// sends it (consistent with the metrics), else from `List`.
 fn snapshot_of(
     shared: &Shared,
+    node: &NodeConn,
     info: &ServiceInfoResponse,
-    listed: &[ListedOnNode],
+    listed: Option<&[ListedOnNode]>,
 ) -> SyncSnapshot {
-    let vcpu_of: BTreeMap<&str, u32> = listed.iter().map(|s| (s.id.as_str(), s.vcpu)).collect();
-    let listed_now = info
-        .stampede_sandbox_ids
-        .as_ref()
-        .map(|_| listed.iter().map(|s| s.id.clone()).collect());
+    let vcpu_of: BTreeMap<&str, u32> = listed
+        .unwrap_or_default()
+        .iter()
+        .map(|s| (s.id.as_str(), s.vcpu))
+        .collect();
+    let listed_now = match (&info.stampede_sandbox_ids, listed) {
+        (Some(_), Some(l)) => Some(l.iter().map(|s| s.id.clone()).collect()),
+        _ => None,
+    };
+    let mut status = map_status(info.service_status);
+    {
+        let mut ni = lock(&node.info);
+        if let Some(s) = ni.status_override {
+            status = s;
+        }
+        ni.note_status(status);
+    }
     let sandboxes = match &info.stampede_sandbox_ids {
         Some(ext) => {
             let known = lock(&shared.sandboxes);
-            ext.ids
+            let ids = ext
+                .ids
                 .iter()
                 .map(|id| {
                     let vcpu = vcpu_of
@@ -113,12 +163,13 @@ fn snapshot_of(
                         .unwrap_or(0);
                     (id.clone(), vcpu)
                 })
-                .collect()
+                .collect();
+            Some(ids)
         }
-        None => listed.iter().map(|s| (s.id.clone(), s.vcpu)).collect(),
+        None => listed.map(|l| l.iter().map(|s| (s.id.clone(), s.vcpu)).collect()),
     };
     SyncSnapshot {
-        status: map_status(info.service_status),
+        status,
         metrics: NodeMetrics {
             cpu_allocated: info.metric_cpu_allocated,
             cpu_count: info.metric_cpu_count,
@@ -127,7 +178,7 @@ fn snapshot_of(
             memory_total_bytes: info.metric_memory_total_bytes,
             sandboxes_running: info.metric_sandboxes_running,
         },
-        sandboxes: Some(sandboxes),
+        sandboxes,
         listed_now,
     }
 }

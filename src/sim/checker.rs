@@ -9,6 +9,7 @@ use mock_node::api::FaultKind;
 use super::queue::Nanos;
 use super::setup::SimSetup;
 use crate::checker::{check, Inventory};
+use crate::placement::CreateStatus;
 use crate::report::CheckerResult;
 use crate::workload::{Ledger, LedgerEntry, Outcome};
 
@@ -29,7 +30,7 @@ pub(super) struct Answer<'a> {
     pub intended: Nanos,
     pub sent: Nanos,
     pub latency: Nanos,
-    pub status: &'static str,
+    pub status: CreateStatus,
     pub sandbox_id: &'a str,
     pub node: &'a str,
 }
@@ -41,14 +42,14 @@ impl SetLedger {
         if self.entries.len() <= index {
             self.entries.resize_with(index + 1, || None);
         }
-        let ok = a.status == "201";
+        let ok = a.status == CreateStatus::Created;
         self.entries[index] = Some(LedgerEntry {
             index,
             target: a.replica as usize,
             intended_ms: ms(a.intended),
             sent_ms: ms(a.sent),
             latency_us: a.latency / 1000,
-            outcome: Outcome::Status(a.status.parse().unwrap_or(500)),
+            outcome: Outcome::Status(a.status.code()),
             sandbox_id: ok.then(|| a.sandbox_id.to_string()),
             node: ok.then(|| a.node.to_string()),
             deleted: None,

@@ -8,7 +8,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::engine::{sandbox_id, Engine, Event};
 use super::setup::{to_duration, to_nanos, RPC_ROUND_TRIP};
-use crate::placement::{CreateOutcome, Decision, NoCandidate, PlacementFailure};
+use crate::placement::{CreateOutcome, CreateStatus, Decision, DeleteOutcome};
 use crate::workload::Outcome;
 
 /// Same per-slot lifetime seeding as the real workload, so both draw the same lifetimes.
@@ -22,22 +22,25 @@ impl Engine<'_> {
         let Some(a) = self.slots.get_mut(slot as usize).and_then(Option::as_mut) else {
             return;
         };
+        let answers = self.setup.placement.failure_answers;
         if now.saturating_sub(a.intended) >= deadline {
-            a.attempt.abandon(&mut self.cores[a.replica as usize]);
-            self.finish(slot, "504");
+            let f = a
+                .attempt
+                .deadline_reached(&mut self.cores[a.replica as usize]);
+            self.finish(slot, answers.answer(&f).status);
             return;
         }
         let core = &mut self.cores[a.replica as usize];
         let chosen = match a.attempt.next(core, &mut self.rng) {
             Ok(id) => id,
             Err(f) => {
-                self.finish(slot, failure_status(f));
+                self.finish(slot, answers.answer(&f).status);
                 return;
             }
         };
         let Some(&node) = self.node_index.get(&chosen) else {
             a.attempt.abandon(core);
-            self.finish(slot, "500");
+            self.finish(slot, CreateStatus::InternalServerError);
             return;
         };
         let n = &self.nodes[node as usize];
@@ -201,13 +204,12 @@ impl Engine<'_> {
                     self.queue.push(at, Event::Delete { req, node, replica });
                     self.pending_deletes += 1;
                 }
-                self.finish(slot, "201");
+                self.finish(slot, CreateStatus::Created);
             }
             Decision::Retry => {
                 self.tally.retries += 1;
                 self.queue.push(now, Event::Decide { slot });
             }
-            Decision::Failed(f) => self.finish(slot, failure_status(f)),
         }
     }
 
@@ -220,38 +222,31 @@ impl Engine<'_> {
         let id = sandbox_id(req);
         let outcome = if n.effect.hung {
             Outcome::Timeout
-        } else if n.effect.killed
-            || n.effect
-                .errors
-                .and_then(|(p, code)| m.chance(p).then_some(code))
-                .or_else(|| m.sample_failure(RpcKind::Delete))
-                .is_some()
-        {
-            Outcome::Status(500)
         } else {
-            match m.delete(&id, now) {
-                Ok(sb) => {
-                    self.cores[replica as usize].delete_succeeded(&n.id, &id, sb.vcpu);
-                    Outcome::Status(204)
+            // E2B's kill: a NotFound from the node is a success, and releases the vCPU.
+            let ended = if n.effect.killed
+                || n.effect
+                    .errors
+                    .and_then(|(p, code)| m.chance(p).then_some(code))
+                    .or_else(|| m.sample_failure(RpcKind::Delete))
+                    .is_some()
+            {
+                (DeleteOutcome::Failed, 0)
+            } else {
+                match m.delete(&id, now) {
+                    Ok(sb) => (DeleteOutcome::Deleted, sb.vcpu),
+                    Err(_) => (DeleteOutcome::NotOnNode, self.setup.sandbox.vcpu),
                 }
-                Err(_) => Outcome::Status(404),
-            }
+            };
+            let core = &mut self.cores[replica as usize];
+            Outcome::Status(core.delete_ended(&n.id, &id, ended.1, ended.0))
         };
-        if !matches!(outcome, Outcome::Status(204 | 404)) {
+        if !matches!(outcome, Outcome::Status(204)) {
             self.tally.delete_failures += 1;
         }
         if let Some(ledger) = &mut self.set_ledger {
             ledger.deleted(req, outcome);
         }
-    }
-}
-
-/// The HTTP status E2B's API answers for a placement failure.
-fn failure_status(f: PlacementFailure) -> &'static str {
-    match f {
-        PlacementFailure::NoCandidate(NoCandidate::NoCompatibleNode)
-        | PlacementFailure::NoCandidate(NoCandidate::CapacityUnavailable) => "503",
-        PlacementFailure::AttemptsExhausted { .. } => "500",
     }
 }
 

@@ -18,7 +18,7 @@ use super::error::SimError;
 use super::measure::Tally;
 use super::queue::{EventQueue, Nanos};
 use super::setup::{to_nanos, Arrivals, SimSetup, RPC_ROUND_TRIP};
-use crate::placement::{CreateOutcome, PlacementAttempt, PlacementCore};
+use crate::placement::{CreateOutcome, CreateStatus, PlacementAttempt, PlacementCore};
 
 /// What can happen at an instant.
 #[derive(Debug, Clone, Copy)]
@@ -315,7 +315,7 @@ impl<'a> Engine<'a> {
     }
 
     /// The request in `slot` is answered: free its worker and start a waiting request.
-    pub(super) fn finish(&mut self, slot: u32, status: &'static str) {
+    pub(super) fn finish(&mut self, slot: u32, status: CreateStatus) {
         let Some(a) = self.slots.get_mut(slot as usize).and_then(Option::take) else {
             return;
         };

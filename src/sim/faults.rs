@@ -31,6 +31,8 @@ pub struct PlannedFault {
     pub until: Option<Nanos>,
     /// Kind-specific parameters.
     pub params: FaultParams,
+    /// The step's name in reports (`drain` is a `status: draining` here).
+    pub name: &'static str,
 }
 
 /// Resolve `steps` against `cluster` with the profile `seed`, in application order.
@@ -55,7 +57,9 @@ pub fn plan_faults(
         .into_iter()
         .map(|f| {
             let at = to_nanos(f.at);
+            let name = f.name();
             PlannedFault {
+                name,
                 index: f.step,
                 kind: f.kind,
                 nodes: f

@@ -9,7 +9,7 @@ use super::engine::Engine;
 use super::faults::PlannedFault;
 use super::queue::Nanos;
 use super::setup::{to_duration, SimSetup};
-use crate::placement::CreateOutcome;
+use crate::placement::{CreateOutcome, CreateStatus};
 use crate::report::{
     AccountingError, FaultWindow, LatencySummary, NodeFigures, RunResult, SendTiming, SkewStats,
     TimelinePoint,
@@ -21,7 +21,7 @@ pub(super) struct Tally {
     lateness_us: Histogram<u64>,
     first_sent: Option<Nanos>,
     last_sent: Nanos,
-    statuses: BTreeMap<&'static str, u64>,
+    statuses: BTreeMap<CreateStatus, u64>,
     pub retries: u64,
     pub refusals: u64,
     pub delete_failures: u64,
@@ -64,7 +64,7 @@ impl Tally {
                 .iter()
                 .map(|f| FaultWindow {
                     id: f.index.to_string(),
-                    kind: f.kind.as_str().to_string(),
+                    kind: f.name.to_string(),
                     nodes: f
                         .nodes
                         .iter()
@@ -87,10 +87,10 @@ impl Tally {
 
     /// A request sent at `sent` was answered `status` after `latency` (from its
     /// intended time).
-    pub fn answered(&mut self, status: &'static str, latency: Nanos, sent: Nanos) {
+    pub fn answered(&mut self, status: CreateStatus, latency: Nanos, sent: Nanos) {
         *self.statuses.entry(status).or_default() += 1;
         self.latency_us.saturating_record((latency / 1000).max(1));
-        let ok = status == "201";
+        let ok = status == CreateStatus::Created;
         for (w, (at, until)) in self.windows.iter_mut().zip(&self.spans) {
             if sent >= *at && until.is_none_or(|u| sent <= u) {
                 w.attempted += 1;
@@ -234,7 +234,7 @@ impl Engine<'_> {
         });
         let t = &mut self.tally;
         let requests: u64 = t.statuses.values().sum();
-        let ok = t.statuses.get("201").copied().unwrap_or(0);
+        let ok = t.statuses.get(&CreateStatus::Created).copied().unwrap_or(0);
         let burst = matches!(self.setup.arrivals, super::setup::Arrivals::Burst { .. });
         let send = if burst {
             SendTiming {
@@ -272,7 +272,7 @@ impl Engine<'_> {
             statuses: t
                 .statuses
                 .iter()
-                .map(|(k, v)| ((*k).to_string(), *v))
+                .map(|(k, v)| (k.as_str().to_string(), *v))
                 .collect(),
             requests,
             ok,

@@ -45,6 +45,9 @@ pub fn cluster(n: usize, baselines: &[u32]) -> ClusterConfig {
     cfg
 }
 
+/// The admin token of [`serve_config`].
+pub const TEST_ADMIN_TOKEN: &str = "stampede-test-admin-token";
+
 /// Settings for tests: manual syncs (1 h period), short deadlines.
 pub fn serve_config(mode: AccountingMode) -> ServeConfig {
     ServeConfig {
@@ -57,6 +60,7 @@ pub fn serve_config(mode: AccountingMode) -> ServeConfig {
         create_rpc_timeout: Duration::from_secs(2),
         rpc_timeout: Duration::from_secs(2),
         seed: 11,
+        admin_token: Some(TEST_ADMIN_TOKEN.to_string()),
         ..ServeConfig::default()
     }
 }
@@ -96,11 +100,13 @@ impl Rig {
         (status, r.json().await.unwrap_or(Value::Null))
     }
 
+    /// GET with the API key and the admin token; (status, JSON body).
     pub async fn get_json(&self, path: &str) -> (u16, Value) {
         let r = self
             .http
             .get(self.url(path))
             .header("X-API-Key", DEFAULT_API_KEY)
+            .header("X-Admin-Token", TEST_ADMIN_TOKEN)
             .send()
             .await
             .expect("request sent");
