@@ -14,6 +14,7 @@ pub mod hang;
 pub mod latency;
 pub mod limit;
 pub mod model;
+pub mod ports;
 pub mod node;
 pub mod prometheus;
 pub mod rejection;

@@ -17,6 +17,7 @@ use crate::report::{Report, RunResult};
 use crate::workload::ApiKey;
 
 use super::placement::start_replicas;
+use super::sut::SutRuntime;
 
 /// Runs every accounting mode the profile lists, appending one result per mode.
 /// Stops at the first failing stage (the report is then marked incomplete).
@@ -52,15 +53,29 @@ async fn run_mode(
     let wall = Instant::now();
     let mut cluster = profile.cluster.clone();
     cluster.seed.get_or_insert(profile.seed);
-    let fleet = fleet::start(cluster, FleetOptions::default())
-        .await
-        .map_err(|e| StageError::Fleet(e.to_string()))?;
     let key = embedded_key(profile.seed, 0x6b65_7973);
     let admin = embedded_key(profile.seed, 0x6164_6d69);
-    let replicas = match start_replicas(profile, e, mode, &fleet, &key, &admin).await {
-        Ok(r) => r,
-        Err(err) => {
-            fleet.shutdown().await;
+    let sut = SutRuntime::start()?;
+    let started = {
+        let (profile, e, key, admin) = (profile.clone(), e.clone(), key.clone(), admin.clone());
+        sut.run(async move {
+            let fleet = fleet::start(cluster, FleetOptions::default())
+                .await
+                .map_err(|e| StageError::Fleet(e.to_string()))?;
+            match start_replicas(&profile, &e, mode, &fleet, &key, &admin).await {
+                Ok(r) => Ok((fleet, r)),
+                Err(err) => {
+                    fleet.shutdown().await;
+                    Err(err)
+                }
+            }
+        })
+        .await
+    };
+    let (fleet, replicas) = match started {
+        Ok(Ok(parts)) => parts,
+        Ok(Err(err)) | Err(err) => {
+            sut.stop();
             return Err(err);
         }
     };
@@ -90,9 +105,20 @@ async fn run_mode(
         replicas.telemetry()
     })
     .await;
-    replicas.shutdown().await;
-    fleet.shutdown().await;
+    let arrivals = replicas.arrivals();
+    let stopped = sut
+        .run(async move {
+            replicas.shutdown().await;
+            fleet.shutdown().await;
+        })
+        .await;
+    sut.stop();
+    stopped?;
     let mut r = result?;
+    if r.send.burst_spread_ms.is_some() {
+        r.send.server_arrival_spread_ms = arrivals.spread().map(|d| d.as_secs_f64() * 1000.0);
+        r.send.server_arrivals = Some(arrivals.count);
+    }
     r.wall_ms = wall.elapsed().as_secs_f64() * 1000.0;
     Ok(r)
 }

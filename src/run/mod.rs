@@ -9,6 +9,7 @@ mod external;
 mod placement;
 mod result;
 mod staging;
+mod sut;
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;

@@ -16,6 +16,7 @@
 //! [`ServeConfig::idle_timeout`] (see [`listen`]).
 
 pub mod activity;
+pub mod arrivals;
 pub mod args;
 pub mod config;
 pub mod error;
@@ -31,6 +32,7 @@ pub mod sync;
 pub mod telemetry;
 
 pub use args::{run, ServeArgs};
+pub use arrivals::ArrivalWindow;
 pub use config::{
     NodeTarget, ServeConfig, DEFAULT_API_KEY, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
 };

@@ -15,7 +15,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::ledger::{Ledger, LedgerEntry, Outcome};
 use super::pacing::{Pacing, SlotCounter};
-use super::request::{create_body, delete, prepare_create, send_create, PreparedCreate};
+use super::last_byte::Release;
+use super::request::{
+    create_body, delete, prepare_create, send_create, CreateResult, PreparedCreate,
+};
 use super::secret::ApiKey;
 use crate::profile::SandboxSpec;
 
@@ -77,6 +80,8 @@ struct Shared {
     slots: SlotCounter,
     barrier: Barrier,
     gate: OnceLock<Instant>,
+    /// Releases the final bytes of a burst's creates.
+    release: Arc<Release>,
     events: mpsc::UnboundedSender<Event>,
     deletes: std::sync::Mutex<JoinSet<()>>,
     delete_client: reqwest::Client,
@@ -98,6 +103,7 @@ pub async fn run_workload(
         slots: SlotCounter::default(),
         barrier: Barrier::new(workers.max(1)),
         gate: OnceLock::new(),
+        release: Arc::new(Release::default()),
         events: tx,
         deletes: std::sync::Mutex::new(JoinSet::new()),
         delete_client: reqwest::Client::new(),
@@ -149,6 +155,7 @@ pub async fn run_workload(
     let result = tokio::select! {
         r = &mut exec => r,
         _ = cancel.cancelled() => {
+            shared.release.abort();
             goose::trigger_killswitch("stampede run cancelled");
             exec.await
         }
@@ -225,12 +232,22 @@ fn build_attack(shared: Arc<Shared>) -> Result<GooseAttack, WorkloadError> {
     Ok(attack.register_scenario(scenario))
 }
 
-/// Burst and rate: warm a connection, wait at the gate, then claim and send slots.
-/// Each request is built before its send time, so the gate releases sends.
+/// Burst and rate: claim a slot, open and warm the connection it will use, wait at the
+/// gate, then send and claim the next. Each request is built before its send time and
+/// its connection is already open, so the gate releases sends, not TCP handshakes.
 async fn open_worker(s: &Shared, user: &mut GooseUser) {
-    let _ = user.get("/health").await; // open this user's connection before the gate
     let total = s.run.pacing.total();
     let mut slot = s.slots.claim(total);
+    if let Some(i) = slot {
+        warm(s, user, i).await;
+    }
+    if matches!(s.run.pacing, Pacing::Burst { .. }) {
+        // One slot per worker in a burst.
+        if let Some(i) = slot {
+            burst_slot(s, user, i).await;
+        }
+        return;
+    }
     let mut prepared = slot.map(|i| prepare(s, user, i));
     let _ = tokio::time::timeout(Duration::from_secs(60), s.barrier.wait()).await;
     let gate = *s.gate.get_or_init(Instant::now);
@@ -260,9 +277,49 @@ async fn plan_step(s: &Shared, user: &mut GooseUser) {
     }
 }
 
+/// Opens the user's connection to the target of slot `i` with one `GET /health` (E2B's
+/// API answers it without a key); its client keeps the connection for the create. The
+/// body is read to its end: a connection with an unread body is not reused.
+async fn warm(s: &Shared, user: &mut GooseUser, i: usize) {
+    let base = s.run.targets[i % s.run.targets.len()].trim_end_matches('/');
+    if let Ok(r) = user.get(&format!("{base}/health")).await {
+        if let Ok(resp) = r.response {
+            let _ = resp.bytes().await;
+        }
+    }
+}
+
+/// A burst slot: the create leaves at once but for its final byte; once it is out (or
+/// failed), the worker waits at the barrier, whose leader opens the gate and releases
+/// every final byte together.
+async fn burst_slot(s: &Shared, user: &mut GooseUser, i: usize) {
+    let base = &s.run.targets[i % s.run.targets.len()];
+    let (req, held) = prepare_create(user, base, &s.run.api_key, &s.body, Some(&s.release));
+    let (armed, released_at) = match held {
+        Some(h) => (Some(h.armed), Some(h.released_at)),
+        None => (None, None),
+    };
+    let at_gate = async {
+        if let Some(armed) = armed {
+            let _ = armed.await;
+        }
+        let waited = tokio::time::timeout(Duration::from_secs(60), s.barrier.wait()).await;
+        if waited.is_err() || waited.is_ok_and(|w| w.is_leader()) {
+            s.gate.get_or_init(Instant::now);
+            s.release.open();
+        }
+    };
+    let (r, ()) = tokio::join!(send_create(user, req), at_gate);
+    let done = Instant::now();
+    let gate = *s.gate.get_or_init(Instant::now);
+    // A create that failed before the gate counts as sent at the gate.
+    let sent = released_at.and_then(|r| r.get().copied()).unwrap_or(gate);
+    record(s, i, gate, gate, sent, done, r);
+}
+
 fn prepare(s: &Shared, user: &GooseUser, i: usize) -> PreparedCreate {
     let base = &s.run.targets[i % s.run.targets.len()];
-    prepare_create(user, base, &s.run.api_key, &s.body)
+    prepare_create(user, base, &s.run.api_key, &s.body, None).0
 }
 
 async fn send_slot(
@@ -273,10 +330,22 @@ async fn send_slot(
     intended: Instant,
     req: PreparedCreate,
 ) {
-    let target = i % s.run.targets.len();
     let sent = Instant::now();
     let r = send_create(user, req).await;
-    let done = Instant::now();
+    record(s, i, gate, intended, sent, Instant::now(), r);
+}
+
+/// Folds one finished create into the ledger (and schedules its delete).
+fn record(
+    s: &Shared,
+    i: usize,
+    gate: Instant,
+    intended: Instant,
+    sent: Instant,
+    done: Instant,
+    r: CreateResult,
+) {
+    let target = i % s.run.targets.len();
     let ms = |t: Instant| t.saturating_duration_since(gate).as_secs_f64() * 1000.0;
     if let (Some(id), Some(dist)) = (&r.sandbox_id, &s.run.lifetime) {
         schedule_delete(s, i, target, id.clone(), dist);
