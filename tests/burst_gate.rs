@@ -117,7 +117,7 @@ const PROFILE: &str = r#"
 name: burst-arrivals
 seed: 14
 cluster:
-  nodes: 2
+  nodes: 3
   node: {max_sandboxes: 100, max_starting: 0}
 placement:
   embedded:

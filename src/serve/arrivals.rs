@@ -39,7 +39,8 @@ pub struct ArrivalWindow {
 impl ArrivalWindow {
     /// Time from the first to the last arrival.
     pub fn spread(&self) -> Option<Duration> {
-        self.span.map(|(first, last)| last.saturating_duration_since(first))
+        self.span
+            .map(|(first, last)| last.saturating_duration_since(first))
     }
 
     /// The window covering both (replicas of one run share one clock).

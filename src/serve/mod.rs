@@ -16,8 +16,8 @@
 //! [`ServeConfig::idle_timeout`] (see [`listen`]).
 
 pub mod activity;
-pub mod arrivals;
 pub mod args;
+pub mod arrivals;
 pub mod config;
 pub mod error;
 pub mod limits;

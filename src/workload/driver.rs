@@ -13,9 +13,9 @@ use tokio::sync::{mpsc, Barrier};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use super::last_byte::Release;
 use super::ledger::{Ledger, LedgerEntry, Outcome};
 use super::pacing::{Pacing, SlotCounter};
-use super::last_byte::Release;
 use super::request::{
     create_body, delete, prepare_create, send_create, CreateResult, PreparedCreate,
 };

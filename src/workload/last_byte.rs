@@ -167,11 +167,12 @@ mod tests {
     async fn everything_but_the_last_byte_goes_before_the_gate() {
         let release = Arc::new(Release::default());
         let (mut body, handle) = HeldBody::new(b"{\"a\":1}".to_vec(), release.clone());
-        assert_eq!(body.size_hint().exact(), Some(7));
+        assert_eq!(http_body::Body::size_hint(&body).exact(), Some(7));
         let head = body.frame().await.unwrap().unwrap().into_data().unwrap();
         assert_eq!(&head[..], b"{\"a\":1");
         // The tail waits for the gate.
-        let pending = tokio::time::timeout(std::time::Duration::from_millis(20), body.frame()).await;
+        let pending =
+            tokio::time::timeout(std::time::Duration::from_millis(20), body.frame()).await;
         assert!(pending.is_err(), "the last byte left before the gate");
         handle.armed.await.expect("armed before the gate");
         assert!(handle.released_at.get().is_none());
@@ -191,6 +192,9 @@ mod tests {
         assert!(body.frame().await.unwrap().is_err());
         let (body, h) = HeldBody::new(b"xy".to_vec(), release);
         drop(body);
-        assert!(h.armed.await.is_ok(), "a dropped body does not hold the gate");
+        assert!(
+            h.armed.await.is_ok(),
+            "a dropped body does not hold the gate"
+        );
     }
 }
