@@ -66,10 +66,7 @@ impl SandboxService for Bare {
 
 #[tonic::async_trait]
 impl InfoService for Bare {
-    async fn service_info(
-        &self,
-        _: Request<()>,
-    ) -> Result<Response<ServiceInfoResponse>, Status> {
+    async fn service_info(&self, _: Request<()>) -> Result<Response<ServiceInfoResponse>, Status> {
         Ok(Response::new((*self.info).clone()))
     }
 }
@@ -173,7 +170,14 @@ enum Rpc {
     Create,
 }
 
-fn round(server: &Runtime, client: &Runtime, rpc: Rpc, bare: bool, n: usize, k: usize) -> (f64, usize) {
+fn round(
+    server: &Runtime,
+    client: &Runtime,
+    rpc: Rpc,
+    bare: bool,
+    n: usize,
+    k: usize,
+) -> (f64, usize) {
     // A fresh server each round: creates pile up, and both sides start empty.
     let (addr, fleet) = server.block_on(async {
         let fleet = start_mock().await;

@@ -14,8 +14,8 @@ use crate::config::{ClusterConfig, SpecError};
 use crate::faults::{self, FaultBook, FaultError};
 use crate::model::NodeModel;
 use crate::node::NodeRuntime;
-use crate::secret::AdminToken;
 use crate::ports::FreePorts;
+use crate::secret::AdminToken;
 use crate::serve::StackTask;
 
 /// Where the nodes listen.

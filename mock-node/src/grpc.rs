@@ -50,7 +50,6 @@ struct NodeRpcs {
 }
 
 impl NodeRpcs {
-
     /// Runs one RPC; a kill of the node answers it UNAVAILABLE (dropping its future).
     async fn guarded<T>(
         &self,

@@ -44,7 +44,10 @@ where
     }
 
     fn call(&mut self, req: http::Request<B>) -> Self::Future {
-        let node = req.extensions().get::<NodeConnInfo>().map(|c| c.node.clone());
+        let node = req
+            .extensions()
+            .get::<NodeConnInfo>()
+            .map(|c| c.node.clone());
         let Some(node) = node.filter(|n| n.is_hung()) else {
             return Either::Left(self.inner.call(req));
         };

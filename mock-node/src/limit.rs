@@ -14,8 +14,8 @@ use std::task::{Context, Poll};
 
 use http_body::Frame;
 use tonic::body::Body;
-use tonic::codegen::Bytes;
 use tonic::codegen::http;
+use tonic::codegen::Bytes;
 use tonic::Status;
 
 /// Largest request message a node accepts, in bytes: 4 MiB, gRPC's customary default

@@ -42,7 +42,11 @@ async fn two_thousand_nodes_each_answer_service_info_as_themselves() {
         futures::stream::iter(nodes.iter().cloned())
             .map(|n| async move {
                 let (_, mut info) = clients(n.addr).await;
-                let si = info.service_info(()).await.expect("ServiceInfo").into_inner();
+                let si = info
+                    .service_info(())
+                    .await
+                    .expect("ServiceInfo")
+                    .into_inner();
                 (n.id, si)
             })
             .buffer_unordered(64)
