@@ -14,7 +14,9 @@ use crate::config::{ClusterConfig, SpecError};
 use crate::faults::{self, FaultBook, FaultError};
 use crate::model::NodeModel;
 use crate::node::NodeRuntime;
+use crate::ports::FreePorts;
 use crate::secret::AdminToken;
+use crate::serve::StackTask;
 
 /// Where the nodes listen.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -189,6 +191,7 @@ pub struct FleetHandle {
     shared: Arc<FleetShared>,
     admin_addr: SocketAddr,
     admin: JoinHandle<()>,
+    stack: StackTask,
 }
 
 impl FleetHandle {
@@ -228,6 +231,7 @@ impl FleetHandle {
         self.shared.shutdown.cancel();
         let stops = self.shared.nodes.iter().map(|n| n.stop_serving());
         futures::future::join_all(stops).await;
+        self.stack.stop().await;
         let _ = self.admin.await;
     }
 }
@@ -262,8 +266,11 @@ pub async fn start(cfg: ClusterConfig, opts: FleetOptions) -> Result<FleetHandle
     }
     let clock = FleetClock::start_now();
     let seed = cfg.seed.unwrap_or(0);
+    // One server stack for every node; each node only adds its listener.
+    let (stack, stack_task) = crate::serve::start().await;
     let mut listeners = Vec::with_capacity(cfg.nodes);
     let mut nodes = Vec::with_capacity(cfg.nodes);
+    let mut free_ports = FreePorts::new();
     for k in 0..cfg.nodes {
         let id = match &opts.node_id {
             Some(id) => id.clone(),
@@ -271,13 +278,15 @@ pub async fn start(cfg: ClusterConfig, opts: FleetOptions) -> Result<FleetHandle
         };
         let addr =
             node_addr(&opts.addressing, k).ok_or_else(|| FleetError::AddressRange(id.clone()))?;
-        let listener = TcpListener::bind(addr)
-            .await
-            .map_err(|source| FleetError::Bind {
-                node: id.clone(),
-                addr,
-                source,
-            })?;
+        let bound = match opts.addressing {
+            Addressing::Ports { ip, base_port: 0 } => free_ports.bind(ip),
+            _ => TcpListener::bind(addr).await,
+        };
+        let listener = bound.map_err(|source| FleetError::Bind {
+            node: id.clone(),
+            addr,
+            source,
+        })?;
         let bound = listener.local_addr().map_err(|source| FleetError::Bind {
             node: id.clone(),
             addr,
@@ -289,6 +298,7 @@ pub async fn start(cfg: ClusterConfig, opts: FleetOptions) -> Result<FleetHandle
             bound,
             opts.labels.clone(),
             clock,
+            stack.clone(),
         )));
         listeners.push(listener);
     }
@@ -324,5 +334,6 @@ pub async fn start(cfg: ClusterConfig, opts: FleetOptions) -> Result<FleetHandle
         shared,
         admin_addr,
         admin,
+        stack: stack_task,
     })
 }

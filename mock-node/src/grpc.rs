@@ -25,19 +25,31 @@ use tonic::{Request, Response, Status};
 use crate::config::{FailureCode, RpcKind};
 use crate::model::{CreateRejection, CreateRequest, Sandbox, ServiceStatus, MAX_ID_BYTES};
 use crate::node::NodeRuntime;
+use crate::serve::NodeConnInfo;
 
-/// Both gRPC services of one node.
+/// Both gRPC services, for every node of the fleet: each RPC runs on the node whose
+/// listener accepted its connection ([`NodeConnInfo`] in the request's extensions).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NodeService;
+
+/// The node an RPC was sent to.
+fn node_of<T>(request: &Request<T>) -> Result<NodeRpcs, Status> {
+    request
+        .extensions()
+        .get::<NodeConnInfo>()
+        .map(|c| NodeRpcs {
+            node: c.node.clone(),
+        })
+        .ok_or_else(|| Status::internal("connection of no node"))
+}
+
+/// The RPCs of one node.
 #[derive(Debug, Clone)]
-pub struct NodeService {
+struct NodeRpcs {
     node: Arc<NodeRuntime>,
 }
 
-impl NodeService {
-    /// The services of `node`.
-    pub fn new(node: Arc<NodeRuntime>) -> Self {
-        Self { node }
-    }
-
+impl NodeRpcs {
     /// Runs one RPC; a kill of the node answers it UNAVAILABLE (dropping its future).
     async fn guarded<T>(
         &self,
@@ -52,10 +64,12 @@ impl NodeService {
 
     /// Applies slow and injected errors (hang is the [`HangLayer`](crate::hang::HangLayer)) (fault and configured rules) to one call.
     async fn gate(&self, rpc: RpcKind) -> Result<(), Status> {
-        if let Some(d) = self.node.effect().slow {
+        let mut eff = self.node.effect();
+        if let Some(d) = eff.slow {
             tokio::time::sleep(d).await;
+            // Faults may have changed while this call was held.
+            eff = self.node.effect();
         }
-        let eff = self.node.effect();
         let mut m = self.node.model();
         let fault = eff.errors.and_then(|(p, code)| m.chance(p).then_some(code));
         match fault.or_else(|| m.sample_failure(rpc)) {
@@ -129,8 +143,7 @@ impl Drop for StartingGuard<'_> {
     }
 }
 
-#[tonic::async_trait]
-impl SandboxService for NodeService {
+impl NodeRpcs {
     async fn create(
         &self,
         request: Request<SandboxCreateRequest>,
@@ -234,8 +247,7 @@ impl SandboxService for NodeService {
     }
 }
 
-#[tonic::async_trait]
-impl InfoService for NodeService {
+impl NodeRpcs {
     async fn service_info(
         &self,
         _request: Request<()>,
@@ -283,6 +295,42 @@ impl InfoService for NodeService {
             }))
         })
         .await
+    }
+}
+
+#[tonic::async_trait]
+impl SandboxService for NodeService {
+    async fn create(
+        &self,
+        request: Request<SandboxCreateRequest>,
+    ) -> Result<Response<SandboxCreateResponse>, Status> {
+        node_of(&request)?.create(request).await
+    }
+
+    async fn update(&self, request: Request<SandboxUpdateRequest>) -> Result<Response<()>, Status> {
+        node_of(&request)?.update(request).await
+    }
+
+    async fn list(&self, request: Request<()>) -> Result<Response<SandboxListResponse>, Status> {
+        node_of(&request)?.list(request).await
+    }
+
+    async fn delete(&self, request: Request<SandboxDeleteRequest>) -> Result<Response<()>, Status> {
+        node_of(&request)?.delete(request).await
+    }
+
+    async fn pause(&self, request: Request<SandboxPauseRequest>) -> Result<Response<()>, Status> {
+        node_of(&request)?.pause(request).await
+    }
+}
+
+#[tonic::async_trait]
+impl InfoService for NodeService {
+    async fn service_info(
+        &self,
+        request: Request<()>,
+    ) -> Result<Response<ServiceInfoResponse>, Status> {
+        node_of(&request)?.service_info(request).await
     }
 }
 

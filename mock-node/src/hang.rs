@@ -1,34 +1,22 @@
 //! The `hang` fault as a tower layer: every request on the node, health checks
 //! included, waits while the node is hung. Connections are still accepted.
 
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use futures::future::BoxFuture;
+use futures::future::{BoxFuture, Either};
 use tonic::codegen::http;
 
-use crate::node::NodeRuntime;
+use crate::serve::NodeConnInfo;
 
-/// Layer holding requests while a `hang` fault is in force on its node.
-#[derive(Debug, Clone)]
-pub struct HangLayer {
-    node: Arc<NodeRuntime>,
-}
-
-impl HangLayer {
-    /// The layer of `node`.
-    pub fn new(node: Arc<NodeRuntime>) -> Self {
-        Self { node }
-    }
-}
+/// Layer holding requests while a `hang` fault is in force on the node whose listener
+/// accepted their connection.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HangLayer;
 
 impl<S> tower::Layer<S> for HangLayer {
     type Service = Hang<S>;
     fn layer(&self, inner: S) -> Hang<S> {
-        Hang {
-            inner,
-            node: self.node.clone(),
-        }
+        Hang { inner }
     }
 }
 
@@ -36,35 +24,43 @@ impl<S> tower::Layer<S> for HangLayer {
 #[derive(Debug, Clone)]
 pub struct Hang<S> {
     inner: S,
-    node: Arc<NodeRuntime>,
 }
 
-impl<S, Req> tower::Service<Req> for Hang<S>
+impl<S, B> tower::Service<http::Request<B>> for Hang<S>
 where
-    S: tower::Service<Req, Response = http::Response<tonic::body::Body>> + Clone + Send + 'static,
+    S: tower::Service<http::Request<B>, Response = http::Response<tonic::body::Body>>
+        + Clone
+        + Send
+        + 'static,
     S::Future: Send,
-    Req: Send + 'static,
+    B: Send + 'static,
 {
     type Response = S::Response;
     type Error = S::Error;
-    type Future = BoxFuture<'static, Result<S::Response, S::Error>>;
+    type Future = Either<S::Future, BoxFuture<'static, Result<S::Response, S::Error>>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, req: Req) -> Self::Future {
+    fn call(&mut self, req: http::Request<B>) -> Self::Future {
+        let node = req
+            .extensions()
+            .get::<NodeConnInfo>()
+            .map(|c| c.node.clone());
+        let Some(node) = node.filter(|n| n.is_hung()) else {
+            return Either::Left(self.inner.call(req));
+        };
         // The clone is not ready yet: keep the ready one and hand it to the future.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
-        let node = self.node.clone();
-        Box::pin(async move {
+        Either::Right(Box::pin(async move {
             let killed = node.rpc_cancel();
             tokio::select! {
                 _ = node.wait_unhung() => inner.call(req).await,
                 // A hung node that is then killed still answers its waiters UNAVAILABLE.
                 _ = killed.cancelled() => Ok(tonic::Status::unavailable("node killed").into_http()),
             }
-        })
+        }))
     }
 }

@@ -15,6 +15,7 @@ pub mod latency;
 pub mod limit;
 pub mod model;
 pub mod node;
+pub mod ports;
 pub mod prometheus;
 pub mod rejection;
 pub mod secret;

@@ -9,11 +9,13 @@
 //! sees that prefix, and before anything of the message is buffered. tonic turns a body
 //! error that is a [`Status`] into the RPC's status.
 
+use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use futures::StreamExt;
+use http_body::Frame;
 use tonic::body::Body;
 use tonic::codegen::http;
+use tonic::codegen::Bytes;
 use tonic::Status;
 
 /// Largest request message a node accepts, in bytes: 4 MiB, gRPC's customary default
@@ -110,22 +112,54 @@ where
     }
 }
 
-/// `body` with every message prefix checked against `limit`. gRPC requests carry no
-/// trailers, so passing the data frames on is passing the body on.
+/// `body` with every message prefix checked against `limit`: one wrapper around the
+/// body, frames passed on as they come.
 fn limited(body: Body, limit: usize) -> Body {
-    let mut scanner = FrameScanner::default();
-    let data = axum::body::Body::new(body)
-        .into_data_stream()
-        .map(move |chunk| {
-            let chunk = chunk?;
-            match scanner.scan(&chunk, limit) {
-                Ok(()) => Ok(chunk),
-                Err(len) => Err(axum::Error::new(Status::resource_exhausted(format!(
+    Body::new(Limited {
+        inner: body,
+        scanner: FrameScanner::default(),
+        limit,
+    })
+}
+
+/// A request body whose data frames pass through a [`FrameScanner`].
+struct Limited {
+    inner: Body,
+    scanner: FrameScanner,
+    limit: usize,
+}
+
+impl http_body::Body for Limited {
+    type Data = Bytes;
+    type Error = Status;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+        let this = &mut *self;
+        let frame = match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => frame,
+            other => return other,
+        };
+        if let Some(data) = frame.data_ref() {
+            if let Err(len) = this.scanner.scan(data, this.limit) {
+                let limit = this.limit;
+                return Poll::Ready(Some(Err(Status::resource_exhausted(format!(
                     "request message of {len} bytes exceeds the limit of {limit} bytes"
-                )))),
+                )))));
             }
-        });
-    Body::new(axum::body::Body::from_stream(data))
+        }
+        Poll::Ready(Some(Ok(frame)))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use crate::clock::FleetClock;
 use crate::config::FailureCode;
 use crate::model::{NodeModel, ServiceStatus};
-use crate::serve::{self, ServerTask};
+use crate::serve::{ServerTask, Stack};
 
 /// The effect of every fault in force on one node, recomputed whenever one changes.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -72,12 +72,19 @@ pub struct NodeRuntime {
     effect: Mutex<FaultEffect>,
     hung: watch::Sender<bool>,
     server: tokio::sync::Mutex<Option<ServerTask>>,
+    stack: Stack,
     rpc_cancel: Mutex<CancellationToken>,
 }
 
 impl NodeRuntime {
-    /// A node that is not serving yet.
-    pub fn new(model: NodeModel, addr: SocketAddr, labels: Vec<String>, clock: FleetClock) -> Self {
+    /// A node that is not serving yet; it will serve on `stack`.
+    pub fn new(
+        model: NodeModel,
+        addr: SocketAddr,
+        labels: Vec<String>,
+        clock: FleetClock,
+        stack: Stack,
+    ) -> Self {
         Self {
             id: model.id().to_string(),
             addr,
@@ -87,6 +94,7 @@ impl NodeRuntime {
             effect: Mutex::new(FaultEffect::default()),
             hung: watch::Sender::new(false),
             server: tokio::sync::Mutex::new(None),
+            stack,
             rpc_cancel: Mutex::new(CancellationToken::new()),
         }
     }
@@ -117,6 +125,11 @@ impl NodeRuntime {
         *self.rpc_cancel.lock().unwrap_or_else(|p| p.into_inner()) = token;
     }
 
+    /// Whether a `hang` fault is in force now.
+    pub fn is_hung(&self) -> bool {
+        *self.hung.borrow()
+    }
+
     /// Waits while a `hang` fault is in force.
     pub async fn wait_unhung(&self) {
         let mut rx = self.hung.subscribe();
@@ -129,7 +142,7 @@ impl NodeRuntime {
         let mut slot = self.server.lock().await;
         if slot.is_none() {
             let listener = tokio::net::TcpListener::bind(self.addr).await?;
-            *slot = Some(serve::spawn(self.clone(), listener).await);
+            *slot = Some(self.stack.serve(self.clone(), listener));
         }
         Ok(())
     }
@@ -138,7 +151,7 @@ impl NodeRuntime {
     pub async fn serve_on(self: &Arc<Self>, listener: tokio::net::TcpListener) {
         let mut slot = self.server.lock().await;
         if slot.is_none() {
-            *slot = Some(serve::spawn(self.clone(), listener).await);
+            *slot = Some(self.stack.serve(self.clone(), listener));
         }
     }
 

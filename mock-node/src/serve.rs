@@ -1,11 +1,18 @@
-//! Serving one node's gRPC endpoint with a listener that a `kill` fault can really close.
+//! One gRPC server stack for the whole fleet, fed by every node's own listener.
 //!
-//! Each accepted connection is wrapped so that cancelling the server's token makes its
-//! next read or write fail; hyper then drops it, and SO_LINGER 0 turns the close into a
-//! TCP reset. A killed node thus refuses new connections and resets established ones.
-//! RPCs in flight at the kill are first answered UNAVAILABLE: every gRPC stack reports
-//! a broken connection as UNAVAILABLE except tonic, which says UNKNOWN for a reset
-//! stream, and callers must see the same code whatever their client.
+//! Each node binds its own address (a port, or a loopback IP), so callers see one
+//! orchestrator per address; behind them runs a single tonic server whose incoming
+//! stream merges all listeners. A connection carries its node ([`NodeConnInfo`], in
+//! the request extensions), so a fleet of 10,000 nodes costs 10,000 listeners and one
+//! server task, not 10,000 servers. [`Stack`] adds and removes listeners at run time.
+//!
+//! Each accepted connection is wrapped so that cancelling its node incarnation's token
+//! makes its next read or write fail; hyper then drops it, and SO_LINGER 0 turns the
+//! close into a TCP reset. A killed node thus refuses new connections (its listener is
+//! dropped) and resets established ones. RPCs in flight at the kill are first answered
+//! UNAVAILABLE: every gRPC stack reports a broken connection as UNAVAILABLE except
+//! tonic, which says UNKNOWN for a reset stream, and callers must see the same code
+//! whatever their client.
 
 use std::io;
 use std::pin::Pin;
@@ -13,11 +20,13 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use futures::{Future, Stream};
+use futures::stream::{BoxStream, SelectAll};
+use futures::{Future, Stream, StreamExt};
 use stampede_proto::info_service_server::InfoServiceServer;
 use stampede_proto::sandbox_service_server::SandboxServiceServer;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tonic::transport::server::{Connected, TcpConnectInfo};
@@ -27,24 +36,44 @@ use crate::hang::HangLayer;
 use crate::limit::{MessageLimitLayer, MAX_MESSAGE_BYTES};
 use crate::node::NodeRuntime;
 
-/// A running gRPC server of one node.
-#[derive(Debug)]
-pub struct ServerTask {
-    rpcs: CancellationToken,
-    cancel: CancellationToken,
-    join: JoinHandle<()>,
-}
-
 /// Time given to in-flight RPCs to send their UNAVAILABLE before connections are reset.
 const LAST_WORDS: Duration = Duration::from_millis(30);
 
-impl ServerTask {
-    /// Answers in-flight RPCs UNAVAILABLE, closes the listener, resets connections, and
-    /// waits until the server is gone.
+/// The node a connection was accepted for, and its TCP addresses.
+#[derive(Debug, Clone)]
+pub struct NodeConnInfo {
+    /// The node whose listener accepted the connection.
+    pub node: Arc<NodeRuntime>,
+    /// Local and remote addresses.
+    pub tcp: TcpConnectInfo,
+}
+
+/// One node's listener joining the stack.
+struct Joining {
+    node: Arc<NodeRuntime>,
+    listener: TcpListener,
+    cancel: CancellationToken,
+    /// Dropped with the listener, which tells [`ServerTask::stop`] the address is free.
+    _closed: oneshot::Sender<()>,
+}
+
+/// Adds listeners to the fleet's one server; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Stack {
+    tx: mpsc::UnboundedSender<Joining>,
+}
+
+/// The running server of a fleet.
+#[derive(Debug)]
+pub struct StackTask {
+    shutdown: CancellationToken,
+    join: JoinHandle<()>,
+}
+
+impl StackTask {
+    /// Stops the server (nodes should have stopped serving first).
     pub async fn stop(self) {
-        self.rpcs.cancel();
-        tokio::time::sleep(LAST_WORDS).await;
-        self.cancel.cancel();
+        self.shutdown.cancel();
         let mut join = self.join;
         if tokio::time::timeout(Duration::from_secs(2), &mut join)
             .await
@@ -56,56 +85,128 @@ impl ServerTask {
     }
 }
 
-/// Serves the node's SandboxService, InfoService and health on `listener`.
-pub async fn spawn(node: Arc<NodeRuntime>, listener: TcpListener) -> ServerTask {
-    let cancel = CancellationToken::new();
-    let rpcs = CancellationToken::new();
-    node.set_rpc_cancel(rpcs.clone());
-    let incoming = incoming(listener, cancel.clone());
+/// One node serving on the stack; [`ServerTask::stop`] takes it off.
+#[derive(Debug)]
+pub struct ServerTask {
+    rpcs: CancellationToken,
+    cancel: CancellationToken,
+    closed: oneshot::Receiver<()>,
+}
+
+impl ServerTask {
+    /// Answers in-flight RPCs UNAVAILABLE, closes the listener, resets connections, and
+    /// waits until the listener is gone (its address free).
+    pub async fn stop(self) {
+        self.rpcs.cancel();
+        tokio::time::sleep(LAST_WORDS).await;
+        self.cancel.cancel();
+        // The sender drops with the listener; an error is that drop.
+        let _ = tokio::time::timeout(Duration::from_secs(2), self.closed).await;
+    }
+}
+
+/// Starts the fleet's server: SandboxService, InfoService and health for every node
+/// whose listener is later given to [`Stack::serve`].
+pub async fn start() -> (Stack, StackTask) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let shutdown = CancellationToken::new();
     let (health, health_svc) = tonic_health::server::health_reporter();
     health
         .set_serving::<SandboxServiceServer<NodeService>>()
         .await;
     health.set_serving::<InfoServiceServer<NodeService>>().await;
-    let svc = NodeService::new(node.clone());
     // The message limit answers oversized requests RESOURCE_EXHAUSTED before tonic's own
     // check (set to the same size) would answer OUT_OF_RANGE.
     let router = tonic::transport::Server::builder()
         .layer(MessageLimitLayer::new(MAX_MESSAGE_BYTES))
-        .layer(HangLayer::new(node.clone()))
+        .layer(HangLayer)
         .add_service(health_svc)
         .add_service(
-            SandboxServiceServer::new(svc.clone()).max_decoding_message_size(MAX_MESSAGE_BYTES),
+            SandboxServiceServer::new(NodeService).max_decoding_message_size(MAX_MESSAGE_BYTES),
         )
-        .add_service(InfoServiceServer::new(svc).max_decoding_message_size(MAX_MESSAGE_BYTES));
-    let shutdown = cancel.clone().cancelled_owned();
-    let id = node.id.clone();
+        .add_service(
+            InfoServiceServer::new(NodeService).max_decoding_message_size(MAX_MESSAGE_BYTES),
+        );
+    let incoming = Incoming {
+        joining: rx,
+        listeners: SelectAll::new(),
+        open: true,
+    };
+    let stop = shutdown.clone().cancelled_owned();
     let join = tokio::spawn(async move {
         // Keep the reporter alive as long as the server: dropping it ends health watches.
         let _health = health;
-        if let Err(e) = router
-            .serve_with_incoming_shutdown(incoming, shutdown)
-            .await
-        {
-            tracing::warn!(node = %id, error = %e, "gRPC server ended with an error");
+        if let Err(e) = router.serve_with_incoming_shutdown(incoming, stop).await {
+            tracing::warn!(error = %e, "gRPC server ended with an error");
         }
     });
-    ServerTask { rpcs, cancel, join }
+    (Stack { tx }, StackTask { shutdown, join })
 }
 
-fn incoming(
-    listener: TcpListener,
-    cancel: CancellationToken,
-) -> impl Stream<Item = io::Result<KillableStream>> + Send + 'static {
-    futures::stream::unfold((listener, cancel), |(l, cancel)| async move {
+impl Stack {
+    /// Serves `node` on `listener` until the returned task is stopped.
+    pub fn serve(&self, node: Arc<NodeRuntime>, listener: TcpListener) -> ServerTask {
+        let cancel = CancellationToken::new();
+        let rpcs = CancellationToken::new();
+        node.set_rpc_cancel(rpcs.clone());
+        let (closed_tx, closed) = oneshot::channel();
+        let joined = self.tx.send(Joining {
+            node,
+            listener,
+            cancel: cancel.clone(),
+            _closed: closed_tx,
+        });
+        if joined.is_err() {
+            tracing::warn!("gRPC server is gone: the node does not serve");
+        }
+        ServerTask {
+            rpcs,
+            cancel,
+            closed,
+        }
+    }
+}
+
+/// The merged incoming connections of every serving node.
+struct Incoming {
+    joining: mpsc::UnboundedReceiver<Joining>,
+    listeners: SelectAll<BoxStream<'static, io::Result<KillableStream>>>,
+    open: bool,
+}
+
+impl Stream for Incoming {
+    type Item = io::Result<KillableStream>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        while self.open {
+            match self.joining.poll_recv(cx) {
+                Poll::Ready(Some(j)) => self.listeners.push(accepting(j).boxed()),
+                Poll::Ready(None) => self.open = false,
+                Poll::Pending => break,
+            }
+        }
+        match self.listeners.poll_next_unpin(cx) {
+            Poll::Ready(Some(conn)) => Poll::Ready(Some(conn)),
+            // No listener now; more may join while the stack is open.
+            Poll::Ready(None) if self.open => Poll::Pending,
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+/// One listener's connections until its node's token is cancelled; the listener (and
+/// with it `closed`) drops when the stream ends.
+fn accepting(j: Joining) -> impl Stream<Item = io::Result<KillableStream>> + Send + 'static {
+    futures::stream::unfold(j, |j| async move {
         loop {
             tokio::select! {
-                _ = cancel.cancelled() => return None,
-                r = l.accept() => match r {
+                _ = j.cancel.cancelled() => return None,
+                r = j.listener.accept() => match r {
                     Ok((s, _)) => {
                         let _ = s.set_nodelay(true);
-                        let s = KillableStream::new(s, cancel.child_token());
-                        return Some((Ok(s), (l, cancel)));
+                        let s = KillableStream::new(s, j.node.clone(), j.cancel.child_token());
+                        return Some((Ok(s), j));
                     }
                     Err(e) => {
                         // Out of descriptors and the like: keep serving, do not spin.
@@ -121,14 +222,16 @@ fn incoming(
 /// A TCP connection that fails all I/O once its token is cancelled.
 pub struct KillableStream {
     inner: TcpStream,
+    node: Arc<NodeRuntime>,
     killed: Pin<Box<WaitForCancellationFutureOwned>>,
     dead: bool,
 }
 
 impl KillableStream {
-    fn new(inner: TcpStream, token: CancellationToken) -> Self {
+    fn new(inner: TcpStream, node: Arc<NodeRuntime>, token: CancellationToken) -> Self {
         Self {
             inner,
+            node,
             killed: Box::pin(token.cancelled_owned()),
             dead: false,
         }
@@ -152,9 +255,12 @@ impl KillableStream {
 }
 
 impl Connected for KillableStream {
-    type ConnectInfo = TcpConnectInfo;
+    type ConnectInfo = NodeConnInfo;
     fn connect_info(&self) -> Self::ConnectInfo {
-        self.inner.connect_info()
+        NodeConnInfo {
+            node: self.node.clone(),
+            tcp: self.inner.connect_info(),
+        }
     }
 }
 
@@ -179,6 +285,18 @@ impl AsyncWrite for KillableStream {
         let this = self.get_mut();
         this.check(cx)?;
         Pin::new(&mut this.inner).poll_write(cx, buf)
+    }
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        this.check(cx)?;
+        Pin::new(&mut this.inner).poll_write_vectored(cx, bufs)
+    }
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
     }
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();

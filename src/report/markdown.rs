@@ -184,6 +184,13 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
     let t = &run.send;
     if let Some(spread) = t.burst_spread_ms {
         writeln!(w, "Burst send spread (first to last send): {}.", ms(spread))?;
+        if let Some(arrival) = t.server_arrival_spread_ms {
+            writeln!(
+                w,
+                "Burst arrival spread at the service (first to last create received): {}.",
+                ms(arrival)
+            )?;
+        }
         writeln!(w)?;
     }
     if t.lateness_p50_ms.is_some() || t.lateness_p99_ms.is_some() || t.lateness_max_ms.is_some() {

@@ -180,9 +180,16 @@ impl AccountingError {
 /// Send precision: burst spread or open-model lateness.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SendTiming {
-    /// Burst: time between the first and the last send.
+    /// Burst: time between the first and the last send (client side).
     #[serde(default)]
     pub burst_spread_ms: Option<f64>,
+    /// Burst: time between the first and the last create arriving at the placement
+    /// service, as the service saw them (embedded runs only; replicas merged).
+    #[serde(default)]
+    pub server_arrival_spread_ms: Option<f64>,
+    /// Burst: creates the placement service received (embedded runs only).
+    #[serde(default)]
+    pub server_arrivals: Option<u64>,
     /// Rate: median delay of a send after its intended time.
     #[serde(default)]
     pub lateness_p50_ms: Option<f64>,

@@ -112,6 +112,9 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
     if let Some(spread) = run.send.burst_spread_ms {
         row("burst send spread", ms(spread));
     }
+    if let Some(arrival) = run.send.server_arrival_spread_ms {
+        row("burst arrival spread (service)", ms(arrival));
+    }
     if run.send.lateness_p99_ms.is_some() {
         row(
             "send lateness p50 / p99",

@@ -50,11 +50,11 @@ async fn run_one(
     let wall = Instant::now();
     let mut cluster = profile.cluster.clone();
     cluster.seed.get_or_insert(profile.seed);
+    let key = embedded_key(profile.seed, 0x6b65_7973);
+    let admin = embedded_key(profile.seed, 0x6164_6d69);
     let fleet = fleet::start(cluster, FleetOptions::default())
         .await
         .map_err(|e| StageError::Fleet(e.to_string()))?;
-    let key = embedded_key(profile.seed, 0x6b65_7973);
-    let admin = embedded_key(profile.seed, 0x6164_6d69);
     let replicas = match start_replicas(profile, e, run, &fleet, &key, &admin).await {
         Ok(r) => r,
         Err(err) => {
@@ -87,9 +87,14 @@ async fn run_one(
         replicas.telemetry()
     })
     .await;
+    let arrivals = replicas.arrivals();
     replicas.shutdown().await;
     fleet.shutdown().await;
     let mut r = result?.result;
+    if r.send.burst_spread_ms.is_some() {
+        r.send.server_arrival_spread_ms = arrivals.spread().map(|d| d.as_secs_f64() * 1000.0);
+        r.send.server_arrivals = Some(arrivals.count);
+    }
     r.wall_ms = wall.elapsed().as_secs_f64() * 1000.0;
     Ok(r)
 }

@@ -7,7 +7,7 @@ use mock_node::fleet::FleetHandle;
 
 use super::StageError;
 use crate::profile::{EmbeddedPlacement, Profile, RunVariant};
-use crate::serve::{self, NodeTarget, ServeConfig, ServiceHandle, SyncPhaser};
+use crate::serve::{self, ArrivalWindow, NodeTarget, ServeConfig, ServiceHandle, SyncPhaser};
 use crate::workload::ApiKey;
 
 /// The running replicas of one run.
@@ -32,6 +32,14 @@ impl Replicas {
             refusals += counter(&text, "stampede_serve_create_refusals_total");
         }
         (retries, refusals)
+    }
+
+    /// When the creates reached the replicas, merged over replicas (one clock).
+    pub(super) fn arrivals(&self) -> ArrivalWindow {
+        self.handles
+            .iter()
+            .map(ServiceHandle::arrivals)
+            .fold(ArrivalWindow::default(), ArrivalWindow::merge)
     }
 
     /// What phases the replicas' periodic syncs from the workload's gate as the

@@ -103,6 +103,7 @@ pub fn build_run_result(m: RunMeasurements<'_>) -> RunResult {
             lateness_p50_ms: late.map(|l| l.0),
             lateness_p99_ms: late.map(|l| l.1),
             lateness_max_ms: late.map(|l| l.2),
+            ..SendTiming::default()
         }
     };
     RunResult {

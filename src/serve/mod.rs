@@ -18,6 +18,7 @@
 
 pub mod activity;
 pub mod args;
+pub mod arrivals;
 pub mod config;
 pub mod error;
 pub mod limits;
@@ -34,6 +35,7 @@ pub mod sync;
 pub mod telemetry;
 
 pub use args::{run, ServeArgs};
+pub use arrivals::ArrivalWindow;
 pub use config::{
     NodeTarget, ServeConfig, DEFAULT_API_KEY, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
 };

@@ -11,6 +11,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::arrivals::{ArrivalWindow, Arrivals, RecordArrivalsLayer};
 use super::config::{NodeTarget, ServeConfig};
 use super::error::ServeError;
 use super::listen::{serve, ConnTimeouts};
@@ -29,6 +30,7 @@ pub struct ServiceHandle {
     cancel: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
     sync_phase: Arc<watch::Sender<Option<Instant>>>,
+    arrivals: Arc<Arrivals>,
 }
 
 /// Moves one instance's periodic sync; cheap to clone and `'static`, so a harness can
@@ -100,6 +102,11 @@ impl ServiceHandle {
             .render(self.shared.cfg.placement.mode.as_str())
     }
 
+    /// When the creates this instance received arrived (first, last, how many).
+    pub fn arrivals(&self) -> ArrivalWindow {
+        self.arrivals.window()
+    }
+
     /// Stop serving (in-flight requests finish) and stop the sync loop.
     pub async fn shutdown(self) {
         self.cancel.cancel();
@@ -140,7 +147,8 @@ pub async fn start(
     sync_all(&shared).await;
 
     let cancel = CancellationToken::new();
-    let app = router(shared.clone());
+    let arrivals = Arc::new(Arrivals::new());
+    let app = router(shared.clone()).layer(RecordArrivalsLayer::new(arrivals.clone()));
     let timeouts = ConnTimeouts {
         header_read: shared.cfg.header_read_timeout,
         idle: shared.cfg.idle_timeout,
@@ -157,6 +165,7 @@ pub async fn start(
         cancel,
         tasks: vec![server, sync_loop],
         sync_phase: Arc::new(sync_phase),
+        arrivals,
     })
 }
 

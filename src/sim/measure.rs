@@ -250,6 +250,7 @@ impl Engine<'_> {
                 lateness_p50_ms: Some(q(0.5)),
                 lateness_p99_ms: Some(q(0.99)),
                 lateness_max_ms: Some(t.lateness_us.max() as f64 / 1000.0),
+                ..SendTiming::default()
             }
         };
         let mut windows = std::mem::take(&mut t.windows);

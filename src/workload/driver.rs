@@ -14,6 +14,7 @@ use tokio::sync::{mpsc, Barrier};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use super::last_byte::Release;
 use super::ledger::{Ledger, LedgerEntry, Outcome};
 use super::limited::LimitRetry;
 use super::pacing::{Pacing, SlotCounter};
@@ -95,6 +96,8 @@ struct Shared {
     slots: SlotCounter,
     barrier: Barrier,
     gate: OnceLock<Instant>,
+    /// Releases the final bytes of a burst's creates.
+    release: Arc<Release>,
     events: mpsc::UnboundedSender<Event>,
     deletes: std::sync::Mutex<JoinSet<()>>,
     delete_client: reqwest::Client,
@@ -118,6 +121,7 @@ pub async fn run_workload(
         slots: SlotCounter::default(),
         barrier: Barrier::new(workers.max(1)),
         gate: OnceLock::new(),
+        release: Arc::new(Release::default()),
         events: tx,
         deletes: std::sync::Mutex::new(JoinSet::new()),
         delete_client: reqwest::Client::new(),
@@ -179,6 +183,7 @@ pub async fn run_workload(
     let result = tokio::select! {
         r = &mut exec => goose(r),
         _ = cancel.cancelled() => {
+            shared.release.abort();
             goose::trigger_killswitch("stampede run cancelled");
             stop_goose(&shared, &mut exec).await.map_or(Ok(()), goose)
         }
@@ -282,12 +287,22 @@ fn build_attack(shared: Arc<Shared>) -> Result<GooseAttack, WorkloadError> {
     Ok(attack.register_scenario(scenario))
 }
 
-/// Burst and rate: warm a connection, wait at the gate, then claim and send slots.
-/// Each request is built before its send time, so the gate releases sends.
+/// Burst and rate: claim a slot, open and warm the connection it will use, wait at the
+/// gate, then send and claim the next. Each request is built before its send time and
+/// its connection is already open, so the gate releases sends, not TCP handshakes.
 async fn open_worker(s: &Shared, user: &mut GooseUser) {
-    let _ = user.get("/health").await; // open this user's connection before the gate
     let total = s.run.pacing.total();
     let mut slot = s.slots.claim(total);
+    if let Some(i) = slot {
+        warm(s, user, i).await;
+    }
+    if matches!(s.run.pacing, Pacing::Burst { .. }) {
+        // One slot per worker in a burst.
+        if let Some(i) = slot {
+            burst_slot(s, user, i).await;
+        }
+        return;
+    }
     let mut prepared = slot.map(|i| prepare(s, user, i));
     tokio::select! {
         _ = tokio::time::timeout(Duration::from_secs(60), s.barrier.wait()) => {}
@@ -324,9 +339,55 @@ async fn plan_step(s: &Shared, user: &mut GooseUser) {
     }
 }
 
+/// Opens the user's connection to the target of slot `i` with one `GET /health` (E2B's
+/// API answers it without a key); its client keeps the connection for the create. The
+/// body is read to its end: a connection with an unread body is not reused.
+async fn warm(s: &Shared, user: &mut GooseUser, i: usize) {
+    let base = s.run.targets[i % s.run.targets.len()].trim_end_matches('/');
+    if let Ok(r) = user.get(&format!("{base}/health")).await {
+        if let Ok(resp) = r.response {
+            let _ = resp.bytes().await;
+        }
+    }
+}
+
+/// A burst slot: the create leaves at once but for its final byte; once it is out (or
+/// failed), the worker waits at the barrier, whose leader opens the gate and releases
+/// every final byte together.
+async fn burst_slot(s: &Shared, user: &mut GooseUser, i: usize) {
+    let base = &s.run.targets[i % s.run.targets.len()];
+    let (req, held) = prepare_create(user, base, &s.run.api_key, &s.body, Some(&s.release));
+    let (armed, released_at) = match held {
+        Some(h) => (Some(h.armed), Some(h.released_at)),
+        None => (None, None),
+    };
+    let at_gate = async {
+        if let Some(armed) = armed {
+            let _ = armed.await;
+        }
+        let waited = tokio::select! {
+            w = tokio::time::timeout(Duration::from_secs(60), s.barrier.wait()) => w,
+            // A cancel before the gate aborts the held bytes (`run_workload`).
+            _ = s.run.cancel.cancelled() => return,
+        };
+        if waited.is_err() || waited.is_ok_and(|w| w.is_leader()) {
+            s.gate.get_or_init(Instant::now);
+            s.release.open();
+        }
+    };
+    s.in_flight.fetch_add(1, Ordering::SeqCst);
+    let (r, ()) = tokio::join!(send_or_give_up(s, user, req), at_gate);
+    let r = retry_limited(s, user, i, r).await;
+    let done = Instant::now();
+    let gate = *s.gate.get_or_init(Instant::now);
+    // A create that failed before the gate counts as sent at the gate.
+    let sent = released_at.and_then(|r| r.get().copied()).unwrap_or(gate);
+    record(s, i, gate, gate, sent, done, r);
+}
+
 fn prepare(s: &Shared, user: &GooseUser, i: usize) -> PreparedCreate {
     let base = &s.run.targets[i % s.run.targets.len()];
-    prepare_create(user, base, &s.run.api_key, &s.body)
+    prepare_create(user, base, &s.run.api_key, &s.body, None).0
 }
 
 async fn send_slot(
@@ -337,7 +398,6 @@ async fn send_slot(
     intended: Instant,
     req: PreparedCreate,
 ) {
-    let target = i % s.run.targets.len();
     let sent = Instant::now();
     s.in_flight.fetch_add(1, Ordering::SeqCst);
     // Counted first, checked second: a cancel either sees this create in flight (and
@@ -346,7 +406,18 @@ async fn send_slot(
         s.in_flight.fetch_sub(1, Ordering::SeqCst);
         return;
     }
-    let mut r = send_or_give_up(s, user, req).await;
+    let r = send_or_give_up(s, user, req).await;
+    let r = retry_limited(s, user, i, r).await;
+    record(s, i, gate, intended, sent, Instant::now(), r);
+}
+
+/// Sends a 429'd create again as the profile's `on_429` asks (none: `r` as it is).
+async fn retry_limited(
+    s: &Shared,
+    user: &mut GooseUser,
+    i: usize,
+    mut r: CreateResult,
+) -> CreateResult {
     let mut retries = 0;
     while let (Outcome::Limited(limit), Some(policy)) = (&r.outcome, &s.run.limit_retry) {
         if retries >= policy.max_retries || s.run.cancel.is_cancelled() {
@@ -359,7 +430,21 @@ async fn send_slot(
         }
         r = send_or_give_up(s, user, prepare(s, user, i)).await;
     }
-    let done = Instant::now();
+    r
+}
+
+/// Folds one finished create into the ledger (and schedules its delete); the create
+/// stops counting as in flight.
+fn record(
+    s: &Shared,
+    i: usize,
+    gate: Instant,
+    intended: Instant,
+    sent: Instant,
+    done: Instant,
+    r: CreateResult,
+) {
+    let target = i % s.run.targets.len();
     let ms = |t: Instant| t.saturating_duration_since(gate).as_secs_f64() * 1000.0;
     if let (Some(id), Some(dist)) = (&r.sandbox_id, &s.run.lifetime) {
         schedule_delete(s, i, target, id.clone(), dist);

@@ -6,6 +6,7 @@
 //! the pacing to goose's own test plan.
 
 mod driver;
+mod last_byte;
 mod ledger;
 mod limited;
 mod pacing;

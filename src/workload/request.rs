@@ -1,10 +1,12 @@
 //! The two HTTP calls of the workload, in E2B's REST dialect.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use goose::prelude::*;
 use serde::Deserialize;
 
+use super::last_byte::{HeldBody, HeldHandle, Release};
 use super::ledger::{Limit, LimitKind, Outcome};
 use super::secret::ApiKey;
 use crate::profile::SandboxSpec;
@@ -52,24 +54,40 @@ fn retry_after_ms(headers: &reqwest::header::HeaderMap) -> Option<u64> {
 /// start gate releases requests, not request building.
 pub(crate) type PreparedCreate = Result<GooseRequest<'static>, String>;
 
-/// Builds `POST {base}/sandboxes` on the goose user's client.
+/// Builds `POST {base}/sandboxes` on the goose user's client. With `hold`, the body's
+/// final byte waits for that release (a burst's gate); see [`super::last_byte`].
 pub(crate) fn prepare_create(
     user: &GooseUser,
     base: &str,
     key: &ApiKey,
     body: &serde_json::Value,
-) -> PreparedCreate {
+    hold: Option<&Arc<Release>>,
+) -> (PreparedCreate, Option<HeldHandle>) {
     let url = format!("{}/sandboxes", base.trim_end_matches('/'));
-    let rb = user
-        .get_request_builder(&GooseMethod::Post, &url)
-        .map_err(|e| format!("building request: {e}"))?
-        .header("X-API-Key", key.expose())
-        .json(body);
-    Ok(GooseRequest::builder()
+    let rb = match user.get_request_builder(&GooseMethod::Post, &url) {
+        Ok(rb) => rb.header("X-API-Key", key.expose()),
+        Err(e) => return (Err(format!("building request: {e}")), None),
+    };
+    let (rb, held) = match hold {
+        Some(release) => {
+            let bytes = serde_json::to_vec(body).unwrap_or_default();
+            let (held, handle) = HeldBody::new(bytes, release.clone());
+            let rb = rb
+                .header("content-type", "application/json")
+                .body(reqwest::Body::wrap(held));
+            (rb, Some(handle))
+        }
+        None => (rb.json(body), None),
+    };
+    (Ok(build(rb)), held)
+}
+
+fn build(rb: reqwest::RequestBuilder) -> GooseRequest<'static> {
+    GooseRequest::builder()
         .set_request_builder(rb)
         .name("POST /sandboxes")
         .expect_status_code(201)
-        .build())
+        .build()
 }
 
 /// Sends a prepared create through the goose user, so goose's report counts it too.

@@ -57,6 +57,7 @@ pub fn run(label: &str, mode: &str, counts: &[u64]) -> RunResult {
             lateness_p50_ms: Some(0.2),
             lateness_p99_ms: Some(1.1),
             lateness_max_ms: Some(2.5),
+            ..SendTiming::default()
         },
         timeline: vec![
             TimelinePoint {

@@ -1,0 +1,240 @@
+//! mock-node's `Create` (unique ids) and `ServiceInfo` against a bare tonic server with
+//! the same protos: `Create` stores the config in a map, `ServiceInfo` answers a
+//! constant, namely the very reply the mock node gave first (same bytes on the wire).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mock_node::config::{ClusterConfig, LatencyDist, NodeSpec};
+use mock_node::fleet::{self, FleetHandle, FleetOptions};
+use stampede_proto::info_service_client::InfoServiceClient;
+use stampede_proto::info_service_server::{InfoService, InfoServiceServer};
+use stampede_proto::sandbox_service_client::SandboxServiceClient;
+use stampede_proto::sandbox_service_server::{SandboxService, SandboxServiceServer};
+use stampede_proto::{
+    SandboxConfig, SandboxCreateRequest, SandboxCreateResponse, SandboxDeleteRequest,
+    SandboxListResponse, SandboxPauseRequest, SandboxUpdateRequest, ServiceInfoResponse,
+};
+use tokio::net::TcpListener;
+use tokio::runtime::Runtime;
+use tonic::transport::server::TcpIncoming;
+use tonic::transport::{Channel, Endpoint};
+use tonic::{Request, Response, Status};
+
+use crate::load::{closed_loop, runtime};
+use crate::table::{Row, Table};
+
+/// Connections of the client, and RPCs in flight on each (h2load's `-c 8 -m 16`).
+const CONNECTIONS: usize = 8;
+const STREAMS: usize = 16;
+
+/// The bare baseline: nothing but the protos' generated servers.
+#[derive(Clone)]
+struct Bare {
+    store: Arc<Mutex<HashMap<String, SandboxConfig>>>,
+    info: Arc<ServiceInfoResponse>,
+}
+
+#[tonic::async_trait]
+impl SandboxService for Bare {
+    async fn create(
+        &self,
+        request: Request<SandboxCreateRequest>,
+    ) -> Result<Response<SandboxCreateResponse>, Status> {
+        let config = request.into_inner().sandbox.unwrap_or_default();
+        let mut store = self.store.lock().unwrap_or_else(|p| p.into_inner());
+        store.insert(config.sandbox_id.clone(), config);
+        Ok(Response::new(SandboxCreateResponse {
+            client_id: "bare".to_string(),
+        }))
+    }
+    async fn update(&self, _: Request<SandboxUpdateRequest>) -> Result<Response<()>, Status> {
+        Ok(Response::new(()))
+    }
+    async fn list(&self, _: Request<()>) -> Result<Response<SandboxListResponse>, Status> {
+        Ok(Response::new(SandboxListResponse::default()))
+    }
+    async fn delete(&self, _: Request<SandboxDeleteRequest>) -> Result<Response<()>, Status> {
+        Ok(Response::new(()))
+    }
+    async fn pause(&self, _: Request<SandboxPauseRequest>) -> Result<Response<()>, Status> {
+        Ok(Response::new(()))
+    }
+}
+
+#[tonic::async_trait]
+impl InfoService for Bare {
+    async fn service_info(&self, _: Request<()>) -> Result<Response<ServiceInfoResponse>, Status> {
+        Ok(Response::new((*self.info).clone()))
+    }
+}
+
+/// A bare server on a free loopback port, on the current runtime.
+async fn start_bare(info: ServiceInfoResponse) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let bare = Bare {
+        store: Arc::default(),
+        info: Arc::new(info),
+    };
+    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    tokio::spawn(async move {
+        let _ = tonic::transport::Server::builder()
+            .add_service(SandboxServiceServer::new(bare.clone()))
+            .add_service(InfoServiceServer::new(bare))
+            .serve_with_incoming(incoming)
+            .await;
+    });
+    addr
+}
+
+/// One mock node that never refuses a create and answers at once.
+async fn start_mock() -> FleetHandle {
+    let cluster = ClusterConfig {
+        nodes: 1,
+        seed: Some(14),
+        node: NodeSpec {
+            max_sandboxes: 0,
+            max_starting: 0,
+            overcommit: 0.0,
+            create_latency: LatencyDist::Constant {
+                value: Duration::ZERO,
+            },
+            ..NodeSpec::default()
+        },
+        ..ClusterConfig::default()
+    };
+    fleet::start(cluster, FleetOptions::default())
+        .await
+        .expect("mock-node fleet")
+}
+
+async fn channels(addr: SocketAddr) -> Vec<Channel> {
+    let mut out = Vec::with_capacity(CONNECTIONS);
+    for _ in 0..CONNECTIONS {
+        let ch = Endpoint::from_shared(format!("http://{addr}"))
+            .expect("endpoint")
+            .tcp_nodelay(true)
+            .connect()
+            .await
+            .expect("connect");
+        out.push(ch);
+    }
+    out
+}
+
+async fn service_info_rate(addr: SocketAddr, n: usize) -> crate::load::Rate {
+    let clients: Vec<_> = channels(addr)
+        .await
+        .into_iter()
+        .map(InfoServiceClient::new)
+        .collect();
+    closed_loop(n, CONNECTIONS * STREAMS, move |w, _| {
+        let mut c = clients[w % CONNECTIONS].clone();
+        async move { c.service_info(()).await.is_ok() }
+    })
+    .await
+}
+
+async fn create_rate(addr: SocketAddr, n: usize, round: usize) -> crate::load::Rate {
+    let clients: Vec<_> = channels(addr)
+        .await
+        .into_iter()
+        .map(SandboxServiceClient::new)
+        .collect();
+    closed_loop(n, CONNECTIONS * STREAMS, move |w, i| {
+        let mut c = clients[w % CONNECTIONS].clone();
+        let body = SandboxCreateRequest {
+            sandbox: Some(SandboxConfig {
+                template_id: "base".to_string(),
+                sandbox_id: format!("r{round}-i{i:019}"),
+                vcpu: 1,
+                ram_mb: 512,
+                team_id: "bench".to_string(),
+                execution_id: format!("e{i}"),
+                ..SandboxConfig::default()
+            }),
+            start_time: None,
+            end_time: None,
+        };
+        async move { c.create(body).await.is_ok() }
+    })
+    .await
+}
+
+#[derive(Clone, Copy)]
+enum Rpc {
+    ServiceInfo,
+    Create,
+}
+
+fn round(
+    server: &Runtime,
+    client: &Runtime,
+    rpc: Rpc,
+    bare: bool,
+    n: usize,
+    k: usize,
+) -> (f64, usize) {
+    // A fresh server each round: creates pile up, and both sides start empty.
+    let (addr, fleet) = server.block_on(async {
+        let fleet = start_mock().await;
+        let mock_addr = fleet.nodes()[0].addr;
+        if !bare {
+            return (mock_addr, Some(fleet));
+        }
+        let mut c = InfoServiceClient::connect(format!("http://{mock_addr}"))
+            .await
+            .expect("mock info");
+        let info = c.service_info(()).await.expect("info").into_inner();
+        fleet.shutdown().await;
+        (start_bare(info).await, None)
+    });
+    let rate = client.block_on(async {
+        match rpc {
+            Rpc::ServiceInfo => service_info_rate(addr, n).await,
+            Rpc::Create => create_rate(addr, n, k).await,
+        }
+    });
+    if let Some(f) = fleet {
+        server.block_on(f.shutdown());
+    }
+    (rate.per_second, rate.errors)
+}
+
+/// Both RPCs, `rounds` alternations of bare and mock each.
+pub fn run(n: usize, rounds: usize, table: &mut Table) {
+    let server = runtime("bench-server", 1);
+    let client = runtime("bench-client", 1);
+    for (rpc, what, baseline) in [
+        (
+            Rpc::ServiceInfo,
+            "mock-node ServiceInfo",
+            "bare tonic, constant reply",
+        ),
+        (
+            Rpc::Create,
+            "mock-node Create (unique ids)",
+            "bare tonic, map store",
+        ),
+    ] {
+        let mut row = Row {
+            what: what.to_string(),
+            baseline: baseline.to_string(),
+            unit: "req/s",
+            base: Vec::new(),
+            subject: Vec::new(),
+            errors: 0,
+        };
+        for k in 0..rounds {
+            let (b, be) = round(&server, &client, rpc, true, n, k);
+            let (m, me) = round(&server, &client, rpc, false, n, k);
+            row.base.push(b);
+            row.subject.push(m);
+            row.errors += be + me;
+        }
+        table.push(row);
+    }
+}

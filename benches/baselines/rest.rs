@@ -1,0 +1,158 @@
+//! The embedded service's `POST /sandboxes`, placing on one mock node, against a bare
+//! axum handler answering the same JSON (the first answer the service gave, as bytes).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::http::{header, StatusCode};
+use axum::routing::post;
+use mock_node::config::{ClusterConfig, LatencyDist, NodeSpec};
+use mock_node::fleet::{self, FleetHandle, FleetOptions};
+use stampede::serve::{self, NodeTarget, ServeConfig, ServiceHandle};
+use tokio::runtime::Runtime;
+use tokio_util::sync::CancellationToken;
+
+use crate::load::{closed_loop, runtime, Rate};
+use crate::table::{Row, Table};
+
+/// Creates in flight at once (one pooled connection each).
+const CONCURRENCY: usize = 64;
+const KEY: &str = "e2b_bench";
+const BODY: &str = r#"{"templateID":"base","timeout":300,"cpuCount":1,"memoryMB":512}"#;
+
+async fn start_fleet() -> FleetHandle {
+    let cluster = ClusterConfig {
+        nodes: 1,
+        seed: Some(14),
+        node: NodeSpec {
+            max_sandboxes: 0,
+            max_starting: 0,
+            overcommit: 0.0,
+            create_latency: LatencyDist::Constant {
+                value: Duration::ZERO,
+            },
+            ..NodeSpec::default()
+        },
+        ..ClusterConfig::default()
+    };
+    fleet::start(cluster, FleetOptions::default())
+        .await
+        .expect("mock-node fleet")
+}
+
+async fn start_service(fleet: &FleetHandle) -> ServiceHandle {
+    let cfg = ServeConfig {
+        api_key: KEY.to_string(),
+        ..ServeConfig::default()
+    };
+    let listen = SocketAddr::from(([127, 0, 0, 1], 0));
+    serve::start(cfg, NodeTarget::all_of(fleet), listen)
+        .await
+        .expect("placement service")
+}
+
+async fn start_bare(answer: Bytes, stop: CancellationToken) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let app = axum::Router::new().route(
+        "/sandboxes",
+        post(move |_body: Bytes| {
+            let answer = answer.clone();
+            async move {
+                (
+                    StatusCode::CREATED,
+                    [(header::CONTENT_TYPE, "application/json")],
+                    answer,
+                )
+            }
+        }),
+    );
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app)
+            .with_graceful_shutdown(stop.cancelled_owned())
+            .await;
+    });
+    addr
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(CONCURRENCY)
+        .tcp_nodelay(true)
+        .build()
+        .expect("http client")
+}
+
+async fn create_once(c: &reqwest::Client, base: &str) -> Option<Bytes> {
+    let r = c
+        .post(format!("{base}/sandboxes"))
+        .header("x-api-key", KEY)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(BODY)
+        .send()
+        .await
+        .ok()?;
+    if r.status() != StatusCode::CREATED {
+        return None;
+    }
+    r.bytes().await.ok()
+}
+
+async fn create_rate(base: String, n: usize) -> Rate {
+    let c = client();
+    closed_loop(n, CONCURRENCY, move |_, _| {
+        let (c, base) = (c.clone(), base.clone());
+        async move { create_once(&c, &base).await.is_some() }
+    })
+    .await
+}
+
+fn round(server: &Runtime, client_rt: &Runtime, bare: bool, n: usize) -> Rate {
+    let (fleet, service) = server.block_on(async {
+        let fleet = start_fleet().await;
+        let service = start_service(&fleet).await;
+        (fleet, service)
+    });
+    let stop = CancellationToken::new();
+    let base = if bare {
+        let answer = client_rt
+            .block_on(create_once(&client(), &service.url()))
+            .expect("the service answers a create");
+        let addr = server.block_on(start_bare(answer, stop.clone()));
+        format!("http://{addr}")
+    } else {
+        service.url()
+    };
+    let rate = client_rt.block_on(create_rate(base, n));
+    stop.cancel();
+    server.block_on(async {
+        service.shutdown().await;
+        fleet.shutdown().await;
+    });
+    rate
+}
+
+/// `rounds` alternations of bare and service.
+pub fn run(n: usize, rounds: usize, table: &mut Table) {
+    let server = runtime("bench-server", 1);
+    let client_rt = runtime("bench-client", 1);
+    let mut row = Row {
+        what: "embedded service POST /sandboxes (1 mock node)".to_string(),
+        baseline: "bare axum, same JSON answer".to_string(),
+        unit: "req/s",
+        base: Vec::new(),
+        subject: Vec::new(),
+        errors: 0,
+    };
+    for _ in 0..rounds {
+        let b = round(&server, &client_rt, true, n);
+        let s = round(&server, &client_rt, false, n);
+        row.base.push(b.per_second);
+        row.subject.push(s.per_second);
+        row.errors += b.errors + s.errors;
+    }
+    table.push(row);
+}

@@ -1,0 +1,164 @@
+//! The burst's start gate releases requests, not TCP handshakes: every connection a
+//! burst uses is open and warm before the gate, and the embedded service records when
+//! the creates arrived (server side) next to the client's send spread.
+
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use stampede::profile::SandboxSpec;
+use stampede::run::{run_profile, RunOptions};
+use stampede::workload::{run_workload, ApiKey, Pacing, WorkloadRun};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+/// What a bare target saw: when each connection was accepted, and for each create, the
+/// connection it came on and whether a request had already been served there.
+#[derive(Debug, Default)]
+struct Seen {
+    accepts: Vec<Instant>,
+    creates: Vec<(usize, bool)>,
+}
+
+/// A bare HTTP/1 target: `GET /health` 204, `POST /sandboxes` 201 with a sandbox id.
+async fn bare_target(seen: Arc<Mutex<Seen>>, stop: CancellationToken) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = tokio::select! {
+                _ = stop.cancelled() => return,
+                a = listener.accept() => match a { Ok(a) => a, Err(_) => continue },
+            };
+            let conn = {
+                let mut s = seen.lock().unwrap();
+                s.accepts.push(Instant::now());
+                s.accepts.len() - 1
+            };
+            let seen = seen.clone();
+            let served = Arc::new(std::sync::atomic::AtomicU64::new(0));
+            tokio::spawn(async move {
+                let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
+                    let before = served.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let create = req.method() == hyper::Method::POST;
+                    if create {
+                        seen.lock().unwrap().creates.push((conn, before > 0));
+                    }
+                    async move {
+                        let resp = if create {
+                            Response::builder()
+                                .status(201)
+                                .header("content-type", "application/json")
+                                .body(format!("{{\"sandboxID\":\"i{before}c{conn}\"}}"))
+                        } else {
+                            Response::builder().status(204).body(String::new())
+                        };
+                        Ok::<_, Infallible>(resp.unwrap())
+                    }
+                });
+                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+    url
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn burst_connections_are_open_before_the_gate_on_every_target() {
+    let seen_a = Arc::new(Mutex::new(Seen::default()));
+    let seen_b = Arc::new(Mutex::new(Seen::default()));
+    let stop = CancellationToken::new();
+    let targets = vec![
+        bare_target(seen_a.clone(), stop.clone()).await,
+        bare_target(seen_b.clone(), stop.clone()).await,
+    ];
+    let count = 40;
+    let run = WorkloadRun {
+        targets,
+        api_key: ApiKey::new("e2b_test"),
+        pacing: Pacing::Burst { count },
+        sandbox: SandboxSpec::default(),
+        lifetime: None,
+        seed: 1,
+        request_timeout: Duration::from_secs(10),
+        goose_report: None,
+        cancel: CancellationToken::new(),
+        progress: None,
+        cancel_grace: Duration::from_secs(1),
+        run_tag: None,
+        limit_retry: None,
+    };
+    let out = tokio::time::timeout(Duration::from_secs(60), run_workload(run, None))
+        .await
+        .expect("the burst ends within 60 s")
+        .expect("the workload runs");
+    stop.cancel();
+    assert_eq!(out.ledger.created(), count, "{:?}", out.ledger.statuses());
+    let gate = out.gate.expect("the gate opened");
+    let mut creates = 0;
+    for seen in [&seen_a, &seen_b] {
+        let s = seen.lock().unwrap();
+        // Round-robin over two targets: each got half of the burst.
+        assert_eq!(s.creates.len(), count / 2, "{s:?}");
+        creates += s.creates.len();
+        for (k, at) in s.accepts.iter().enumerate() {
+            assert!(*at < gate, "connection {k} was opened after the gate");
+        }
+        for &(conn, warm) in &s.creates {
+            assert!(warm, "a create was the first request of connection {conn}");
+        }
+    }
+    assert_eq!(creates, count);
+}
+
+const PROFILE: &str = r#"
+name: burst-arrivals
+seed: 14
+cluster:
+  nodes: 3
+  node: {max_sandboxes: 100, max_starting: 0}
+placement:
+  embedded:
+    accounting: reconciled
+    sync_interval: 20s
+workload:
+  shape:
+    burst: {count: 30}
+  sandbox: {template: base, vcpu: 1, ram_mb: 256, timeout: 60s}
+collect:
+  interval: 1s
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embedded_burst_reports_the_server_side_arrival_spread() {
+    let dir = std::env::temp_dir().join(format!("stampede-burst-gate-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("burst.yaml");
+    std::fs::write(&path, PROFILE).unwrap();
+    let opts = RunOptions {
+        report_dir: Some(dir.join("reports")),
+        quiet: true,
+        ..Default::default()
+    };
+    let out = tokio::time::timeout(Duration::from_secs(60), run_profile(&path, opts))
+        .await
+        .expect("the burst ends within 60 s")
+        .expect("a report");
+    let run = &out.report.runs[0];
+    assert_eq!(run.ok, 30, "{:?}", run.statuses);
+    assert_eq!(run.send.server_arrivals, Some(30));
+    let server = run.send.server_arrival_spread_ms.expect("server spread");
+    let client = run.send.burst_spread_ms.expect("client spread");
+    assert!(server.is_finite() && server >= 0.0, "{server}");
+    assert!(client.is_finite() && client >= 0.0, "{client}");
+    // Both figures reach report.json.
+    let json = std::fs::read_to_string(out.dir.join("report.json")).unwrap();
+    assert!(json.contains("\"server_arrival_spread_ms\""), "{json}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
