@@ -95,6 +95,16 @@ pub struct EmbeddedPlacement {
     #[serde(with = "humantime_serde")]
     #[schemars(with = "String")]
     pub create_rpc_timeout: Duration,
+    /// Pause before retrying a create a node refused with ResourceExhausted. Default
+    /// none: E2B retries at once, until the request deadline.
+    #[serde(with = "humantime_serde")]
+    #[schemars(with = "Option<String>")]
+    pub retry_backoff: Option<Duration>,
+    /// Simulator only: client-visible round trip of an RPC a node answers at once (a
+    /// refusal, an injected error), which paces E2B's retry loop. Default 100us.
+    #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub rpc_round_trip: Duration,
 }
 
 impl Default for EmbeddedPlacement {
@@ -108,6 +118,8 @@ impl Default for EmbeddedPlacement {
             max_starting_per_node: None,
             request_timeout: Duration::from_secs(70),
             create_rpc_timeout: Duration::from_secs(10),
+            retry_backoff: None,
+            rpc_round_trip: crate::sim::RPC_ROUND_TRIP,
         }
     }
 }
@@ -294,6 +306,15 @@ pub struct Checks {
     pub lost: Option<Bound>,
     /// Sandboxes duplicated (chaos checker).
     pub duplicated: Option<Bound>,
+    /// Coefficient of variation of creates that landed per node over the run (the herd
+    /// figure of a burst; meaningful with lifetimes, when final counts are all zero).
+    pub placements_cv: Option<Bound>,
+    /// Time-weighted mean CV of running sandboxes per node over the steady window.
+    pub running_cv_mean: Option<Bound>,
+    /// Largest CV of running sandboxes per node at a sample of the steady window.
+    pub running_cv_peak: Option<Bound>,
+    /// Largest count of ResourceExhausted retries in one second (0 without any).
+    pub retries_per_s_peak: Option<Bound>,
     /// Checks for one accounting mode only, replacing the shared ones they name.
     pub per_mode: BTreeMap<AccountingMode, Checks>,
 }

@@ -11,7 +11,8 @@ use crate::profile::{Bound, Checks};
 use super::model::{CheckOutcome, Report, RunResult};
 
 /// Evaluate `checks` on every run of `report`, in run order then check order
-/// (cv, max_over_mean, jain, error_rate, p99_latency, lost, duplicated). A run whose
+/// (cv, max_over_mean, jain, error_rate, p99_latency, lost, duplicated, placements_cv,
+/// running_cv_mean, running_cv_peak, retries_per_s_peak). A run whose
 /// `settings["accounting"]` names a mode listed under `per_mode` uses that mode's
 /// checks in place of the shared ones they name.
 pub fn evaluate(checks: &Checks, report: &Report) -> Vec<CheckOutcome> {
@@ -85,8 +86,47 @@ pub fn evaluate(checks: &Checks, report: &Report) -> Vec<CheckOutcome> {
             &c.duplicated,
             finding(|ch| ch.duplicated.count, "duplicated"),
         );
+        over_time(&mut out, &c, run);
     }
     out
+}
+
+/// The skew-over-time and retry-storm checks of `run`.
+fn over_time(out: &mut Vec<CheckOutcome>, c: &Checks, run: &RunResult) {
+    let o = run.skew_over_time.as_ref();
+    let none = || "no skew over time in this run (no timeline sample)".to_string();
+    let placed = match o {
+        None => Err(none()),
+        Some(o) if o.placements.counts.iter().all(|&n| n == 0) => {
+            Err("no create landed on any node: placements skew cannot be judged".to_string())
+        }
+        Some(o) => Ok(o.placements.cv),
+    };
+    let steady = |f: fn(&super::SkewOverTime) -> f64| match o {
+        None => Err(none()),
+        Some(o) if o.steady_samples == 0 => {
+            Err("no sample with a sandbox running: no steady window".to_string())
+        }
+        Some(o) => Ok(f(o)),
+    };
+    let storm = match &run.retry_storm {
+        Some(r) => Ok(r.peak_per_second as f64),
+        None if run.retries == 0 => Ok(0.0),
+        None => Err(format!(
+            "{} retries counted, but not per second in this run",
+            run.retries
+        )),
+    };
+    for (name, bound, actual) in [
+        ("placements_cv", &c.placements_cv, placed),
+        ("running_cv_mean", &c.running_cv_mean, steady(|o| o.running_cv_mean)),
+        ("running_cv_peak", &c.running_cv_peak, steady(|o| o.running_cv_peak)),
+        ("retries_per_s_peak", &c.retries_per_s_peak, storm),
+    ] {
+        if let Some(b) = bound {
+            out.push(check_bound(&run.label, name, b, actual));
+        }
+    }
 }
 
 /// The checks that apply to `run`: shared ones with its mode's overrides applied.
@@ -103,6 +143,10 @@ fn effective(checks: &Checks, run: &RunResult) -> Checks {
         p99_latency: o.p99_latency.or(checks.p99_latency),
         lost: o.lost.or(checks.lost),
         duplicated: o.duplicated.or(checks.duplicated),
+        placements_cv: o.placements_cv.or(checks.placements_cv),
+        running_cv_mean: o.running_cv_mean.or(checks.running_cv_mean),
+        running_cv_peak: o.running_cv_peak.or(checks.running_cv_peak),
+        retries_per_s_peak: o.retries_per_s_peak.or(checks.retries_per_s_peak),
         per_mode: Default::default(),
     }
 }

@@ -4,16 +4,19 @@
 
 mod checks;
 mod compare;
+mod distribution;
 pub mod format;
 mod html;
 mod markdown;
 mod model;
 mod output;
+mod over_time;
 mod stats;
 mod svg;
 mod terminal;
 
 pub use checks::{bound_text, evaluate};
+pub use distribution::{compact, distribution, MAX_NODE_BARS};
 pub use compare::{compare, write_comparison, Comparison, Delta, RunComparison};
 pub use html::write_html;
 pub use markdown::write_markdown;
@@ -21,6 +24,7 @@ pub use model::*;
 pub use output::{
     compact_utc, now_rfc3339, read_json, write_json, write_report_dir, ReadReportError,
 };
+pub use over_time::{RetryStorm, SkewOverTime};
 pub use stats::{LatencySummary, SkewStats};
 pub use terminal::write_terminal;
 
