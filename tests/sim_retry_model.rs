@@ -35,7 +35,12 @@ fn same(p: &Profile, saving: u64) -> SimRun {
     assert_eq!(f.timeline, s.timeline, "{}: timeline", p.name);
     assert_eq!(f.latency, s.latency, "{}: latency", p.name);
     assert_eq!(fast.virtual_ns, slow.virtual_ns, "{}: end time", p.name);
-    assert!(f.refusals > 1000, "{}: a storm happened ({})", p.name, f.refusals);
+    assert!(
+        f.refusals > 1000,
+        "{}: a storm happened ({})",
+        p.name,
+        f.refusals
+    );
     assert!(
         fast.events * saving < slow.events,
         "{}: parking saves {saving}x the events ({} vs {})",
@@ -48,9 +53,10 @@ fn same(p: &Profile, saving: u64) -> SimRun {
 
 #[test]
 fn burst_against_max_starting() {
-    same(&profile(
-        "burst.yaml",
-        "name: burst
+    same(
+        &profile(
+            "burst.yaml",
+            "name: burst
 seed: 3
 cluster:
   nodes: 3
@@ -67,14 +73,17 @@ workload:
 collect:
   interval: 100ms
 ",
-    ), 10);
+        ),
+        10,
+    );
 }
 
 #[test]
 fn deadline_ends_a_storm_with_504s() {
-    let fast = same(&profile(
-        "deadline.yaml",
-        "name: deadline
+    let fast = same(
+        &profile(
+            "deadline.yaml",
+            "name: deadline
 seed: 5
 cluster:
   nodes: 3
@@ -88,16 +97,19 @@ workload:
   shape:
     burst: {count: 40}
 ",
-    ), 10);
+        ),
+        10,
+    );
     assert!(fast.result.statuses.get("504").copied().unwrap_or(0) > 0);
 }
 
 #[test]
 fn full_nodes_expire_lifetimes_and_deletes() {
     // max_sandboxes refusals freed by deletes (events) and by expiries (no event).
-    same(&profile(
-        "churn.yaml",
-        "name: churn
+    same(
+        &profile(
+            "churn.yaml",
+            "name: churn
 seed: 11
 cluster:
   nodes: 3
@@ -118,14 +130,17 @@ workload:
 collect:
   interval: 250ms
 ",
-    ), 10);
+        ),
+        10,
+    );
 }
 
 #[test]
 fn exhaust_fault_and_backoff() {
-    same(&profile(
-        "exhaust.yaml",
-        "name: exhaust
+    same(
+        &profile(
+            "exhaust.yaml",
+            "name: exhaust
 seed: 2
 cluster:
   nodes: 3
@@ -147,5 +162,7 @@ chaos:
     nodes: [node-00, node-01]
     duration: 400ms
 ",
-    ), 1);
+        ),
+        1,
+    );
 }

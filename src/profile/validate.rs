@@ -357,7 +357,13 @@ fn embedded_placement(v: &mut Problems, e: &EmbeddedPlacement, nodes: usize) {
         MAX_TIMEOUT,
     );
     if let Some(b) = e.retry_backoff {
-        within(v, &format!("{p}.retry_backoff"), b, Duration::ZERO, MAX_TIMEOUT);
+        within(
+            v,
+            &format!("{p}.retry_backoff"),
+            b,
+            Duration::ZERO,
+            MAX_TIMEOUT,
+        );
     }
 }
 

@@ -119,8 +119,16 @@ fn over_time(out: &mut Vec<CheckOutcome>, c: &Checks, run: &RunResult) {
     };
     for (name, bound, actual) in [
         ("placements_cv", &c.placements_cv, placed),
-        ("running_cv_mean", &c.running_cv_mean, steady(|o| o.running_cv_mean)),
-        ("running_cv_peak", &c.running_cv_peak, steady(|o| o.running_cv_peak)),
+        (
+            "running_cv_mean",
+            &c.running_cv_mean,
+            steady(|o| o.running_cv_mean),
+        ),
+        (
+            "running_cv_peak",
+            &c.running_cv_peak,
+            steady(|o| o.running_cv_peak),
+        ),
         ("retries_per_s_peak", &c.retries_per_s_peak, storm),
     ] {
         if let Some(b) = bound {

@@ -76,7 +76,10 @@ pub fn compact(ids: &[&str], counts: &[u64]) -> Vec<String> {
             .join(", ")
     };
     out.push(format!("busiest: {}", named(&mut order.iter().take(ENDS))));
-    out.push(format!("idlest: {}", named(&mut order.iter().rev().take(ENDS))));
+    out.push(format!(
+        "idlest: {}",
+        named(&mut order.iter().rev().take(ENDS))
+    ));
     out
 }
 

@@ -210,7 +210,10 @@ pub fn over_time_rows(run: &RunResult) -> Vec<(&'static str, String)> {
             .unwrap_or_default();
         rows.push((
             "RE retries/s peak",
-            format!("{} (second {}; busiest node {node})", r.peak_per_second, r.peak_second),
+            format!(
+                "{} (second {}; busiest node {node})",
+                r.peak_per_second, r.peak_second
+            ),
         ));
     }
     rows

@@ -176,13 +176,21 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
                 .map(|p| super::SkewStats::from_counts(&p.sandboxes).cv)
                 .collect();
             let s = vec![("CV of running sandboxes".to_string(), cv)];
-            writeln!(w, "{}", lines("CV of running sandboxes over time", &xs, &s, ""))?;
+            writeln!(
+                w,
+                "{}",
+                lines("CV of running sandboxes over time", &xs, &s, "")
+            )?;
         }
         if let Some(r) = &run.retry_storm {
             let xs: Vec<f64> = (0..r.per_second.len()).map(|s| s as f64 * 1000.0).collect();
             let ys: Vec<f64> = r.per_second.iter().map(|&c| c as f64).collect();
             let s = vec![("RE retries per second".to_string(), ys)];
-            writeln!(w, "{}", lines("ResourceExhausted retries per second", &xs, &s, ""))?;
+            writeln!(
+                w,
+                "{}",
+                lines("ResourceExhausted retries per second", &xs, &s, "")
+            )?;
         }
     }
     writeln!(w, "<h3>Final sandboxes per node</h3>")?;

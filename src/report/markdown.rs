@@ -113,7 +113,11 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
             .map(|(k, v)| vec![k.to_string(), v])
             .collect();
         table(w, &["figure", "value"], &rows)?;
-        if let Some(o) = run.skew_over_time.as_ref().filter(|_| run.nodes.len() > super::MAX_NODE_BARS) {
+        if let Some(o) = run
+            .skew_over_time
+            .as_ref()
+            .filter(|_| run.nodes.len() > super::MAX_NODE_BARS)
+        {
             let ids: Vec<&str> = run.nodes.iter().map(|n| n.id.as_str()).collect();
             writeln!(w, "Placements per node:")?;
             writeln!(w)?;

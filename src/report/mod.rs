@@ -16,8 +16,8 @@ mod svg;
 mod terminal;
 
 pub use checks::{bound_text, evaluate};
-pub use distribution::{compact, distribution, MAX_NODE_BARS};
 pub use compare::{compare, write_comparison, Comparison, Delta, RunComparison};
+pub use distribution::{compact, distribution, MAX_NODE_BARS};
 pub use html::write_html;
 pub use markdown::write_markdown;
 pub use model::*;

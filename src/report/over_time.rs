@@ -36,7 +36,9 @@ impl SkewOverTime {
         let peak = totals.iter().copied().max()?;
         // Half the peak, rounded up, and at least one sandbox: an empty fleet has no skew.
         let floor = peak.div_ceil(2).max(1);
-        let steady: Vec<usize> = (0..timeline.len()).filter(|&i| totals[i] >= floor).collect();
+        let steady: Vec<usize> = (0..timeline.len())
+            .filter(|&i| totals[i] >= floor)
+            .collect();
         let placements = SkewStats::from_counts(placements);
         let (Some(&first), Some(&last)) = (steady.first(), steady.last()) else {
             return Some(SkewOverTime {
@@ -59,7 +61,11 @@ impl SkewOverTime {
                 }
             }
         }
-        let mean = if span > 0.0 { weighted / span } else { cv(first) };
+        let mean = if span > 0.0 {
+            weighted / span
+        } else {
+            cv(first)
+        };
         Some(SkewOverTime {
             placements,
             running_cv_mean: mean,
@@ -128,10 +134,10 @@ mod tests {
     fn steady_window_is_the_plateau_and_the_mean_is_time_weighted() {
         let t = [
             point(0.0, &[0, 0]),
-            point(1000.0, &[1, 0]),   // total 1 < 2: ramp, outside
-            point(2000.0, &[2, 2]),   // cv 0, holds 1 s
-            point(3000.0, &[3, 1]),   // cv 0.5, holds 3 s
-            point(6000.0, &[2, 2]),   // last in window
+            point(1000.0, &[1, 0]), // total 1 < 2: ramp, outside
+            point(2000.0, &[2, 2]), // cv 0, holds 1 s
+            point(3000.0, &[3, 1]), // cv 0.5, holds 3 s
+            point(6000.0, &[2, 2]), // last in window
             point(7000.0, &[0, 0]),
         ];
         let s = SkewOverTime::from_timeline(&t, &[10, 30]).expect("samples");

@@ -141,7 +141,11 @@ pub fn build_run_result(m: RunMeasurements<'_>) -> RunResult {
 /// `(answered at ms, node index)` of every create that landed on a node of `ids`, in
 /// time order: when each placement happened, as the client saw it.
 fn landings(ledger: &Ledger, ids: &[String]) -> Vec<(f64, usize)> {
-    let index: BTreeMap<&str, usize> = ids.iter().enumerate().map(|(k, id)| (id.as_str(), k)).collect();
+    let index: BTreeMap<&str, usize> = ids
+        .iter()
+        .enumerate()
+        .map(|(k, id)| (id.as_str(), k))
+        .collect();
     let mut landed: Vec<(f64, usize)> = ledger
         .entries
         .iter()

@@ -211,8 +211,11 @@ impl Engine<'_> {
                     0 => self.retry_tick(slot),
                     b => {
                         let (req, gen) = (a.req, a.gen);
-                        self.queue
-                            .push_late(now.saturating_add(b), req, Event::Retry { slot, gen });
+                        self.queue.push_late(
+                            now.saturating_add(b),
+                            req,
+                            Event::Retry { slot, gen },
+                        );
                     }
                 }
             }

@@ -232,7 +232,9 @@ impl<'a> Engine<'a> {
             self.now = at;
             self.events += 1;
             if let Event::Retry { slot, .. } = event {
-                let key = self.slots[slot as usize].as_ref().map_or(u64::MAX, |a| a.req);
+                let key = self.slots[slot as usize]
+                    .as_ref()
+                    .map_or(u64::MAX, |a| a.req);
                 self.last_late = Some((at, key));
             }
             self.quiet = false;

@@ -98,7 +98,13 @@ impl Engine<'_> {
             // The deadline tick: every grid tick strictly between was a refusal.
             let skipped = (now.saturating_sub(p.since) / period).saturating_sub(1);
             self.parked.retain(|&s| s != slot);
-            self.count_virtual_refusals(slot, p.node, p.reason, p.since.saturating_add(period), skipped);
+            self.count_virtual_refusals(
+                slot,
+                p.node,
+                p.reason,
+                p.since.saturating_add(period),
+                skipped,
+            );
         }
         self.retry_tick(slot);
     }
@@ -121,7 +127,10 @@ impl Engine<'_> {
             let on_grid = elapsed % period == 0 && k >= 1;
             // Late events at one instant fire by key: a tick at `now` with a key below
             // the late event being handled has already fired when stepping.
-            let fired_now = on_grid && self.last_late.is_some_and(|(t, key)| t == now && a.req < key);
+            let fired_now = on_grid
+                && self
+                    .last_late
+                    .is_some_and(|(t, key)| t == now && a.req < key);
             let (skipped, next) = if on_grid && !fired_now {
                 (k - 1, now)
             } else {
@@ -130,7 +139,13 @@ impl Engine<'_> {
             a.gen = a.gen.wrapping_add(1);
             let (req, gen) = (a.req, a.gen);
             self.queue.push_late(next, req, Event::Retry { slot, gen });
-            self.count_virtual_refusals(slot, p.node, p.reason, p.since.saturating_add(period), skipped);
+            self.count_virtual_refusals(
+                slot,
+                p.node,
+                p.reason,
+                p.since.saturating_add(period),
+                skipped,
+            );
         }
     }
 
@@ -159,9 +174,11 @@ impl Engine<'_> {
             return None;
         }
         let m = &n.model;
-        let random_failure = m.spec().failures.iter().any(|r| {
-            matches!(r.rpc, RpcKind::Create | RpcKind::Any) && r.probability > 0.0
-        });
+        let random_failure = m
+            .spec()
+            .failures
+            .iter()
+            .any(|r| matches!(r.rpc, RpcKind::Create | RpcKind::Any) && r.probability > 0.0);
         if random_failure || m.next_expiry().is_some_and(|t| to_nanos(t) <= self.now) {
             return None;
         }
