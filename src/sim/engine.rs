@@ -238,8 +238,14 @@ impl<'a> Engine<'a> {
                 self.last_late = Some((at, key));
             }
             self.quiet = false;
+            let loosens = loosens_admission(&event);
             self.handle(event);
-            if !self.quiet && !self.parked.is_empty() {
+            // Only an event that can let a refusing node accept (or change which nodes
+            // a decision may return) can end a park. Without the service's own starting
+            // filter, a create admitted only tightens, and in-progress marks only move
+            // scores.
+            let marks_matter = self.setup.placement.max_starting_per_node.is_some();
+            if (loosens || (marks_matter && !self.quiet)) && !self.parked.is_empty() {
                 self.unpark_all();
             }
         }
@@ -405,6 +411,21 @@ impl<'a> Engine<'a> {
             _ => false,
         }
     }
+}
+
+/// Whether `event` can free capacity on a node or change a replica's view of the fleet:
+/// a create that ends, a delete, a sync, a fault edge, an expiry wake-up.
+fn loosens_admission(event: &Event) -> bool {
+    matches!(
+        event,
+        Event::CreateDone { .. }
+            | Event::Reply { abort: true, .. }
+            | Event::Delete { .. }
+            | Event::Sync { .. }
+            | Event::FaultStart { .. }
+            | Event::FaultEnd { .. }
+            | Event::Wake
+    )
 }
 
 /// The sandbox id of request `req` (zero-padded so ids sort like requests).

@@ -7,10 +7,12 @@
 //! fault; no random failure, no slow or dead node, no expiry due), the tick is a
 //! refusal whatever the draw, and so is every later tick until some state changes.
 //!
-//! - **Parked** (the default): the request waits without an event until any other
-//!   event is handled (a create admitted or finished, a sync, a fault edge, a delete, a
-//!   sample, an expiry wake-up), then settles the ticks it skipped as refusals and
-//!   resumes at its next tick. Its only pending event is the tick of its deadline.
+//! - **Parked** (the default): the request waits without an event until an event
+//!   that can let a node accept is handled (a create that ends, a delete, a sync, a
+//!   fault edge, an expiry wake-up; any event when the service's own starting filter
+//!   is on, since in-progress marks then decide which nodes are candidates), then
+//!   settles the ticks it skipped as refusals and resumes at its next tick. Its only
+//!   pending event is the tick of its deadline.
 //! - **Stepped** (`SimSetup::step_retries`): every tick is an event that checks again.
 //!   Slow, and there to test the parked path: both must give the same placements and
 //!   the same retry counts.
