@@ -110,6 +110,23 @@ impl NodeModel {
     pub fn starting_count(&self) -> usize {
         self.starting.len()
     }
+    /// The earliest `end_time` of a running sandbox as of the last [`advance`](Self::advance):
+    /// the node's state changes then without any call.
+    pub fn next_expiry(&self) -> Option<Duration> {
+        self.next_expiry
+    }
+
+    /// Counts `n` refusals for `reason` at once (a simulator's parked retries).
+    pub fn count_refusals(&mut self, reason: &str, n: u64) {
+        if n > 0 {
+            *self
+                .counters
+                .creates_rejected
+                .entry(reason.to_string())
+                .or_default() += n;
+        }
+    }
+
     /// Create/delete counters so far.
     pub fn counters(&self) -> &Counters {
         &self.counters
@@ -225,6 +242,15 @@ impl NodeModel {
         {
             return Err(CreateRejection::AlreadyExists(req.sandbox_id.clone()));
         }
+        self.capacity_refusal(vcpu)?;
+        Ok((vcpu, ram_mb))
+    }
+
+    /// The refusal a valid create of `vcpu` would get from the node's limits as they
+    /// stand (sandboxes, starting creates, vCPU overcommit), without recording it: what
+    /// a simulator asks to know that a retry cannot succeed before the node changes.
+    pub fn capacity_refusal(&self, vcpu: u32) -> Result<(), CreateRejection> {
+        let s = &self.spec;
         if s.max_sandboxes > 0 && self.running.len() >= s.max_sandboxes as usize {
             return Err(CreateRejection::MaxSandboxes(s.max_sandboxes));
         }
@@ -245,7 +271,7 @@ impl NodeModel {
                 });
             }
         }
-        Ok((vcpu, ram_mb))
+        Ok(())
     }
 
     /// Counts a rejection decided outside the model (e.g. an `exhaust` fault) and returns it.

@@ -146,6 +146,21 @@ impl PlacementCore {
         }
     }
 
+    /// The nodes a Best-of-K decision for `vcpu` could return now (ready, not in
+    /// `excluded`, passing the starting filter, finite score), in insertion order: a
+    /// driver can tell that every possible choice would be refused.
+    pub fn candidates<'s>(
+        &'s self,
+        vcpu: u32,
+        excluded: &'s BTreeSet<NodeId>,
+    ) -> impl Iterator<Item = &'s str> + 's {
+        let cfg = &self.config;
+        self.nodes
+            .values()
+            .filter(move |n| can_accept(cfg, n, excluded) && score_node(cfg, n, vcpu).is_finite())
+            .map(NodeView::id)
+    }
+
     /// The score `id` would get for a `vcpu` request now (`None` for an unknown node).
     pub fn score_of(&self, id: &str, vcpu: u32) -> Option<f64> {
         self.nodes

@@ -99,6 +99,16 @@ pub struct EmbeddedPlacement {
     /// create failed, each with an `error_code`) or `legacy` (every one a 500 "Failed to
     /// place sandbox", as E2B deployments before 2026-08-13). Default `e2b`.
     pub failure_answers: FailureAnswers,
+    /// Pause before retrying a create a node refused with ResourceExhausted. Default
+    /// none: E2B retries at once, until the request deadline.
+    #[serde(with = "humantime_serde")]
+    #[schemars(with = "Option<String>")]
+    pub retry_backoff: Option<Duration>,
+    /// Simulator only: client-visible round trip of an RPC a node answers at once (a
+    /// refusal, an injected error), which paces E2B's retry loop. Default 100us.
+    #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub rpc_round_trip: Duration,
 }
 
 impl Default for EmbeddedPlacement {
@@ -113,6 +123,8 @@ impl Default for EmbeddedPlacement {
             request_timeout: Duration::from_secs(70),
             create_rpc_timeout: Duration::from_secs(10),
             failure_answers: FailureAnswers::default(),
+            retry_backoff: None,
+            rpc_round_trip: crate::sim::RPC_ROUND_TRIP,
         }
     }
 }
@@ -343,6 +355,15 @@ pub struct Checks {
     pub limited: Option<Bound>,
     /// Creates given up because the run was interrupted.
     pub cancelled: Option<Bound>,
+    /// Coefficient of variation of creates that landed per node over the run (the herd
+    /// figure of a burst; meaningful with lifetimes, when final counts are all zero).
+    pub placements_cv: Option<Bound>,
+    /// Time-weighted mean CV of running sandboxes per node over the steady window.
+    pub running_cv_mean: Option<Bound>,
+    /// Largest CV of running sandboxes per node at a sample of the steady window.
+    pub running_cv_peak: Option<Bound>,
+    /// Largest count of ResourceExhausted retries in one second (0 without any).
+    pub retries_per_s_peak: Option<Bound>,
     /// Checks for one accounting mode only, replacing the shared ones they name.
     pub per_mode: BTreeMap<AccountingMode, Checks>,
     /// Checks for the runs of one Best-of-K `k` only (`per_k: {5: {cv: ...}}`), replacing

@@ -363,6 +363,22 @@ fn embedded_placement(v: &mut Problems, e: &EmbeddedPlacement, nodes: usize) {
         MIN_TIMEOUT,
         MAX_TIMEOUT,
     );
+    within(
+        v,
+        &format!("{p}.rpc_round_trip"),
+        e.rpc_round_trip,
+        Duration::from_micros(1),
+        MAX_TIMEOUT,
+    );
+    if let Some(b) = e.retry_backoff {
+        within(
+            v,
+            &format!("{p}.retry_backoff"),
+            b,
+            Duration::ZERO,
+            MAX_TIMEOUT,
+        );
+    }
 }
 
 fn external(v: &mut Problems, e: &ExternalPlacement) {

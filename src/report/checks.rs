@@ -13,9 +13,10 @@ use super::staging::CANCELLED_KEY;
 
 /// Evaluate `checks` on every run of `report`, in run order then check order
 /// (cv, max_over_mean, jain, error_rate, p99_latency, lost, duplicated, limited,
-/// cancelled). A run whose `settings["accounting"]` names a mode listed under `per_mode`
-/// (or whose `settings["k"]` is listed under `per_k`) uses those checks in place of the
-/// shared ones they name.
+/// cancelled, placements_cv, running_cv_mean, running_cv_peak, retries_per_s_peak). A
+/// run whose `settings["accounting"]` names a mode listed under `per_mode` (or whose
+/// `settings["k"]` is listed under `per_k`) uses those checks in place of the shared ones
+/// they name.
 pub fn evaluate(checks: &Checks, report: &Report) -> Vec<CheckOutcome> {
     let mut out = Vec::new();
     for run in &report.runs {
@@ -95,8 +96,55 @@ pub fn evaluate(checks: &Checks, report: &Report) -> Vec<CheckOutcome> {
         bounded(&mut out, "limited", &c.limited, limited);
         let cancelled = run.statuses.get(CANCELLED_KEY).copied().unwrap_or(0) as f64;
         bounded(&mut out, "cancelled", &c.cancelled, Ok(cancelled));
+        over_time(&mut out, &c, run);
     }
     out
+}
+
+/// The skew-over-time and retry-storm checks of `run`.
+fn over_time(out: &mut Vec<CheckOutcome>, c: &Checks, run: &RunResult) {
+    let o = run.skew_over_time.as_ref();
+    let none = || "no skew over time in this run (no timeline sample)".to_string();
+    let placed = match o {
+        None => Err(none()),
+        Some(o) if o.placements.counts.iter().all(|&n| n == 0) => {
+            Err("no create landed on any node: placements skew cannot be judged".to_string())
+        }
+        Some(o) => Ok(o.placements.cv),
+    };
+    let steady = |f: fn(&super::SkewOverTime) -> f64| match o {
+        None => Err(none()),
+        Some(o) if o.steady_samples == 0 => {
+            Err("no sample with a sandbox running: no steady window".to_string())
+        }
+        Some(o) => Ok(f(o)),
+    };
+    let storm = match &run.retry_storm {
+        Some(r) => Ok(r.peak_per_second as f64),
+        None if run.retries == 0 => Ok(0.0),
+        None => Err(format!(
+            "{} retries counted, but not per second in this run",
+            run.retries
+        )),
+    };
+    for (name, bound, actual) in [
+        ("placements_cv", &c.placements_cv, placed),
+        (
+            "running_cv_mean",
+            &c.running_cv_mean,
+            steady(|o| o.running_cv_mean),
+        ),
+        (
+            "running_cv_peak",
+            &c.running_cv_peak,
+            steady(|o| o.running_cv_peak),
+        ),
+        ("retries_per_s_peak", &c.retries_per_s_peak, storm),
+    ] {
+        if let Some(b) = bound {
+            out.push(check_bound(&run.label, name, b, actual));
+        }
+    }
 }
 
 /// The checks that apply to `run`: the shared ones, then its `k`'s, its mode's, and its
@@ -134,6 +182,10 @@ fn overlay(base: &Checks, o: &Checks) -> Checks {
         duplicated: o.duplicated.or(base.duplicated),
         limited: o.limited.or(base.limited),
         cancelled: o.cancelled.or(base.cancelled),
+        placements_cv: o.placements_cv.or(base.placements_cv),
+        running_cv_mean: o.running_cv_mean.or(base.running_cv_mean),
+        running_cv_peak: o.running_cv_peak.or(base.running_cv_peak),
+        retries_per_s_peak: o.retries_per_s_peak.or(base.retries_per_s_peak),
         per_mode: Default::default(),
         per_k: Default::default(),
     }

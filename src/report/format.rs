@@ -70,21 +70,13 @@ pub fn bar(value: u64, max: u64) -> String {
     format!("{}{}", "█".repeat(filled), " ".repeat(BAR_WIDTH - filled))
 }
 
-/// E2B benchmark-style bars, one line per node: `node-03 |█████     | 47`.
+/// The final counts per node: E2B benchmark-style bars, one line per node
+/// (`node-03 |█████     | 47`), or a compact distribution above
+/// [`MAX_NODE_BARS`](super::MAX_NODE_BARS) nodes.
 pub fn node_bars(run: &RunResult) -> Vec<String> {
-    let max = run.nodes.iter().map(|n| n.sandboxes).max().unwrap_or(0);
-    let width = run.nodes.iter().map(|n| n.id.len()).max().unwrap_or(0);
-    run.nodes
-        .iter()
-        .map(|n| {
-            format!(
-                "{:<width$} |{}| {}",
-                n.id,
-                bar(n.sandboxes, max),
-                n.sandboxes
-            )
-        })
-        .collect()
+    let ids: Vec<&str> = run.nodes.iter().map(|n| n.id.as_str()).collect();
+    let counts: Vec<u64> = run.nodes.iter().map(|n| n.sandboxes).collect();
+    super::distribution::distribution(&ids, &counts)
 }
 
 /// `k=v k=v` of a run's settings (empty when none).
@@ -219,4 +211,49 @@ pub fn cv_by_mode_and_k(report: &Report) -> Option<(Vec<String>, Vec<Vec<String>
         })
         .collect();
     Some((header, rows))
+}
+
+/// Rows `(figure, value)` of the skew-over-time and retry-storm figures of `run`, for
+/// the terminal and Markdown summaries (none when the run has neither).
+pub fn over_time_rows(run: &RunResult) -> Vec<(&'static str, String)> {
+    let mut rows = Vec::new();
+    if let Some(o) = &run.skew_over_time {
+        let p = &o.placements;
+        rows.push(("CV of placements", ratio(p.cv)));
+        rows.push((
+            "placements min / mean / max",
+            format!("{} / {:.2} / {}", p.min, p.mean, p.max),
+        ));
+        if o.steady_samples > 0 {
+            rows.push((
+                "running CV mean / peak",
+                format!(
+                    "{} / {} (steady {:.1}..{:.1} s, {} samples)",
+                    ratio(o.running_cv_mean),
+                    ratio(o.running_cv_peak),
+                    o.steady_from_ms / 1000.0,
+                    o.steady_to_ms / 1000.0,
+                    o.steady_samples
+                ),
+            ));
+        }
+    }
+    if let Some(r) = &run.retry_storm {
+        let busiest = r
+            .node_peak_per_second
+            .iter()
+            .enumerate()
+            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(&a.0)));
+        let node = busiest
+            .and_then(|(k, &c)| run.nodes.get(k).map(|n| format!("{} {c}/s", n.id)))
+            .unwrap_or_default();
+        rows.push((
+            "RE retries/s peak",
+            format!(
+                "{} (second {}; busiest node {node})",
+                r.peak_per_second, r.peak_second
+            ),
+        ));
+    }
+    rows
 }

@@ -165,6 +165,39 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
             writeln!(w, "{}", lines("accounting error over time", &xs, &s, ""))?;
         }
     }
+    let over_time = over_time_rows(run);
+    if !over_time.is_empty() {
+        writeln!(w, "<h3>Skew over time</h3>")?;
+        let rows: Vec<Vec<String>> = over_time
+            .into_iter()
+            .map(|(k, v)| vec![k.to_string(), v])
+            .collect();
+        table(w, &["figure", "value"], &rows)?;
+        if !run.timeline.is_empty() {
+            let xs: Vec<f64> = run.timeline.iter().map(|p| p.t_ms).collect();
+            let cv: Vec<f64> = run
+                .timeline
+                .iter()
+                .map(|p| super::SkewStats::from_counts(&p.sandboxes).cv)
+                .collect();
+            let s = vec![("CV of running sandboxes".to_string(), cv)];
+            writeln!(
+                w,
+                "{}",
+                lines("CV of running sandboxes over time", &xs, &s, "")
+            )?;
+        }
+        if let Some(r) = &run.retry_storm {
+            let xs: Vec<f64> = (0..r.per_second.len()).map(|s| s as f64 * 1000.0).collect();
+            let ys: Vec<f64> = r.per_second.iter().map(|&c| c as f64).collect();
+            let s = vec![("RE retries per second".to_string(), ys)];
+            writeln!(
+                w,
+                "{}",
+                lines("ResourceExhausted retries per second", &xs, &s, "")
+            )?;
+        }
+    }
     writeln!(w, "<h3>Final sandboxes per node</h3>")?;
     let items: Vec<(String, f64)> = run
         .nodes

@@ -82,7 +82,7 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
         writeln!(w, "Settings: `{settings}`")?;
         writeln!(w)?;
     }
-    writeln!(w, "### Placement skew")?;
+    writeln!(w, "### Placement skew (final counts)")?;
     writeln!(w)?;
     let s = &run.skew;
     table(
@@ -117,6 +117,31 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
         }
         writeln!(w, "```")?;
         writeln!(w)?;
+    }
+    let over_time = over_time_rows(run);
+    if !over_time.is_empty() {
+        writeln!(w, "### Skew over time")?;
+        writeln!(w)?;
+        let rows: Vec<Vec<String>> = over_time
+            .into_iter()
+            .map(|(k, v)| vec![k.to_string(), v])
+            .collect();
+        table(w, &["figure", "value"], &rows)?;
+        if let Some(o) = run
+            .skew_over_time
+            .as_ref()
+            .filter(|_| run.nodes.len() > super::MAX_NODE_BARS)
+        {
+            let ids: Vec<&str> = run.nodes.iter().map(|n| n.id.as_str()).collect();
+            writeln!(w, "Placements per node:")?;
+            writeln!(w)?;
+            writeln!(w, "```text")?;
+            for line in super::compact(&ids, &o.placements.counts) {
+                writeln!(w, "{line}")?;
+            }
+            writeln!(w, "```")?;
+            writeln!(w)?;
+        }
     }
     if let Some(a) = run.accounting_error {
         writeln!(

@@ -4,11 +4,13 @@
 
 mod checks;
 mod compare;
+mod distribution;
 pub mod format;
 mod html;
 mod markdown;
 mod model;
 mod output;
+mod over_time;
 mod staging;
 mod stats;
 mod svg;
@@ -16,12 +18,14 @@ mod terminal;
 
 pub use checks::{bound_text, evaluate};
 pub use compare::{compare, write_comparison, Comparison, Delta, RunComparison};
+pub use distribution::{compact, distribution, MAX_NODE_BARS};
 pub use html::write_html;
 pub use markdown::write_markdown;
 pub use model::*;
 pub use output::{
     compact_utc, now_rfc3339, read_json, write_json, write_report_dir, ReadReportError,
 };
+pub use over_time::{RetryStorm, SkewOverTime};
 pub use staging::{
     limited_count, write_staging, Baseline, CleanupReport, FinalRead, NotCleaned, StagingFacts,
     CANCELLED_KEY,

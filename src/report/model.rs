@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::over_time::{RetryStorm, SkewOverTime};
 use super::stats::{LatencySummary, SkewStats};
 
 /// Version of the `report.json` layout; bumped on any incompatible change.
@@ -83,8 +84,15 @@ pub struct RunResult {
     pub settings: BTreeMap<String, String>,
     /// Final per-node truth, in node order.
     pub nodes: Vec<NodeFigures>,
-    /// Skew of the final per-node sandbox counts.
+    /// Skew of the final per-node sandbox counts (after every delete and expiry: all
+    /// zero for a run with lifetimes; see `skew_over_time`).
     pub skew: SkewStats,
+    /// Skew of placements and of running sandboxes over the run, when sampled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skew_over_time: Option<SkewOverTime>,
+    /// ResourceExhausted retries per second, when there were any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_storm: Option<RetryStorm>,
     /// Placement service's believed vCPU against the nodes' truth over the run.
     #[serde(default)]
     pub accounting_error: Option<AccountingError>,
@@ -211,6 +219,9 @@ pub struct TimelinePoint {
     /// Mean |believed - true| vCPU over nodes at this instant, when known.
     #[serde(default)]
     pub accounting_error_vcpu: Option<f64>,
+    /// Creates that landed per node so far (cumulative), when known.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub placed: Vec<u64>,
 }
 
 /// One chaos fault and what happened while it was active.

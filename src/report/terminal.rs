@@ -83,13 +83,16 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
         "nodes / sandboxes",
         format!("{} / {}", s.counts.len(), total_sandboxes(run)),
     );
-    row("CV", ratio(s.cv));
+    row("CV of final counts", ratio(s.cv));
     row(
-        "min / mean / max",
+        "final min / mean / max",
         format!("{} / {:.2} / {}", s.min, s.mean, s.max),
     );
     row("max/mean", ratio(s.max_over_mean));
     row("Jain", ratio(s.jain));
+    for (k, v) in over_time_rows(run) {
+        row(k, v);
+    }
     if let Some(a) = run.accounting_error {
         row(
             "acct err mean / max (vCPU)",
@@ -141,8 +144,20 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
         row("checker", f.join(", "));
     }
     print_table(w, b)?;
+    if run.nodes.len() > super::MAX_NODE_BARS {
+        writeln!(w, "Final sandboxes per node:")?;
+    }
     for line in node_bars(run) {
         writeln!(w, "  {line}")?;
+    }
+    if let Some(o) = run.skew_over_time.as_ref() {
+        if run.nodes.len() > super::MAX_NODE_BARS {
+            let ids: Vec<&str> = run.nodes.iter().map(|n| n.id.as_str()).collect();
+            writeln!(w, "Placements per node:")?;
+            for line in super::compact(&ids, &o.placements.counts) {
+                writeln!(w, "  {line}")?;
+            }
+        }
     }
     if !run.faults.is_empty() {
         writeln!(w, "Faults of run {}", run.label)?;

@@ -4,7 +4,8 @@ use std::collections::BTreeMap;
 
 use crate::collect::{Sample, Truth};
 use crate::report::{
-    AccountingError, LatencySummary, NodeFigures, RunResult, SendTiming, SkewStats, TimelinePoint,
+    AccountingError, LatencySummary, NodeFigures, RunResult, SendTiming, SkewOverTime, SkewStats,
+    TimelinePoint,
 };
 use crate::workload::Ledger;
 
@@ -56,7 +57,15 @@ pub fn build_run_result(m: RunMeasurements<'_>) -> RunResult {
             believed_vcpu: believed_of(&n.id),
         })
         .collect();
-    let timeline = m
+    let landed = landings(m.ledger, &ids);
+    let placed_by = |t_ms: f64| -> Vec<u64> {
+        let mut placed = vec![0; ids.len()];
+        for &(_, k) in landed.iter().take_while(|(at, _)| *at <= t_ms) {
+            placed[k] += 1;
+        }
+        placed
+    };
+    let timeline: Vec<TimelinePoint> = m
         .samples
         .iter()
         .map(|s| TimelinePoint {
@@ -72,8 +81,10 @@ pub fn build_run_result(m: RunMeasurements<'_>) -> RunResult {
                 })
                 .collect(),
             accounting_error_vcpu: s.accounting_error().map(|(mean, _)| mean),
+            placed: placed_by(s.t_ms),
         })
         .collect();
+    let placements = placed_by(f64::INFINITY);
     let pairs = m.samples.iter().flat_map(|s| {
         s.believed.iter().flat_map(move |b| {
             s.truth
@@ -111,6 +122,8 @@ pub fn build_run_result(m: RunMeasurements<'_>) -> RunResult {
         settings: m.settings,
         nodes,
         skew: SkewStats::from_counts(&counts),
+        skew_over_time: SkewOverTime::from_timeline(&timeline, &placements),
+        retry_storm: None,
         accounting_error: AccountingError::from_pairs(pairs),
         latency: LatencySummary::from_histogram(&m.ledger.latency_us),
         statuses: m.ledger.statuses(),
@@ -131,4 +144,25 @@ pub fn build_run_result(m: RunMeasurements<'_>) -> RunResult {
         wall_ms: m.wall_ms,
         staging: None,
     }
+}
+
+/// `(answered at ms, node index)` of every create that landed on a node of `ids`, in
+/// time order: when each placement happened, as the client saw it.
+fn landings(ledger: &Ledger, ids: &[String]) -> Vec<(f64, usize)> {
+    let index: BTreeMap<&str, usize> = ids
+        .iter()
+        .enumerate()
+        .map(|(k, id)| (id.as_str(), k))
+        .collect();
+    let mut landed: Vec<(f64, usize)> = ledger
+        .entries
+        .iter()
+        .filter(|e| e.outcome.is_created())
+        .filter_map(|e| {
+            let k = *index.get(e.node.as_deref()?)?;
+            Some((e.intended_ms + e.latency_us as f64 / 1000.0, k))
+        })
+        .collect();
+    landed.sort_by(|a, b| a.0.total_cmp(&b.0));
+    landed
 }

@@ -12,7 +12,7 @@ use mock_node::config::LatencyDist;
 
 use super::error::SimError;
 use super::queue::Nanos;
-use super::setup::{to_nanos, Arrivals, SimSetup, RPC_ROUND_TRIP};
+use super::setup::{to_nanos, Arrivals, SimSetup};
 
 /// Default `--max-events`: 200,000,000. An event is one step of the simulation: a
 /// request event, or one node read by a sync or a timeline sample. The simulator
@@ -127,7 +127,7 @@ impl SimSetup {
     pub fn estimate(&self) -> SimEstimate {
         let nodes = self.cluster.nodes as u64;
         let replicas = self.replicas as u64;
-        let rtt = to_nanos(RPC_ROUND_TRIP);
+        let rtt = self.rpc_round_trip;
         let create = typical(&self.cluster.node.create_latency).min(self.create_rpc_timeout);
         let lifetime = self.lifetime.as_ref().map(typical);
         let (sending, requests) = match &self.arrivals {

@@ -7,7 +7,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::engine::{sandbox_id, Engine, Event};
-use super::setup::{to_duration, to_nanos, RPC_ROUND_TRIP};
+use super::setup::{to_duration, to_nanos};
 use crate::placement::{CreateOutcome, CreateStatus, Decision, DeleteOutcome};
 use crate::workload::Outcome;
 
@@ -50,7 +50,7 @@ impl Engine<'_> {
         a.faults.clone_from(&n.active);
         let eff = &n.effect;
         if eff.killed {
-            self.reply_after(RPC_ROUND_TRIP, slot, CreateOutcome::Failed);
+            self.reply_after(slot, CreateOutcome::Failed);
         } else if eff.hung {
             let t = now.saturating_add(self.setup.create_rpc_timeout);
             self.queue.push(
@@ -91,12 +91,12 @@ impl Engine<'_> {
             } else {
                 CreateOutcome::Failed
             };
-            self.reply_after(RPC_ROUND_TRIP, slot, outcome);
+            self.reply_after(slot, outcome);
             return;
         }
         if n.effect.exhaust {
             m.reject(CreateRejection::Exhausted);
-            self.reply_after(RPC_ROUND_TRIP, slot, CreateOutcome::ResourceExhausted);
+            self.reply_after(slot, CreateOutcome::ResourceExhausted);
             return;
         }
         let s = &self.setup.sandbox;
@@ -116,7 +116,7 @@ impl Engine<'_> {
                 } else {
                     CreateOutcome::Failed
                 };
-                self.reply_after(RPC_ROUND_TRIP, slot, outcome);
+                self.reply_after(slot, outcome);
             }
             Ok(()) => {
                 let done = now.saturating_add(to_nanos(m.sample_create_latency()));
@@ -168,8 +168,8 @@ impl Engine<'_> {
         self.report(slot, outcome);
     }
 
-    fn reply_after(&mut self, delay: std::time::Duration, slot: u32, outcome: CreateOutcome) {
-        let t = self.now.saturating_add(to_nanos(delay));
+    fn reply_after(&mut self, slot: u32, outcome: CreateOutcome) {
+        let t = self.now.saturating_add(self.setup.rpc_round_trip);
         let abort = false;
         self.queue.push(
             t,
@@ -189,6 +189,7 @@ impl Engine<'_> {
         };
         if outcome == CreateOutcome::ResourceExhausted {
             self.tally.refusals += 1;
+            self.tally.retries_on(a.node, now, 1, 1);
         }
         self.tally.create_outcome(&a.faults, a.sent, outcome);
         if outcome == CreateOutcome::Created {
@@ -205,6 +206,21 @@ impl Engine<'_> {
                     self.pending_deletes += 1;
                 }
                 self.finish(slot, CreateStatus::Created);
+            }
+            Decision::Retry if outcome == CreateOutcome::ResourceExhausted => {
+                // E2B's loop retries at once, after the optional backoff.
+                self.tally.retries += 1;
+                match self.setup.retry_backoff {
+                    0 => self.retry_tick(slot),
+                    b => {
+                        let (req, gen) = (a.req, a.gen);
+                        self.queue.push_late(
+                            now.saturating_add(b),
+                            req,
+                            Event::Retry { slot, gen },
+                        );
+                    }
+                }
             }
             Decision::Retry => {
                 self.tally.retries += 1;

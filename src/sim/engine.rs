@@ -17,7 +17,8 @@ use super::checker::{Answer, SetLedger};
 use super::error::SimError;
 use super::measure::Tally;
 use super::queue::{EventQueue, Nanos};
-use super::setup::{to_nanos, Arrivals, SimSetup, RPC_ROUND_TRIP};
+use super::retry::Park;
+use super::setup::{Arrivals, SimSetup};
 use crate::placement::{CreateOutcome, CreateStatus, PlacementAttempt, PlacementCore};
 
 /// What can happen at an instant.
@@ -50,6 +51,10 @@ pub(super) enum Event {
     UserSend { user: u32 },
     /// Timeline sample.
     Sample,
+    /// Retry tick `gen` of the refused request in `slot` (see `retry.rs`); a late event.
+    Retry { slot: u32, gen: u32 },
+    /// Nothing happens, but a parked request must look again (a sandbox expires).
+    Wake,
 }
 
 /// One node: the shared model plus the faults in force on it.
@@ -81,6 +86,10 @@ pub(super) struct Active {
     pub epoch: u64,
     /// Chaos steps in force on that node when it was sent (empty: no allocation).
     pub faults: Vec<usize>,
+    /// Set while its retries wait for a state change.
+    pub park: Option<Park>,
+    /// Generation of its retry tick: a `Retry` event with another one is stale.
+    pub gen: u32,
 }
 
 /// The whole simulated world.
@@ -110,6 +119,14 @@ pub(super) struct Engine<'a> {
     pub set_ledger: Option<SetLedger>,
     /// Events processed, a sync or a sample counting one more per node it reads.
     pub events: u64,
+    /// Slots of the parked requests.
+    pub parked: Vec<u32>,
+    /// Time and key of the last late event popped (the tie rule of parked ticks).
+    pub last_late: Option<(Nanos, u64)>,
+    /// Whether the event being handled changed nothing (a refusal certain in advance).
+    pub quiet: bool,
+    /// When the pending expiry wake-up fires.
+    pub wake_at: Option<Nanos>,
 }
 
 impl<'a> Engine<'a> {
@@ -166,6 +183,10 @@ impl<'a> Engine<'a> {
             tally: Tally::new(setup),
             set_ledger: setup.check_sets.then(SetLedger::default),
             events: 0,
+            parked: Vec::new(),
+            last_late: None,
+            quiet: false,
+            wake_at: None,
         }
     }
 
@@ -210,7 +231,23 @@ impl<'a> Engine<'a> {
             };
             self.now = at;
             self.events += 1;
+            if let Event::Retry { slot, .. } = event {
+                let key = self.slots[slot as usize]
+                    .as_ref()
+                    .map_or(u64::MAX, |a| a.req);
+                self.last_late = Some((at, key));
+            }
+            self.quiet = false;
+            let loosens = loosens_admission(&event);
             self.handle(event);
+            // Only an event that can let a refusing node accept (or change which nodes
+            // a decision may return) can end a park. Without the service's own starting
+            // filter, a create admitted only tightens, and in-progress marks only move
+            // scores.
+            let marks_matter = self.setup.placement.max_starting_per_node.is_some();
+            if (loosens || (marks_matter && !self.quiet)) && !self.parked.is_empty() {
+                self.unpark_all();
+            }
         }
         Ok(self.now)
     }
@@ -266,6 +303,8 @@ impl<'a> Engine<'a> {
                 let next = self.now.saturating_add(self.setup.collect_interval);
                 self.queue.push(next, Event::Sample);
             }
+            Event::Retry { slot, gen } => self.retry_event(slot, gen),
+            Event::Wake => {}
         }
     }
 
@@ -298,6 +337,8 @@ impl<'a> Engine<'a> {
             attempt: PlacementAttempt::new(sandbox_id(req), self.setup.sandbox.vcpu),
             node: 0,
             sent: self.now,
+            park: None,
+            gen: 0,
             epoch: 0,
             faults: Vec::new(),
         };
@@ -341,7 +382,7 @@ impl<'a> Engine<'a> {
         if let Some(user) = a.user.filter(|&u| self.user_active(u)) {
             // The closed loop: the next request one client round trip later.
             self.user_sends += 1;
-            let at = self.now.saturating_add(to_nanos(RPC_ROUND_TRIP));
+            let at = self.now.saturating_add(self.setup.rpc_round_trip);
             self.queue.push(at, Event::UserSend { user });
         }
         // A waiting request starts now. It may be answered at once (its deadline passed
@@ -370,6 +411,21 @@ impl<'a> Engine<'a> {
             _ => false,
         }
     }
+}
+
+/// Whether `event` can free capacity on a node or change a replica's view of the fleet:
+/// a create that ends, a delete, a sync, a fault edge, an expiry wake-up.
+fn loosens_admission(event: &Event) -> bool {
+    matches!(
+        event,
+        Event::CreateDone { .. }
+            | Event::Reply { abort: true, .. }
+            | Event::Delete { .. }
+            | Event::Sync { .. }
+            | Event::FaultStart { .. }
+            | Event::FaultEnd { .. }
+            | Event::Wake
+    )
 }
 
 /// The sandbox id of request `req` (zero-padded so ids sort like requests).

@@ -11,8 +11,8 @@ use super::queue::Nanos;
 use super::setup::{to_duration, SimSetup};
 use crate::placement::{CreateOutcome, CreateStatus};
 use crate::report::{
-    AccountingError, FaultWindow, LatencySummary, NodeFigures, RunResult, SendTiming, SkewStats,
-    TimelinePoint,
+    AccountingError, FaultWindow, LatencySummary, NodeFigures, RetryStorm, RunResult, SendTiming,
+    SkewOverTime, SkewStats, TimelinePoint,
 };
 
 /// Outcome counters and samples, folded as events happen.
@@ -33,6 +33,11 @@ pub(super) struct Tally {
     spans: Vec<(Nanos, Option<Nanos>)>,
     /// Per chaos step: when the service last sent a create to one of its nodes.
     last_chosen: Vec<Option<Nanos>>,
+    /// ResourceExhausted retries per second of virtual time, per node.
+    pub retry_bins: Vec<Vec<u64>>,
+    nodes: usize,
+    /// Creates that landed per node so far.
+    placed: Vec<u64>,
 }
 
 fn histogram() -> Histogram<u64> {
@@ -75,6 +80,32 @@ impl Tally {
                 .collect(),
             spans: setup.faults.iter().map(|f| (f.at, None)).collect(),
             last_chosen: vec![None; setup.faults.len()],
+            retry_bins: Vec::new(),
+            nodes: setup.cluster.nodes,
+            placed: vec![0; setup.cluster.nodes],
+        }
+    }
+
+    /// `n` ResourceExhausted retries on `node`, at `first`, `first + period`, ...
+    pub fn retries_on(&mut self, node: u32, first: Nanos, period: Nanos, n: u64) {
+        const SECOND: Nanos = 1_000_000_000;
+        let period = period.max(1);
+        let (mut t, mut left) = (first, n);
+        while left > 0 {
+            let bin = (t / SECOND) as usize;
+            let in_bin = ((bin as Nanos + 1) * SECOND - t).div_ceil(period).min(left);
+            if self.retry_bins.len() <= bin {
+                self.retry_bins.resize_with(bin + 1, Vec::new);
+            }
+            let row = &mut self.retry_bins[bin];
+            if row.is_empty() {
+                row.resize(self.nodes, 0);
+            }
+            if let Some(c) = row.get_mut(node as usize) {
+                *c += in_bin;
+            }
+            left -= in_bin;
+            t = t.saturating_add(in_bin.saturating_mul(period));
         }
     }
 
@@ -120,6 +151,9 @@ impl Tally {
 
     /// A sandbox landed on node `node` at `now`: a healed node receiving work again.
     pub fn created_on(&mut self, plan: &[PlannedFault], node: u32, now: Nanos) {
+        if let Some(c) = self.placed.get_mut(node as usize) {
+            *c += 1;
+        }
         for (f, w) in self.windows.iter_mut().enumerate() {
             let Some(healed) = self.spans[f].1 else {
                 continue;
@@ -184,6 +218,7 @@ impl Engine<'_> {
             t_ms: ms(self.now),
             sandboxes: counts,
             accounting_error_vcpu: (err_n > 0).then(|| err_sum / err_n as f64),
+            placed: self.tally.placed.clone(),
         });
     }
 
@@ -264,6 +299,8 @@ impl Engine<'_> {
             settings,
             nodes,
             skew: SkewStats::from_counts(&counts),
+            skew_over_time: SkewOverTime::from_timeline(&t.timeline, &t.placed),
+            retry_storm: RetryStorm::from_bins(&t.retry_bins, t.nodes),
             accounting_error: (t.err_samples > 0).then(|| AccountingError {
                 mean_abs_vcpu: t.err_sum / t.err_samples as f64,
                 max_abs_vcpu: t.err_max,

@@ -26,6 +26,7 @@ mod faults;
 mod measure;
 mod nodes;
 mod queue;
+mod retry;
 mod setup;
 mod sweep;
 mod table;

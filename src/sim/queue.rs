@@ -1,7 +1,11 @@
 //! The event queue: a min-heap on `(virtual time, sequence number)`.
 //!
 //! The sequence number makes the order of simultaneous events the order in which they
-//! were scheduled, so a run never depends on how the heap breaks ties.
+//! were scheduled, so a run never depends on how the heap breaks ties. Events pushed
+//! with [`EventQueue::push_late`] (the retry ticks of refused creates) fire after every
+//! other event at their instant, in the order of their key: an order that does not
+//! depend on when they were scheduled, so the parked-retry model can skip ticks and
+//! still put the next one where stepping every tick would have put it.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -11,13 +15,14 @@ pub type Nanos = u64;
 
 struct Entry<E> {
     at: Nanos,
-    seq: u64,
+    /// `(0, seq)` for an ordinary event, `(1, key)` for a late one.
+    rank: (u8, u64),
     event: E,
 }
 
 impl<E> PartialEq for Entry<E> {
     fn eq(&self, other: &Self) -> bool {
-        (self.at, self.seq) == (other.at, other.seq)
+        (self.at, self.rank) == (other.at, other.rank)
     }
 }
 
@@ -32,7 +37,7 @@ impl<E> PartialOrd for Entry<E> {
 impl<E> Ord for Entry<E> {
     // Reversed: `BinaryHeap` is a max-heap and we pop the earliest event first.
     fn cmp(&self, other: &Self) -> Ordering {
-        (other.at, other.seq).cmp(&(self.at, self.seq))
+        (other.at, other.rank).cmp(&(self.at, self.rank))
     }
 }
 
@@ -56,7 +61,21 @@ impl<E> EventQueue<E> {
     pub fn push(&mut self, at: Nanos, event: E) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.heap.push(Entry { at, seq, event });
+        self.heap.push(Entry {
+            at,
+            rank: (0, seq),
+            event,
+        });
+    }
+
+    /// Schedule `event` at `at` after every ordinary event at `at`; late events at one
+    /// instant fire in increasing `key` (keys must be unique among them).
+    pub fn push_late(&mut self, at: Nanos, key: u64, event: E) {
+        self.heap.push(Entry {
+            at,
+            rank: (1, key),
+            event,
+        });
     }
 
     /// The earliest event and its time.
@@ -88,5 +107,17 @@ mod tests {
         q.push(1, "b");
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
         assert_eq!(order, vec![(1, "a"), (1, "b"), (5, "c"), (5, "d")]);
+    }
+
+    #[test]
+    fn late_events_after_ordinary_ones_by_key() {
+        let mut q = EventQueue::default();
+        q.push_late(5, 9, "late-9");
+        q.push_late(5, 2, "late-2");
+        q.push(5, "c");
+        q.push_late(1, 7, "late-7");
+        q.push(5, "d");
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).map(|(_, e)| e).collect();
+        assert_eq!(order, vec!["late-7", "c", "d", "late-2", "late-9"]);
     }
 }

@@ -95,6 +95,15 @@ pub struct SimSetup {
     pub collect_interval: Nanos,
     /// The chaos schedule, resolved to node indices and virtual times.
     pub faults: Vec<PlannedFault>,
+    /// Client-visible round trip of an RPC the node answers at once
+    /// (`placement.embedded.rpc_round_trip`, default [`RPC_ROUND_TRIP`]).
+    pub rpc_round_trip: Nanos,
+    /// Pause before retrying a ResourceExhausted refusal (`retry_backoff`; 0: none, as
+    /// E2B).
+    pub retry_backoff: Nanos,
+    /// Step every retry tick of a refused request as an event instead of parking it
+    /// until a state change: the slow reference the parked path is tested against.
+    pub step_retries: bool,
     /// Keep a client ledger and run the set checker (chaos, or `lost`/`duplicated`
     /// checks); off for plain runs, where it would only cost memory.
     pub check_sets: bool,
@@ -177,7 +186,18 @@ impl SimSetup {
             collect_interval: to_nanos(profile.collect.interval),
             check_sets: !faults.is_empty() || checks_sets(&profile.checks),
             faults,
+            rpc_round_trip: to_nanos(p.rpc_round_trip),
+            retry_backoff: p.retry_backoff.map_or(0, to_nanos),
+            step_retries: false,
         })
+    }
+
+    /// Time between two ResourceExhausted retries of one request: the refusal's round
+    /// trip plus the backoff (at least 1 ns, so that a loop always advances).
+    pub fn retry_period(&self) -> Nanos {
+        self.rpc_round_trip
+            .saturating_add(self.retry_backoff)
+            .max(1)
     }
 }
 

@@ -31,6 +31,8 @@ pub fn run(label: &str, mode: &str, counts: &[u64]) -> RunResult {
         settings,
         nodes,
         skew: SkewStats::from_counts(counts),
+        skew_over_time: None,
+        retry_storm: None,
         accounting_error: Some(AccountingError {
             mean_abs_vcpu: 1.0,
             max_abs_vcpu: 4.5,
@@ -64,16 +66,19 @@ pub fn run(label: &str, mode: &str, counts: &[u64]) -> RunResult {
                 t_ms: 0.0,
                 sandboxes: vec![0; counts.len()],
                 accounting_error_vcpu: Some(0.0),
+                placed: vec![0; counts.len()],
             },
             TimelinePoint {
                 t_ms: 1000.0,
                 sandboxes: counts.iter().map(|c| c / 2).collect(),
                 accounting_error_vcpu: Some(2.0),
+                placed: counts.iter().map(|c| c / 2).collect(),
             },
             TimelinePoint {
                 t_ms: 2000.0,
                 sandboxes: counts.to_vec(),
                 accounting_error_vcpu: Some(1.0),
+                placed: counts.to_vec(),
             },
         ],
         faults: Vec::new(),
