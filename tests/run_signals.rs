@@ -5,61 +5,17 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+mod staging_support;
+use staging_support::{spawn_ready, stampede, tempdir, Proc};
+
 const KEY: &str = "e2b_signals_test_key";
 
-fn stampede() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_stampede"))
-}
-
-fn tempdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("stampede-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
-}
-
-/// A child process killed when dropped (also when an assertion fails).
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Spawns `cmd` and returns it with its first stdout line that starts with `prefix`.
-fn spawn_ready(mut cmd: Command, prefix: &str) -> (Proc, String) {
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let stdout = child.stdout.take().expect("stdout");
-    let proc = Proc(child);
-    let (tx, rx) = std::sync::mpsc::channel();
-    let prefix = prefix.to_string();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if line.starts_with(&prefix) {
-                let _ = tx.send(line);
-            }
-        }
-    });
-    let line = rx
-        .recv_timeout(Duration::from_secs(60))
-        .expect("a ready line within 60 s");
-    (proc, line)
-}
-
-/// A 3-node fleet (`stampede mock-node`) and a placement service on it
-/// (`stampede serve`), both external to the run.
 struct Cluster {
     _fleet: Proc,
     _serve: Proc,
