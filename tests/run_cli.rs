@@ -47,6 +47,10 @@ fn nightly_variant(accounting: &str) -> String {
         "rate: {per_second: 40, duration: 10s}",
         "rate: {per_second: 50, duration: 4s}",
     )
+    // Latency depends on the machine (a debug build under a loaded CI runner once gave
+    // p99 634 ms against the shipped 500 ms); this test pins the skew guard, so its p99
+    // bound only catches a hang.
+    .replace("p99_latency: {max: 500ms}", "p99_latency: {max: 10s}")
 }
 
 #[test]
