@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 mod staging_support;
-use staging_support::{spawn_ready, stampede, tempdir, Proc};
+use staging_support::{serve_url, spawn_ready, stampede, tempdir, Proc};
 
 const KEY: &str = "e2b_signals_test_key";
 
@@ -46,12 +46,7 @@ fn start_cluster() -> Cluster {
         .args(["--mock-admin", &admin])
         .env("STAMPEDE_API_KEY", KEY);
     let (serve, line) = spawn_ready(serve, "stampede serve: ");
-    let api = line
-        .trim_start_matches("stampede serve: ")
-        .split_whitespace()
-        .next()
-        .expect("URL in the serve line")
-        .to_string();
+    let api = serve_url(&line);
     Cluster {
         _fleet: fleet,
         _serve: serve,

@@ -90,12 +90,7 @@ pub fn start_cluster(dir: &Path, cluster_yaml: &str, serve_args: &[&str]) -> Clu
         .env("STAMPEDE_API_KEY", KEY)
         .env("STAMPEDE_ADMIN_TOKEN", ADMIN);
     let (serve, line) = spawn_ready(serve, "stampede serve: ");
-    let api = line
-        .trim_start_matches("stampede serve: ")
-        .split_whitespace()
-        .next()
-        .expect("URL in the serve line")
-        .to_string();
+    let api = serve_url(&line);
     Cluster {
         _fleet: fleet,
         _serve: serve,
@@ -284,4 +279,13 @@ pub async fn interrupt(run: &mut Run, within: Duration) -> (ExitStatus, Duration
     let took = signalled.elapsed();
     let stderr = run.stderr.lock().unwrap().clone();
     (status, took, stderr)
+}
+
+/// The API URL in `stampede serve`'s ready line (`stampede serve: http://... (...)`).
+pub fn serve_url(line: &str) -> String {
+    line.trim_start_matches("stampede serve: ")
+        .split_whitespace()
+        .next()
+        .expect("URL in the serve line")
+        .to_string()
 }
