@@ -23,7 +23,7 @@ use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Request, Response, Status};
 
-use crate::load::{closed_loop, runtime};
+use crate::load::{closed_loop, measured, runtime, Measured, SERVER_THREADS};
 use crate::table::{Row, Table};
 
 /// Connections of the client, and RPCs in flight on each (h2load's `-c 8 -m 16`).
@@ -170,14 +170,7 @@ enum Rpc {
     Create,
 }
 
-fn round(
-    server: &Runtime,
-    client: &Runtime,
-    rpc: Rpc,
-    bare: bool,
-    n: usize,
-    k: usize,
-) -> (f64, usize) {
+fn round(server: &Runtime, client: &Runtime, rpc: Rpc, bare: bool, n: usize, k: usize) -> Measured {
     // A fresh server each round: creates pile up, and both sides start empty.
     let (addr, fleet) = server.block_on(async {
         let fleet = start_mock().await;
@@ -192,21 +185,27 @@ fn round(
         fleet.shutdown().await;
         (start_bare(info).await, None)
     });
-    let rate = client.block_on(async {
-        match rpc {
-            Rpc::ServiceInfo => service_info_rate(addr, n).await,
-            Rpc::Create => create_rate(addr, n, k).await,
-        }
-    });
+    let got = measured(
+        || {
+            client.block_on(async {
+                match rpc {
+                    Rpc::ServiceInfo => service_info_rate(addr, n).await,
+                    Rpc::Create => create_rate(addr, n, k).await,
+                }
+            })
+        },
+        n,
+    );
     if let Some(f) = fleet {
         server.block_on(f.shutdown());
     }
-    (rate.per_second, rate.errors)
+    got
 }
 
-/// Both RPCs, `rounds` alternations of bare and mock each.
+/// Both RPCs, `rounds` alternations of bare and mock each: the client's rate and the
+/// server's requests per CPU-second, each as a row.
 pub fn run(n: usize, rounds: usize, table: &mut Table) {
-    let server = runtime("bench-server", 1);
+    let server = runtime(SERVER_THREADS, 1);
     let client = runtime("bench-client", 1);
     for (rpc, what, baseline) in [
         (
@@ -220,21 +219,19 @@ pub fn run(n: usize, rounds: usize, table: &mut Table) {
             "bare tonic, map store",
         ),
     ] {
-        let mut row = Row {
-            what: what.to_string(),
-            baseline: baseline.to_string(),
-            unit: "req/s",
-            base: Vec::new(),
-            subject: Vec::new(),
-            errors: 0,
-        };
+        let mut rate = Row::new(what, baseline, "req/s");
+        let mut cpu = Row::new(&format!("{what}, server CPU"), baseline, "req/CPU-s");
         for k in 0..rounds {
-            let (b, be) = round(&server, &client, rpc, true, n, k);
-            let (m, me) = round(&server, &client, rpc, false, n, k);
-            row.base.push(b);
-            row.subject.push(m);
-            row.errors += be + me;
+            let b = round(&server, &client, rpc, true, n, k);
+            let m = round(&server, &client, rpc, false, n, k);
+            rate.base.push(b.rate.per_second);
+            rate.subject.push(m.rate.per_second);
+            cpu.base.push(b.per_cpu_second);
+            cpu.subject.push(m.per_cpu_second);
+            rate.errors += b.rate.errors + m.rate.errors;
         }
-        table.push(row);
+        cpu.errors = rate.errors;
+        table.push(rate);
+        table.push(cpu);
     }
 }

@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// A runtime of `threads` worker threads named `name`.
 pub fn runtime(name: &str, threads: usize) -> tokio::runtime::Runtime {
@@ -13,6 +13,58 @@ pub fn runtime(name: &str, threads: usize) -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .expect("a tokio runtime")
+}
+
+/// Name prefix of the server runtime's threads, whose CPU time [`server_cpu`] sums.
+pub const SERVER_THREADS: &str = "bench-server";
+
+/// CPU time used so far by this process's threads named [`SERVER_THREADS`] (Linux
+/// `/proc/self/task/*/schedstat`, nanoseconds on CPU). A round's difference is the
+/// server's own cost of the round's requests, whatever else the machine runs: unlike
+/// the wall-clock rate, other processes on the cores do not inflate it.
+pub fn server_cpu() -> Duration {
+    let mut ns = 0u64;
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Duration::ZERO;
+    };
+    for task in tasks.flatten() {
+        let dir = task.path();
+        let named = std::fs::read_to_string(dir.join("comm"))
+            .map(|c| c.starts_with(SERVER_THREADS))
+            .unwrap_or(false);
+        if !named {
+            continue;
+        }
+        if let Ok(stat) = std::fs::read_to_string(dir.join("schedstat")) {
+            ns += stat
+                .split_whitespace()
+                .next()
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+    }
+    Duration::from_nanos(ns)
+}
+
+/// A round's rate and the server CPU it took.
+#[derive(Debug, Clone, Copy)]
+pub struct Measured {
+    /// Wall-clock rate seen by the client.
+    pub rate: Rate,
+    /// Answered requests per second of server CPU.
+    pub per_cpu_second: f64,
+}
+
+/// Runs `round` on the calling thread and charges it the server CPU it used.
+pub fn measured(round: impl FnOnce() -> Rate, n: usize) -> Measured {
+    let before = server_cpu();
+    let rate = round();
+    let cpu = server_cpu().saturating_sub(before).as_secs_f64();
+    let answered = (n - rate.errors.min(n)) as f64;
+    Measured {
+        rate,
+        per_cpu_second: if cpu > 0.0 { answered / cpu } else { f64::NAN },
+    }
 }
 
 /// Throughput of one round.

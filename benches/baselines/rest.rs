@@ -13,7 +13,7 @@ use stampede::serve::{self, NodeTarget, ServeConfig, ServiceHandle};
 use tokio::runtime::Runtime;
 use tokio_util::sync::CancellationToken;
 
-use crate::load::{closed_loop, runtime, Rate};
+use crate::load::{closed_loop, measured, runtime, Measured, Rate, SERVER_THREADS};
 use crate::table::{Row, Table};
 
 /// Creates in flight at once (one pooled connection each).
@@ -110,7 +110,7 @@ async fn create_rate(base: String, n: usize) -> Rate {
     .await
 }
 
-fn round(server: &Runtime, client_rt: &Runtime, bare: bool, n: usize) -> Rate {
+fn round(server: &Runtime, client_rt: &Runtime, bare: bool, n: usize) -> Measured {
     let (fleet, service) = server.block_on(async {
         let fleet = start_fleet().await;
         let service = start_service(&fleet).await;
@@ -126,33 +126,34 @@ fn round(server: &Runtime, client_rt: &Runtime, bare: bool, n: usize) -> Rate {
     } else {
         service.url()
     };
-    let rate = client_rt.block_on(create_rate(base, n));
+    let got = measured(|| client_rt.block_on(create_rate(base, n)), n);
     stop.cancel();
     server.block_on(async {
         service.shutdown().await;
         fleet.shutdown().await;
     });
-    rate
+    got
 }
 
-/// `rounds` alternations of bare and service.
+/// `rounds` alternations of bare and service: the client's rate and the server's
+/// requests per CPU-second (service and its mock node together), each as a row.
 pub fn run(n: usize, rounds: usize, table: &mut Table) {
-    let server = runtime("bench-server", 1);
+    let server = runtime(SERVER_THREADS, 1);
     let client_rt = runtime("bench-client", 1);
-    let mut row = Row {
-        what: "embedded service POST /sandboxes (1 mock node)".to_string(),
-        baseline: "bare axum, same JSON answer".to_string(),
-        unit: "req/s",
-        base: Vec::new(),
-        subject: Vec::new(),
-        errors: 0,
-    };
+    let what = "embedded service POST /sandboxes (1 mock node)";
+    let baseline = "bare axum, same JSON answer";
+    let mut rate = Row::new(what, baseline, "req/s");
+    let mut cpu = Row::new(&format!("{what}, server CPU"), baseline, "req/CPU-s");
     for _ in 0..rounds {
         let b = round(&server, &client_rt, true, n);
         let s = round(&server, &client_rt, false, n);
-        row.base.push(b.per_second);
-        row.subject.push(s.per_second);
-        row.errors += b.errors + s.errors;
+        rate.base.push(b.rate.per_second);
+        rate.subject.push(s.rate.per_second);
+        cpu.base.push(b.per_cpu_second);
+        cpu.subject.push(s.per_cpu_second);
+        rate.errors += b.rate.errors + s.rate.errors;
     }
-    table.push(row);
+    cpu.errors = rate.errors;
+    table.push(rate);
+    table.push(cpu);
 }

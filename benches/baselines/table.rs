@@ -35,6 +35,18 @@ pub fn median(v: &[f64]) -> f64 {
 }
 
 impl Row {
+    /// An empty row.
+    pub fn new(what: &str, baseline: &str, unit: &'static str) -> Row {
+        Row {
+            what: what.to_string(),
+            baseline: baseline.to_string(),
+            unit,
+            base: Vec::new(),
+            subject: Vec::new(),
+            errors: 0,
+        }
+    }
+
     /// Median subject over median baseline.
     pub fn ratio(&self) -> f64 {
         median(&self.subject) / median(&self.base)
