@@ -6,6 +6,8 @@ pub mod checker;
 pub mod cli;
 pub mod collect;
 pub mod collect_cmd;
+pub mod error_chain;
+pub mod mock_admin;
 pub mod placement;
 pub mod profile;
 pub mod report;

@@ -4,10 +4,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mock_node::api::{ApiError, FaultCreated, FaultInfo, FaultKind, FaultsResponse, NodesResponse};
+use mock_node::api::{ApiError, FaultCreated, FaultInfo, FaultKind, FaultsResponse};
 use reqwest::StatusCode;
 
 use super::plan::PlannedFault;
+use crate::error_chain::chain_text;
+use crate::mock_admin::{MockAdmin, MockAdminError};
 use crate::workload::ApiKey;
 
 /// Deadline of one admin HTTP call.
@@ -91,7 +93,10 @@ impl ChaosClient {
         let probe = Self::build(fleets.clone(), token.clone(), BTreeMap::new());
         let mut owner = BTreeMap::new();
         for (k, base) in fleets.iter().enumerate() {
-            let nodes: NodesResponse = probe.get_json(&format!("{base}/nodes")).await?;
+            let nodes = MockAdmin::new(probe.inner.http.clone(), base, token.as_deref())
+                .nodes()
+                .await
+                .map_err(admin_error)?;
             for n in nodes.nodes {
                 owner.entry(n.id).or_insert(k);
             }
@@ -280,6 +285,27 @@ impl ChaosClient {
 
 fn trim(url: &str) -> String {
     url.trim_end_matches('/').to_string()
+}
+
+/// A failed `GET /nodes`, as the chaos client reports its calls.
+fn admin_error(e: MockAdminError) -> ChaosError {
+    match e {
+        MockAdminError::Status {
+            url,
+            status,
+            message,
+        } => ChaosError::Status {
+            method: "GET",
+            url,
+            status,
+            message,
+        },
+        MockAdminError::Request { ref url, .. } => ChaosError::Http {
+            method: "GET",
+            url: url.clone(),
+            message: chain_text(&e),
+        },
+    }
 }
 
 fn http(method: &'static str, url: &str, e: reqwest::Error) -> ChaosError {

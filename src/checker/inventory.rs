@@ -3,11 +3,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use mock_node::api::{FaultKind, NodesResponse};
+use mock_node::api::FaultKind;
 use serde::{Deserialize, Serialize};
 
 use crate::chaos::AppliedFault;
 use crate::collect::{list_over_grpc, Sample, TruthSource};
+use crate::mock_admin::{MockAdmin, MockAdminError};
 use crate::workload::Ledger;
 
 /// When an id was seen on one node during the run (ms after the workload's start gate).
@@ -116,16 +117,11 @@ impl Inventory {
 }
 
 /// Why the inventory could not be read.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum InventoryError {
     /// An admin `/nodes` call failed.
-    #[error("GET {url}: {message}")]
-    Admin {
-        /// URL read.
-        url: String,
-        /// What went wrong.
-        message: String,
-    },
+    #[error("cannot read the fleet's node list")]
+    Admin(#[from] MockAdminError),
     /// An orchestrator's `List` failed and no other source covers it.
     #[error("{0}")]
     List(String),
@@ -149,7 +145,9 @@ pub async fn collect_inventory(
     match source {
         TruthSource::MockAdmin(urls) => {
             for base in urls {
-                let nodes = admin_nodes(client, base, admin_token).await?;
+                let nodes = MockAdmin::new(client.clone(), base, admin_token)
+                    .nodes()
+                    .await?;
                 for n in nodes.nodes {
                     let mut ids = n.sandbox_ids;
                     match list_ids(&n.grpc_addr.to_string()).await {
@@ -172,27 +170,6 @@ pub async fn collect_inventory(
         TruthSource::E2bApi { .. } => return Err(InventoryError::NoIds),
     }
     Ok(inv)
-}
-
-async fn admin_nodes(
-    client: &reqwest::Client,
-    base: &str,
-    token: Option<&str>,
-) -> Result<NodesResponse, InventoryError> {
-    let url = format!("{}/nodes", base.trim_end_matches('/'));
-    let fail = |message: String| InventoryError::Admin {
-        url: url.clone(),
-        message,
-    };
-    let mut req = client.get(&url).timeout(Duration::from_secs(10));
-    if let Some(t) = token {
-        req = req.bearer_auth(t);
-    }
-    let resp = req.send().await.map_err(|e| fail(e.to_string()))?;
-    if !resp.status().is_success() {
-        return Err(fail(format!("status {}", resp.status())));
-    }
-    resp.json().await.map_err(|e| fail(e.to_string()))
 }
 
 /// Sandbox ids an orchestrator at `addr` (`host:port`) lists with `SandboxService/List`.

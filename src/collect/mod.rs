@@ -22,6 +22,9 @@ pub enum CollectError {
         /// What went wrong.
         message: String,
     },
+    /// A mock-node fleet's `GET /nodes` failed.
+    #[error("cannot read the fleet's node list")]
+    MockAdmin(#[from] crate::mock_admin::MockAdminError),
     /// A gRPC `List` failed.
     #[error("List on {addr}: {message}")]
     Grpc {

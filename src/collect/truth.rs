@@ -3,12 +3,12 @@
 
 use std::time::Duration;
 
-use mock_node::api::NodesResponse;
 use serde::{Deserialize, Serialize};
 use stampede_proto::sandbox_service_client::SandboxServiceClient;
 
 use super::believed::fetch_api_nodes;
 use super::CollectError;
+use crate::mock_admin::MockAdmin;
 use crate::workload::ApiKey;
 
 /// Where node truth comes from.
@@ -91,21 +91,7 @@ pub async fn fetch_truth(
 }
 
 async fn fetch_mock(client: &reqwest::Client, base: &str) -> Result<Vec<NodeSample>, CollectError> {
-    let url = format!("{}/nodes", base.trim_end_matches('/'));
-    let http = |message: String| CollectError::Http {
-        url: url.clone(),
-        message,
-    };
-    let resp = client
-        .get(&url)
-        .timeout(Duration::from_secs(10))
-        .send()
-        .await
-        .map_err(|e| http(e.to_string()))?;
-    if !resp.status().is_success() {
-        return Err(http(format!("status {}", resp.status())));
-    }
-    let body: NodesResponse = resp.json().await.map_err(|e| http(e.to_string()))?;
+    let body = MockAdmin::new(client.clone(), base, None).nodes().await?;
     Ok(body
         .nodes
         .into_iter()

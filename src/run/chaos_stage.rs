@@ -11,6 +11,7 @@ use super::{AbortState, StageError};
 use crate::chaos::{fault_windows, run_schedule, AppliedFault, CallProbe, ChaosClient, FaultPlan};
 use crate::checker::{check, collect_inventory, Inventory};
 use crate::collect::Sample;
+use crate::error_chain::chain_text;
 use crate::profile::Profile;
 use crate::report::RunResult;
 use crate::workload::WorkloadOutput;
@@ -117,7 +118,7 @@ pub(crate) async fn judge(
     result.faults = fault_windows(applied, &workload.ledger, samples);
     let mut inv = collect_inventory(&reqwest::Client::new(), &target.truth, None)
         .await
-        .map_err(|e| StageError::Collect(e.to_string()))?;
+        .map_err(|e| StageError::Collect(chain_text(&e)))?;
     inv.note_samples(samples);
     inv.note_restarts(applied);
     let now_ms = workload

@@ -9,6 +9,7 @@ use super::cleanup::{self, CleanupTarget, Leftovers};
 use super::drive::{drive, StagingTarget, Target};
 use super::{RunOptions, StageError};
 use crate::collect::{Before, TruthSource};
+use crate::error_chain::chain_text;
 use crate::profile::{ExternalPlacement, Profile};
 use crate::report::{CleanupReport, Report};
 use crate::workload::ApiKey;
@@ -42,7 +43,7 @@ pub(super) async fn run(
     };
     let first = crate::collect::fetch_truth(&reqwest::Client::new(), &truth)
         .await
-        .map_err(|e| StageError::Collect(e.to_string()))?;
+        .map_err(|e| StageError::Collect(chain_text(&e)))?;
     let node_ids = first.nodes.iter().map(|n| n.id.clone()).collect();
     let tag = cleanup::run_tag(&profile.name);
     let mut settings = BTreeMap::new();

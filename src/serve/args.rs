@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::config::{NodeTarget, ServeConfig, DEFAULT_API_KEY};
 use super::error::ServeError;
 use super::service::start_replicas;
+use crate::mock_admin::MockAdmin;
 use crate::placement::{AccountingMode, FailureAnswers, PlacementConfig};
 
 /// Flags of `stampede serve`.
@@ -133,21 +134,9 @@ pub async fn nodes_from_mock_admin(
     url: &str,
     token: Option<&str>,
 ) -> Result<Vec<NodeTarget>, ServeError> {
-    let err = |message: String| ServeError::MockAdmin {
-        url: url.to_string(),
-        message,
-    };
-    let mut req = reqwest::Client::new()
-        .get(format!("{}/nodes", url.trim_end_matches('/')))
-        .timeout(Duration::from_secs(10));
-    if let Some(t) = token {
-        req = req.bearer_auth(t);
-    }
-    let resp = req.send().await.map_err(|e| err(e.to_string()))?;
-    if !resp.status().is_success() {
-        return Err(err(format!("HTTP {}", resp.status())));
-    }
-    let body: mock_node::api::NodesResponse = resp.json().await.map_err(|e| err(e.to_string()))?;
+    let body = MockAdmin::new(reqwest::Client::new(), url, token)
+        .nodes()
+        .await?;
     Ok(body
         .nodes
         .into_iter()

@@ -24,13 +24,8 @@ pub enum ServeError {
         message: String,
     },
     /// Reading the node list from a mock-node admin endpoint failed.
-    #[error("cannot read nodes from {url}: {message}")]
-    MockAdmin {
-        /// Admin URL.
-        url: String,
-        /// What failed.
-        message: String,
-    },
+    #[error("cannot read the nodes of a mock-node fleet")]
+    MockAdmin(#[from] crate::mock_admin::MockAdminError),
     /// Invalid settings.
     #[error("invalid settings: {0}")]
     Config(String),
