@@ -26,7 +26,6 @@ placement:
     accounting: optimistic
     max_retries: 1
     sync_interval: 3s
-    create_rpc_timeout: 1s
     request_timeout: 5s
 workload:
   shape:

@@ -7,6 +7,7 @@
 pub mod accounting;
 pub mod answer;
 pub mod attempt;
+pub mod channel;
 pub mod config;
 pub mod core;
 pub mod mode;
@@ -20,6 +21,7 @@ pub use answer::{
     CreateStatus, DeleteOutcome, ErrorCode, FailureAnswer, FailureAnswers, FAILED_TO_PLACE,
 };
 pub use attempt::{CreateErrorCode, CreateOutcome, Decision, PlacementAttempt, PlacementFailure};
+pub use channel::{node_status, routable, ChannelCell, ChannelState};
 pub use config::{PlacementConfig, PlacementConfigError};
 pub use mode::AccountingMode;
 pub use node_view::{NodeCounters, NodeId, NodeMetrics, NodeStatus, NodeView, SyncSnapshot};

@@ -99,7 +99,6 @@ pub(super) async fn start_replicas(
         placement: e.placement_config(run),
         sync_interval: e.sync_interval,
         request_timeout: e.request_timeout,
-        create_rpc_timeout: e.create_rpc_timeout,
         api_key: key.expose().to_string(),
         admin_token: Some(admin_token.expose().to_string()),
         seed: profile.seed,

@@ -47,9 +47,6 @@ pub struct ServeArgs {
     /// Deadline of a whole create request (504 past it).
     #[arg(long, default_value = "70s", value_parser = humantime::parse_duration)]
     pub request_timeout: Duration,
-    /// Deadline of one Create RPC (a hung node then counts as a failed attempt).
-    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
-    pub create_timeout: Duration,
     /// API key clients send in X-API-Key.
     #[arg(long, env = "STAMPEDE_API_KEY", default_value = DEFAULT_API_KEY, hide_env_values = true)]
     pub api_key: String,
@@ -100,7 +97,6 @@ impl ServeArgs {
             },
             sync_interval: self.sync_interval,
             request_timeout: self.request_timeout,
-            create_rpc_timeout: self.create_timeout,
             api_key: self.api_key.clone(),
             admin_token: self.admin_token.clone(),
             seed: self.seed,

@@ -21,11 +21,9 @@ pub struct ServeConfig {
     pub placement: PlacementConfig,
     /// Period of the node sync (ServiceInfo + List). E2B: 20 s.
     pub sync_interval: Duration,
-    /// Whole-request deadline of a create (E2B: 70 s); past it the answer is 504.
+    /// Whole-request deadline of a create (E2B: 70 s); past it the answer is 504. It is
+    /// also the only bound on each Create RPC, as in E2B: a hung node holds the request.
     pub request_timeout: Duration,
-    /// Deadline of one `SandboxService/Create` RPC; a node that does not answer in time
-    /// counts as a failed (non-ResourceExhausted) attempt.
-    pub create_rpc_timeout: Duration,
     /// Deadline of the other RPCs (ServiceInfo, List, Delete).
     pub rpc_timeout: Duration,
     /// Value clients must send in `X-API-Key`.
@@ -63,7 +61,6 @@ impl Default for ServeConfig {
             placement: PlacementConfig::default(),
             sync_interval: Duration::from_secs(20),
             request_timeout: Duration::from_secs(70),
-            create_rpc_timeout: Duration::from_secs(10),
             rpc_timeout: Duration::from_secs(5),
             api_key: DEFAULT_API_KEY.to_string(),
             admin_token: None,

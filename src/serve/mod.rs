@@ -19,6 +19,7 @@
 pub mod activity;
 pub mod args;
 pub mod arrivals;
+pub mod channel_watch;
 pub mod config;
 pub mod error;
 pub mod limits;

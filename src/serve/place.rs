@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use axum::http::StatusCode;
+use tokio_util::sync::CancellationToken;
 use tonic::Code;
 
 use super::error::ApiError;
@@ -20,11 +21,18 @@ use crate::placement::{
 /// E2B's `clientID` of every sandbox (`packages/shared/pkg/consts/sandboxes.go`).
 pub const CLIENT_ID: &str = "6532622b";
 
-/// Place and create one sandbox. Runs to completion even if the HTTP client goes away
-/// (the caller spawns it), so the core never keeps a create in flight forever.
-pub async fn create_sandbox(shared: Arc<Shared>, body: NewSandbox) -> Result<Sandbox, ApiError> {
+/// Place and create one sandbox. The caller spawns it, so it is never dropped mid-way
+/// (the core never keeps a create in flight forever); `gone` is cancelled when the HTTP
+/// client hangs up, and the placement then stops as E2B's loop does with the request's
+/// context (`packages/api/internal/orchestrator/placement/placement.go`): the Create
+/// RPC in flight is cancelled and no new attempt starts.
+pub async fn create_sandbox(
+    shared: Arc<Shared>,
+    body: NewSandbox,
+    gone: CancellationToken,
+) -> Result<Sandbox, ApiError> {
     let sandbox_id = shared.new_sandbox_id();
-    let result = place(&shared, &sandbox_id, body).await;
+    let result = place(&shared, &sandbox_id, body, &gone).await;
     lock(&shared.placing).remove(&sandbox_id);
     result
 }
@@ -33,6 +41,7 @@ async fn place(
     shared: &Arc<Shared>,
     sandbox_id: &str,
     body: NewSandbox,
+    gone: &CancellationToken,
 ) -> Result<Sandbox, ApiError> {
     let cfg = &shared.cfg;
     let deadline = Instant::now() + cfg.request_timeout;
@@ -56,6 +65,9 @@ async fn place(
             shared.telemetry.creates_timed_out.fetch_add(1, Relaxed);
             let f = attempt.deadline_reached(&mut lock(&shared.core));
             return Err(failure(shared, &f));
+        }
+        if gone.is_cancelled() {
+            return Err(client_gone(shared, &mut attempt));
         }
         let t0 = Instant::now();
         let chosen = {
@@ -81,10 +93,12 @@ async fn place(
             shared.telemetry.retries.fetch_add(1, Relaxed);
         }
         rpcs += 1;
-        let answer = node
-            .client
-            .create(&spec, cfg.create_rpc_timeout.min(left))
-            .await;
+        // No deadline of its own: E2B bounds the Create RPC by the request's only
+        // (`packages/api/main.go` requestTimeout), so a hung node holds the request.
+        let answer = tokio::select! {
+            a = node.client.create(&spec, left) => a,
+            () = gone.cancelled() => return Err(client_gone(shared, &mut attempt)),
+        };
         // Register before the core forgets the create in flight, so that a concurrent
         // sync never takes the new sandbox for an orphan.
         if answer.is_ok() {
@@ -132,6 +146,18 @@ async fn place(
             Decision::Retry => continue,
         }
     }
+}
+
+/// The client hung up: the create in flight (if any) is forgotten as at the deadline
+/// (E2B's loop ends on `ctx.Done()` either way); nobody reads the answer.
+fn client_gone(shared: &Shared, attempt: &mut PlacementAttempt) -> ApiError {
+    tracing::debug!(
+        sandbox = attempt.sandbox_id(),
+        "client gone: placement stopped"
+    );
+    shared.telemetry.creates_abandoned.fetch_add(1, Relaxed);
+    let f = attempt.deadline_reached(&mut lock(&shared.core));
+    failure(shared, &f)
 }
 
 fn error_code(code: Code) -> CreateErrorCode {

@@ -20,7 +20,7 @@ use super::nodes_api::node_json;
 use super::routes::router;
 use super::state::{lock, NodeConn, NodeInfo, Shared};
 use super::sync::sync_all;
-use crate::placement::PlacementCore;
+use crate::placement::{ChannelCell, PlacementCore};
 
 /// A running instance. Dropping it does not stop it: call [`ServiceHandle::shutdown`].
 #[derive(Debug)]
@@ -236,7 +236,8 @@ async fn connect_all(
 ) -> Result<IndexMap<String, NodeConn>, ServeError> {
     let mut conns = IndexMap::new();
     for target in nodes {
-        let client = NodeClient::new(&target.addr, cfg.rpc_timeout)?;
+        let channel = Arc::new(ChannelCell::default());
+        let client = NodeClient::new(&target.addr, cfg.rpc_timeout, channel.clone())?;
         let id = match target.id {
             Some(id) => id,
             None => match client.service_info(cfg.rpc_timeout).await {
@@ -253,6 +254,7 @@ async fn connect_all(
                 id,
                 addr: target.addr,
                 client,
+                channel,
                 info: std::sync::Mutex::new(NodeInfo {
                     status_seen: Some((
                         crate::placement::NodeStatus::Connecting,

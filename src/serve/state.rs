@@ -2,7 +2,7 @@
 //! sandboxes this instance placed, and telemetry.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Instant, SystemTime};
 
 use indexmap::IndexMap;
@@ -12,7 +12,7 @@ use rand_chacha::ChaCha8Rng;
 use super::config::ServeConfig;
 use super::node_client::NodeClient;
 use super::telemetry::Telemetry;
-use crate::placement::{NodeStatus, PlacementCore};
+use crate::placement::{ChannelCell, NodeStatus, PlacementCore};
 
 /// What ServiceInfo says about a node besides the metrics the core keeps.
 #[derive(Debug, Clone, Default)]
@@ -60,6 +60,8 @@ pub struct NodeConn {
     pub addr: String,
     /// Clients.
     pub client: NodeClient,
+    /// The state of the clients' channel, written by their connector, read by the core.
+    pub channel: Arc<ChannelCell>,
     /// Details from the last sync.
     pub info: Mutex<NodeInfo>,
 }
@@ -112,8 +114,8 @@ impl Shared {
     /// State for `nodes` (already connected lazily).
     pub fn new(cfg: ServeConfig, nodes: IndexMap<String, NodeConn>) -> Self {
         let mut core = PlacementCore::new(cfg.placement.clone());
-        for id in nodes.keys() {
-            core.add_node(id.clone());
+        for (id, node) in &nodes {
+            core.add_node_with_channel(id.clone(), node.channel.clone());
         }
         let mut id_rng = ChaCha8Rng::seed_from_u64(cfg.seed);
         id_rng.set_stream(1);

@@ -52,15 +52,22 @@ impl Engine<'_> {
         if eff.killed {
             self.reply_after(slot, CreateOutcome::Failed);
         } else if eff.hung {
-            let t = now.saturating_add(self.setup.create_rpc_timeout);
-            self.queue.push(
-                t,
-                Event::Reply {
-                    slot,
-                    outcome: CreateOutcome::Failed,
-                    abort: false,
-                },
-            );
+            // No deadline on the RPC itself (E2B, `packages/api/main.go`): the hung node
+            // holds the create until the hang heals or the request's deadline passes.
+            let deadline = a.intended.saturating_add(self.setup.request_timeout);
+            let heal = hang_heals_at(&self.setup.faults, &n.active);
+            if heal < deadline {
+                self.queue.push(heal, Event::Arrive { slot });
+            } else {
+                self.queue.push(
+                    deadline,
+                    Event::Reply {
+                        slot,
+                        outcome: CreateOutcome::Failed,
+                        abort: false,
+                    },
+                );
+            }
         } else {
             match eff.slow.map(to_nanos).filter(|d| *d > 0) {
                 Some(d) => self
@@ -120,7 +127,8 @@ impl Engine<'_> {
             }
             Ok(()) => {
                 let done = now.saturating_add(to_nanos(m.sample_create_latency()));
-                let deadline = a.sent.saturating_add(self.setup.create_rpc_timeout);
+                // The request's deadline is the RPC's (E2B has no per-RPC one).
+                let deadline = a.intended.saturating_add(self.setup.request_timeout);
                 if done > deadline {
                     let event = Event::Reply {
                         slot,
@@ -269,4 +277,16 @@ impl Engine<'_> {
 /// Lifetime seed of slot `req`, derived as the real workload derives it.
 fn lifetime_seed(seed: u64, req: u64) -> u64 {
     seed ^ req.wrapping_mul(LIFETIME_MIX)
+}
+
+/// When the `hang` faults in force (`active`, indices into `plan`) have all healed; a
+/// hang with no end lasts forever.
+fn hang_heals_at(plan: &[super::faults::PlannedFault], active: &[usize]) -> super::queue::Nanos {
+    active
+        .iter()
+        .filter_map(|&i| plan.get(i))
+        .filter(|f| f.kind == mock_node::api::FaultKind::Hang)
+        .map(|f| f.until.unwrap_or(super::queue::Nanos::MAX))
+        .max()
+        .unwrap_or(0)
 }
