@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 
 use crate::collect::{NodeCalls, NodeSample, Sample};
 use crate::report::FaultWindow;
-use crate::workload::{Ledger, LedgerEntry};
+use crate::workload::{Ledger, LedgerEntry, Outcome};
 
 use super::edge_calls::EdgeCalls;
 use super::schedule::AppliedFault;
@@ -33,6 +33,7 @@ use super::schedule::AppliedFault;
 ///   when there was none; none when placements went on until the window's last sampled
 ///   interval (the service never stopped) or the window has no samples and no ledger
 ///   node names.
+/// - `timed_out` (and its latency range): creates of the window answered 504.
 /// - `time_to_reuse_ms`: from the heal until a healed node first received a sandbox;
 ///   none when it never did (or the fault never healed). For `restart`, from the restart.
 pub fn fault_windows(
@@ -84,7 +85,7 @@ pub fn fault_windows(
                     Some((max_opt(t, last_failure).unwrap_or(start) - start).max(0.0))
                 }
             };
-            FaultWindow {
+            let mut window = FaultWindow {
                 id: a.id.clone(),
                 kind: a.planned.name().to_string(),
                 nodes: a.planned.nodes.clone(),
@@ -98,7 +99,12 @@ pub fn fault_windows(
                 in_flight_at_fault: edges.map(|(at, _)| at.starting),
                 time_to_avoid_ms,
                 time_to_reuse_ms: reuse,
+                ..FaultWindow::default()
+            };
+            for e in sent.iter().filter(|e| e.outcome == Outcome::Status(504)) {
+                window.note_timed_out(e.latency_us as f64 / 1000.0);
             }
+            window
         })
         .collect()
 }

@@ -8,7 +8,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::engine::{sandbox_id, Engine, Event};
 use super::setup::{to_duration, to_nanos};
-use crate::placement::{CreateOutcome, CreateStatus, Decision, DeleteOutcome};
+use crate::placement::{ChannelState, CreateOutcome, CreateStatus, Decision, DeleteOutcome};
 use crate::workload::Outcome;
 
 /// Same per-slot lifetime seeding as the real workload, so both draw the same lifetimes.
@@ -50,6 +50,11 @@ impl Engine<'_> {
         a.faults.clone_from(&n.active);
         let eff = &n.effect;
         if eff.killed {
+            // The reconnect this create triggers is refused: the channel goes to
+            // TransientFailure and the node is `connecting` for this replica from now on
+            // (E2B's `nodemanager/status.go`).
+            let replica = a.replica as usize;
+            self.cores[replica].set_channel(&n.id, ChannelState::TransientFailure);
             self.reply_after(slot, CreateOutcome::Failed);
         } else if eff.hung {
             // No deadline on the RPC itself (E2B, `packages/api/main.go`): the hung node
@@ -281,7 +286,10 @@ fn lifetime_seed(seed: u64, req: u64) -> u64 {
 
 /// When the `hang` faults in force (`active`, indices into `plan`) have all healed; a
 /// hang with no end lasts forever.
-fn hang_heals_at(plan: &[super::faults::PlannedFault], active: &[usize]) -> super::queue::Nanos {
+pub(super) fn hang_heals_at(
+    plan: &[super::faults::PlannedFault],
+    active: &[usize],
+) -> super::queue::Nanos {
     active
         .iter()
         .filter_map(|&i| plan.get(i))

@@ -43,6 +43,8 @@ pub(super) enum Event {
     Delete { req: u64, node: u32, replica: u32 },
     /// `replica` syncs every node.
     Sync { replica: u32 },
+    /// The sync cycle `replica` began on hung node `node` runs out of time.
+    SyncCycleEnd { replica: u32, node: u32 },
     /// Chaos step `fault` starts.
     FaultStart { fault: u32 },
     /// Chaos step `fault` heals.
@@ -288,6 +290,7 @@ impl<'a> Engine<'a> {
                 let next = self.now.saturating_add(self.setup.sync_interval);
                 self.queue.push(next, Event::Sync { replica });
             }
+            Event::SyncCycleEnd { replica, node } => self.sync_cycle_end(replica, node),
             Event::FaultStart { fault } => self.fault_start(fault as usize),
             Event::FaultEnd { fault } => self.fault_end(fault as usize),
             Event::UserSend { user } => {
