@@ -324,7 +324,10 @@ async fn no_ready_node_is_503_no_compatible_node() {
 #[tokio::test]
 async fn orphans_are_reported_not_killed() {
     // Two independent instances on one fleet: each sees the other's sandboxes as orphans.
-    let rig = Rig::start(cluster(2, &[]), serve_config(AccountingMode::Reconciled)).await;
+    let mut cfg = serve_config(AccountingMode::Reconciled);
+    cfg.kill_orphans = false;
+    cfg.orphan_grace = Duration::ZERO;
+    let rig = Rig::start(cluster(2, &[]), cfg).await;
     let other_nodes = rig
         .fleet
         .nodes()

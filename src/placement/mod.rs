@@ -10,6 +10,7 @@ pub mod attempt;
 pub mod channel;
 pub mod config;
 pub mod core;
+pub mod evict;
 pub mod mode;
 pub mod node_view;
 pub mod sampler;

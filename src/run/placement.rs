@@ -104,6 +104,8 @@ pub(super) async fn start_replicas(
         seed: profile.seed,
         default_vcpu: profile.workload.sandbox.vcpu,
         default_memory_mb: profile.workload.sandbox.ram_mb,
+        // Replicas do not share a store: each would kill the others' sandboxes.
+        kill_orphans: e.replicas <= 1,
         ..ServeConfig::default()
     };
     let nodes = NodeTarget::all_of(fleet);

@@ -59,7 +59,9 @@ pub struct ServeArgs {
     /// Independent instances, each with its own state, on consecutive ports.
     #[arg(long, default_value_t = 1)]
     pub replicas: usize,
-    /// Kill sandboxes found on nodes that this instance does not know.
+    /// With --replicas above 1, kill sandboxes found on nodes that this instance does
+    /// not know anyway (a single instance always does, as E2B: replicas do not share
+    /// their state, so each takes the others' sandboxes for orphans).
     #[arg(long)]
     pub kill_orphans: bool,
     /// vCPU of a sandbox whose create body has no cpuCount.
@@ -102,7 +104,7 @@ impl ServeArgs {
             seed: self.seed,
             default_vcpu: self.default_vcpu,
             default_memory_mb: self.default_memory_mb,
-            kill_orphans: self.kill_orphans,
+            kill_orphans: self.kill_orphans || self.replicas <= 1,
             header_read_timeout: self.header_read_timeout,
             idle_timeout: self.idle_timeout,
             ..ServeConfig::default()

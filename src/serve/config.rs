@@ -38,9 +38,14 @@ pub struct ServeConfig {
     pub default_vcpu: u32,
     /// MiB of a sandbox whose create body has no `memoryMB`. Default 1024.
     pub default_memory_mb: u32,
-    /// Kill sandboxes a node runs that this instance does not know (E2B's clean-up).
-    /// Off by default: with several replicas each one sees the others' sandboxes as orphans.
+    /// Kill sandboxes a node runs that this instance does not know, once
+    /// [`orphan_grace`](Self::orphan_grace) old, as E2B's sync does. On by default; turn
+    /// it off for independent replicas on one fleet: unlike E2B's API instances, which
+    /// share one store, each would take the others' sandboxes for orphans.
     pub kill_orphans: bool,
+    /// A listed sandbox younger than this is never an orphan. Default E2B's 1 minute
+    /// ([`ORPHAN_GRACE`](crate::placement::evict::ORPHAN_GRACE)).
+    pub orphan_grace: Duration,
     /// Longest sandbox `timeout` a create may ask for, in hours (E2B: the team's
     /// `MaxLengthHours`). Default 24.
     pub max_length_hours: u32,
@@ -67,7 +72,8 @@ impl Default for ServeConfig {
             seed: 0,
             default_vcpu: 1,
             default_memory_mb: 1024,
-            kill_orphans: false,
+            kill_orphans: true,
+            orphan_grace: crate::placement::evict::ORPHAN_GRACE,
             max_length_hours: 24,
             envd_version: "0.2.0".to_string(),
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,

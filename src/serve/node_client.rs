@@ -24,6 +24,8 @@ pub struct ListedOnNode {
     pub id: String,
     /// vCPU.
     pub vcpu: u32,
+    /// When the node started it, when it says.
+    pub started: Option<SystemTime>,
 }
 
 /// What a create needs to send.
@@ -106,6 +108,7 @@ impl NodeClient {
                 ListedOnNode {
                     id,
                     vcpu: u32::try_from(vcpu.max(0)).unwrap_or(u32::MAX),
+                    started: s.start_time.and_then(|t| SystemTime::try_from(t).ok()),
                 }
             })
             .collect())

@@ -191,29 +191,38 @@ fn failure(shared: &Shared, f: &PlacementFailure) -> ApiError {
 /// Kill one sandbox as E2B does: 404 when this instance does not know it; otherwise the
 /// entry is removed whatever the node answers, and a node's NotFound is a 204.
 pub async fn delete_sandbox(shared: Arc<Shared>, sandbox_id: String) -> Result<(), ApiError> {
-    let Some(record) = lock(&shared.sandboxes).remove(&sandbox_id) else {
+    let removed = lock(&shared.sandboxes).remove(&sandbox_id);
+    let Some(record) = removed else {
+        lock(&shared.removing).remove(&sandbox_id);
         shared.telemetry.deletes_not_found.fetch_add(1, Relaxed);
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
             format!("sandbox \"{sandbox_id}\" doesn't exist or you don't have access to it"),
         ));
     };
+    lock(&shared.removing).insert(sandbox_id.clone());
+    let result = kill_on_node(&shared, &sandbox_id, &record).await;
+    lock(&shared.removing).remove(&sandbox_id);
+    result
+}
+
+async fn kill_on_node(
+    shared: &Shared,
+    sandbox_id: &str,
+    record: &SandboxRecord,
+) -> Result<(), ApiError> {
     let (outcome, why) = match shared.nodes.get(&record.node) {
         None => (
             DeleteOutcome::Failed,
             format!("node '{}' not found", record.node),
         ),
-        Some(node) => match node
-            .client
-            .delete(&sandbox_id, shared.cfg.rpc_timeout)
-            .await
-        {
+        Some(node) => match node.client.delete(sandbox_id, shared.cfg.rpc_timeout).await {
             Ok(()) => (DeleteOutcome::Deleted, String::new()),
             Err(s) if s.code() == Code::NotFound => (DeleteOutcome::NotOnNode, String::new()),
             Err(s) => (DeleteOutcome::Failed, s.message().to_string()),
         },
     };
-    let status = lock(&shared.core).delete_ended(&record.node, &sandbox_id, record.vcpu, outcome);
+    let status = lock(&shared.core).delete_ended(&record.node, sandbox_id, record.vcpu, outcome);
     match outcome {
         DeleteOutcome::Deleted => shared.telemetry.deletes_ok.fetch_add(1, Relaxed),
         DeleteOutcome::NotOnNode => shared.telemetry.deletes_not_found.fetch_add(1, Relaxed),

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::arrivals::{ArrivalWindow, Arrivals, RecordArrivalsLayer};
 use super::config::{NodeTarget, ServeConfig};
 use super::error::ServeError;
+use super::evictor::evict_forever;
 use super::listen::{serve, ConnTimeouts};
 use super::node_client::NodeClient;
 use super::nodes_api::node_json;
@@ -158,12 +159,13 @@ pub async fn start(
     let server = tokio::spawn(serve(listener, app, timeouts, cancel.clone(), grace));
     let (sync_phase, phase) = watch::channel(None);
     let sync_loop = tokio::spawn(sync_forever(shared.clone(), phase, cancel.clone()));
+    let evictor = tokio::spawn(evict_forever(shared.clone(), cancel.clone()));
     tracing::info!(%addr, mode = %shared.cfg.placement.mode, nodes = shared.nodes.len(), "placement service ready");
     Ok(ServiceHandle {
         addr,
         shared,
         cancel,
-        tasks: vec![server, sync_loop],
+        tasks: vec![server, sync_loop, evictor],
         sync_phase: Arc::new(sync_phase),
         arrivals,
     })

@@ -104,6 +104,9 @@ pub struct Shared {
     pub sandboxes: Mutex<BTreeMap<String, SandboxRecord>>,
     /// Ids of creates in progress (not orphans even if a node lists them).
     pub placing: Mutex<BTreeSet<String>>,
+    /// Ids being killed now (a DELETE or the evictor): out of `sandboxes` already, but
+    /// neither orphans nor due for eviction.
+    pub removing: Mutex<BTreeSet<String>>,
     /// Counters.
     pub telemetry: Telemetry,
     /// Serializes syncs so that two never interleave on one node.
@@ -127,6 +130,7 @@ impl Shared {
             nodes,
             sandboxes: Mutex::new(BTreeMap::new()),
             placing: Mutex::new(BTreeSet::new()),
+            removing: Mutex::new(BTreeSet::new()),
             telemetry: Telemetry::default(),
             sync_lock: tokio::sync::Mutex::new(()),
         }

@@ -211,12 +211,21 @@ impl Engine<'_> {
         let core = &mut self.cores[a.replica as usize];
         match a.attempt.report(core, outcome) {
             Decision::Placed(_) => {
+                let (req, node, replica) = (a.req, a.node, a.replica);
+                let mut delete_at = None;
                 if let Some(dist) = &self.setup.lifetime {
                     let mut rng = ChaCha8Rng::seed_from_u64(lifetime_seed(self.setup.seed, a.req));
                     let at = now.saturating_add(to_nanos(dist.sample(&mut rng)));
-                    let (req, node, replica) = (a.req, a.node, a.replica);
                     self.queue.push(at, Event::Delete { req, node, replica });
                     self.pending_deletes += 1;
+                    delete_at = Some(at);
+                }
+                // E2B's evictor kills it at its end time unless the workload did first;
+                // past the workload's end nothing is simulated, so this costs nothing
+                // for sandboxes that outlive the run.
+                let end = now.saturating_add(to_nanos(self.setup.sandbox.timeout));
+                if delete_at.is_none_or(|at| at > end) {
+                    self.queue.push(end, Event::Evict { req, node, replica });
                 }
                 self.finish(slot, CreateStatus::Created);
             }
@@ -249,7 +258,10 @@ impl Engine<'_> {
         let n = &mut self.nodes[node as usize];
         let m = &mut n.model;
         let id = sandbox_id(req);
-        let outcome = if n.effect.hung {
+        let outcome = if self.evicted.remove(&req) {
+            // The evictor removed it from the store first: E2B's 404.
+            Outcome::Status(404)
+        } else if n.effect.hung {
             Outcome::Timeout
         } else {
             // E2B's kill: a NotFound from the node is a success, and releases the vCPU.
@@ -276,6 +288,36 @@ impl Engine<'_> {
         if let Some(ledger) = &mut self.set_ledger {
             ledger.deleted(req, outcome);
         }
+    }
+}
+
+impl Engine<'_> {
+    /// E2B's evictor at the end time of request `req`'s sandbox on `node`, placed through
+    /// `replica` (`packages/api/internal/orchestrator/evictor/evict.go`): a Delete to the
+    /// node; the store entry goes whatever the answer, a success or NotFound releases the
+    /// optimistic vCPU. A hung node's Delete runs into its deadline: a failure.
+    pub(super) fn evict(&mut self, req: u64, node: u32, replica: u32) {
+        let now = to_duration(self.now);
+        let n = &mut self.nodes[node as usize];
+        let m = &mut n.model;
+        let id = sandbox_id(req);
+        let (outcome, vcpu) = if n.effect.hung
+            || n.effect.killed
+            || n.effect
+                .errors
+                .and_then(|(p, code)| m.chance(p).then_some(code))
+                .or_else(|| m.sample_failure(RpcKind::Delete))
+                .is_some()
+        {
+            (DeleteOutcome::Failed, 0)
+        } else {
+            match m.delete(&id, now) {
+                Ok(sb) => (DeleteOutcome::Deleted, sb.vcpu),
+                Err(_) => (DeleteOutcome::NotOnNode, self.setup.sandbox.vcpu),
+            }
+        };
+        self.cores[replica as usize].delete_ended(&n.id, &id, vcpu, outcome);
+        self.evicted.insert(req);
     }
 }
 
