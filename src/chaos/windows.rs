@@ -66,10 +66,12 @@ pub fn fault_windows(
                 .filter(|e| e.sent_ms <= end && done_ms(e) >= start)
                 .collect();
             let ok = sent.iter().filter(|e| e.outcome.is_created()).count() as u64;
+            // When the service last sent a create that then failed (its choice, not the
+            // answer, which a hung node delays to the request deadline).
             let last_failure = sent
                 .iter()
                 .filter(|e| !e.outcome.is_created())
-                .map(|e| done_ms(e))
+                .map(|e| e.sent_ms.max(start))
                 .fold(None, |m, t| max_opt(m, Some(t)));
             let edges = a.calls_in_force.zip(a.calls_before_heal);
             let service = service_calls(samples, &faulty, start, end, a.healed_at_ms, edges);
@@ -237,6 +239,7 @@ fn calls_at(s: &Sample, faulty: &BTreeSet<&str>) -> NodeCalls {
             if faulty.contains(node.as_str()) {
                 total.ok += c.ok;
                 total.failed += c.failed;
+                total.starting += c.starting;
             }
         }
     }
@@ -290,7 +293,8 @@ fn service_calls(
         if tb <= start || tb > end {
             continue;
         }
-        let grew = b.ok + b.failed > a.ok + a.failed;
+        // Sent, not answered: a create a hung node holds is a choice made when sent.
+        let grew = b.sent() > a.sent();
         if grew {
             last = Some(tb);
         }
