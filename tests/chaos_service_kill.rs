@@ -5,9 +5,10 @@
 //! client sees (with retries the service would hide them), so the window numbers move.
 //!
 //! The embedded service syncs on the workload's clock (3 s, 6 s, 9 s after the gate), so
-//! every run has the same phases: the kill holds from 1 s to 5 s; until the 3 s sync the
-//! service still sends creates to the dead node (about a quarter of 2 s x 20/s), from
-//! then on it avoids it; the 6 s sync sees it healed and it takes work until 9 s.
+//! every run has the same phases: the kill holds from 1 s to 5 s; the first create sent
+//! to the dead node fails to reconnect and from then on the node is `connecting` (E2B's
+//! channel-state rule), avoided well before the 3 s sync; the 6 s sync sees it healed
+//! and it takes work until 9 s.
 
 use std::path::PathBuf;
 
@@ -26,7 +27,6 @@ placement:
     accounting: optimistic
     max_retries: 1
     sync_interval: 3s
-    create_rpc_timeout: 1s
     request_timeout: 5s
 workload:
   shape:

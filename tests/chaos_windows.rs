@@ -105,8 +105,9 @@ fn a_killed_node_gets_nothing_then_work_again_after_the_heal() {
     assert_eq!(w.attempted, 31, "sent in [3 s, 6 s]");
     assert_eq!((w.ok, w.failed), (26, 5));
     assert_eq!(w.placements_to_faulty, 0);
-    // The last failure was sent at 3.4 s and answered 5 ms later.
-    assert_eq!(w.time_to_avoid_ms, Some(405.0));
+    // The last failure was sent at 3.4 s: the service chose then (its answer, 5 ms
+    // later, is the node's; a hung node would delay it to the request deadline).
+    assert_eq!(w.time_to_avoid_ms, Some(400.0));
     assert_eq!(w.time_to_reuse_ms, Some(1_000.0));
 }
 
@@ -155,4 +156,37 @@ fn unapplied_faults_have_no_window_and_unhealed_ones_run_to_the_end() {
     assert_eq!(w[0].healed_at_ms, None);
     assert_eq!(w[0].attempted, 20, "8.0 s .. 9.9 s");
     assert_eq!(w[0].time_to_reuse_ms, None);
+}
+
+/// A create held by a hung node until the deadline is a choice made when it was sent:
+/// the time to avoid counts to the send, not to the 504 70 s later.
+#[test]
+fn a_held_create_counts_when_it_was_sent_not_when_it_timed_out() {
+    let mut l = Ledger::new();
+    for i in 0..100 {
+        let t = i as f64 * 100.0;
+        let held = (3_000.0..3_500.0).contains(&t);
+        l.record(LedgerEntry {
+            index: i,
+            target: 0,
+            intended_ms: t,
+            sent_ms: t,
+            latency_us: if held { 70_000_000 } else { 5_000 },
+            outcome: Outcome::Status(if held { 504 } else { 201 }),
+            sandbox_id: (!held).then(|| format!("sbx-{i}")),
+            node: None,
+            deleted: None,
+        });
+    }
+    let w = fault_windows(
+        &[applied(FaultKind::Hang, &["b"], 3_000.0, None)],
+        &l,
+        &samples(|_| 0),
+    );
+    let w = &w[0];
+    assert_eq!((w.failed, w.timed_out), (5, 5), "{w:?}");
+    assert_eq!(w.timed_out_min_ms, Some(70_000.0));
+    assert_eq!(w.timed_out_max_ms, Some(70_000.0));
+    // Sent at 3.4 s, answered at 73.4 s.
+    assert_eq!(w.time_to_avoid_ms, Some(400.0));
 }

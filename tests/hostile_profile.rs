@@ -274,7 +274,7 @@ fn lifetimes_latencies_and_timeouts_have_a_ceiling() {
         ),
         (
             "sync_interval: 2s",
-            "sync_interval: 2s\n    create_rpc_timeout: 0s",
+            "sync_interval: 2s\n    create_rpc_timeout: 2s",
             "placement.embedded.create_rpc_timeout",
         ),
         (
@@ -514,4 +514,21 @@ fn nested_aliases_do_not_expand_without_bound() {
         issues[0].message.contains("repetition limit"),
         "{issues:#?}"
     );
+}
+
+/// `create_rpc_timeout` was removed (E2B bounds a Create only by the request deadline,
+/// `packages/api/main.go`): a profile still giving it is refused with that reason, not
+/// silently ignored nor with a bare "unknown field".
+#[test]
+fn create_rpc_timeout_is_refused_as_removed() {
+    let text = profile(&[(
+        "sync_interval: 2s",
+        "sync_interval: 2s\n    create_rpc_timeout: 10s",
+    )]);
+    let issues = issues_of("t.yaml", &text);
+    assert_eq!(issues.len(), 1, "{issues:#?}");
+    let i = issue_at(&issues, "placement.embedded.create_rpc_timeout");
+    assert!(i.message.contains("was removed"), "{}", i.message);
+    assert!(i.message.contains("request_timeout"), "{}", i.message);
+    assert!(i.line > 0, "{i:?}");
 }

@@ -150,7 +150,9 @@ workload:
         simulate(&p, AccountingMode::Optimistic).expect("simulates")
     });
     assert_eq!(run.requests, 20_000);
-    assert!(run.ok >= 1);
+    // A 2 s create never fits the 1 s deadline, which bounds the RPC too (E2B has no
+    // other bound on a create, `packages/api/main.go`).
+    assert_eq!(run.ok, 0, "{:?}", run.statuses);
     assert!(
         run.statuses.get("504").copied().unwrap_or(0) > 10_000,
         "{:?}",

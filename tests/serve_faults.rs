@@ -72,25 +72,139 @@ async fn killed_node_is_excluded_then_marked_unhealthy_by_the_sync() {
     rig.stop().await;
 }
 
+/// E2B derives `connecting` from the gRPC channel, not from the sync
+/// (`packages/api/internal/orchestrator/nodemanager/status.go`, `client.go`): a killed
+/// node's connection is lost at once (grpc-go's channel goes Idle, the node still
+/// `ready`); the first RPC fails to reconnect (TransientFailure), and from then on the
+/// node is `connecting` and gets no create, with no sync in between.
 #[tokio::test]
-async fn hung_node_times_out_and_the_request_moves_on() {
-    let mut cfg = serve_config(AccountingMode::Reported);
-    cfg.create_rpc_timeout = Duration::from_millis(300);
-    let rig = Rig::start(attractive_node_00(), cfg).await;
-    rig.fault(FaultKind::Hang, "node-00", FaultParams::default())
+async fn a_killed_node_is_unroutable_from_its_channel_state_before_any_sync() {
+    let rig = Rig::start(attractive_node_00(), serve_config(AccountingMode::Reported)).await;
+    assert_eq!(rig.nodes().await["node-00"]["stampede"]["channel"], "ready");
+    rig.fault(FaultKind::Kill, "node-00", FaultParams::default())
         .await;
-    let (status, body) = rig.create(json!({"templateID": "base"})).await;
-    assert_eq!(status, 201, "{body}");
-    assert_ne!(
-        rig.truth_node_of(body["sandboxID"].as_str().unwrap())
-            .as_deref(),
-        Some("node-00")
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let nodes = rig.nodes().await;
+        if nodes["node-00"]["stampede"]["channel"] == "idle" {
+            assert_eq!(nodes["node-00"]["status"], "ready", "{nodes:?}");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{nodes:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    for _ in 0..10 {
+        let (status, body) = rig.create(json!({"templateID": "base"})).await;
+        assert_eq!(status, 201, "{body}");
+        assert_ne!(
+            rig.truth_node_of(body["sandboxID"].as_str().unwrap())
+                .as_deref(),
+            Some("node-00")
+        );
+    }
+    let nodes = rig.nodes().await;
+    assert_eq!(nodes["node-00"]["status"], "connecting", "{nodes:?}");
+    assert_eq!(nodes["node-00"]["stampede"]["channel"], "transient_failure");
+    // One create found the connection gone; the other nine never went there.
+    assert_eq!(
+        nodes["node-00"]["createFails"].as_u64(),
+        Some(1),
+        "{nodes:?}"
     );
     assert_eq!(
-        rig.nodes().await["node-00"]["createFails"].as_u64(),
-        Some(1)
+        nodes["node-00"]["stampede"]["syncFailures"].as_u64(),
+        Some(0)
     );
     rig.stop().await;
+}
+
+/// E2B puts no deadline on one Create RPC, only the request's (`packages/api/main.go`
+/// requestTimeout, `packages/api/internal/orchestrator/placement/placement.go` stops on
+/// `ctx.Done()`): a hung node holds the request until that deadline, answered 504, and
+/// the hung create leaves no sandbox once the node wakes up.
+#[tokio::test]
+async fn hung_node_holds_the_request_until_its_deadline() {
+    let mut cfg = serve_config(AccountingMode::Reported);
+    cfg.request_timeout = Duration::from_millis(700);
+    let rig = Rig::start(cluster(1, &[]), cfg).await;
+    let hang = rig
+        .fault(FaultKind::Hang, "node-00", FaultParams::default())
+        .await;
+    let t0 = std::time::Instant::now();
+    let (status, body) = rig.create(json!({"templateID": "base"})).await;
+    let took = t0.elapsed();
+    assert_eq!(status, 504, "{body}");
+    assert_eq!(body["error_code"], "sandbox_placement_timeout", "{body}");
+    assert!(
+        took >= Duration::from_millis(700),
+        "answered after {took:?}"
+    );
+    assert!(took < Duration::from_secs(5), "answered after {took:?}");
+    rig.fleet.heal_fault(hang).await.expect("hang healed");
+    // The node works again; the hung create was cancelled, so it is the only sandbox.
+    let (status, body) = rig.create(json!({"templateID": "base"})).await;
+    assert_eq!(status, 201, "{body}");
+    assert_no_other_sandbox(&rig, body["sandboxID"].as_str().unwrap()).await;
+    rig.stop().await;
+}
+
+/// E2B's placement loop ends with the request's context
+/// (`packages/api/internal/orchestrator/placement/placement.go`): a client that hangs up
+/// while its create is held by a hung node stops the placement, and no sandbox lands
+/// when the node wakes up. Over the wire: the client drops its connection.
+#[tokio::test]
+async fn a_client_hanging_up_stops_the_placement() {
+    let mut cfg = serve_config(AccountingMode::Reported);
+    cfg.request_timeout = Duration::from_secs(60);
+    let rig = Rig::start(cluster(1, &[]), cfg).await;
+    let hang = rig
+        .fault(FaultKind::Hang, "node-00", FaultParams::default())
+        .await;
+    let impatient = reqwest::Client::builder()
+        .timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let sent = impatient
+        .post(rig.url("/sandboxes"))
+        .header("X-API-Key", stampede::serve::DEFAULT_API_KEY)
+        .json(&json!({"templateID": "base"}))
+        .send()
+        .await;
+    assert!(sent.is_err(), "the client gave up: {sent:?}");
+    drop(impatient);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while rig.counter("stampede_serve_creates_abandoned_total").await < 1 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "placement still running 10 s after the client left"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    rig.fleet.heal_fault(hang).await.expect("hang healed");
+    let (status, body) = rig.create(json!({"templateID": "base"})).await;
+    assert_eq!(status, 201, "{body}");
+    assert_no_other_sandbox(&rig, body["sandboxID"].as_str().unwrap()).await;
+    rig.stop().await;
+}
+
+/// Over 1 s after the node woke up, no sandbox but `only` appears on the fleet (a
+/// create released by the heal lands within milliseconds on a mock node).
+async fn assert_no_other_sandbox(rig: &Rig, only: &str) {
+    let until = std::time::Instant::now() + Duration::from_secs(1);
+    while std::time::Instant::now() < until {
+        let ids: Vec<String> = rig
+            .fleet
+            .truth()
+            .nodes
+            .into_iter()
+            .flat_map(|n| n.sandbox_ids)
+            .collect();
+        assert!(
+            ids.iter().all(|id| id == only),
+            "sandboxes {ids:?}, expected only {only}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 #[tokio::test]
@@ -210,7 +324,10 @@ async fn no_ready_node_is_503_no_compatible_node() {
 #[tokio::test]
 async fn orphans_are_reported_not_killed() {
     // Two independent instances on one fleet: each sees the other's sandboxes as orphans.
-    let rig = Rig::start(cluster(2, &[]), serve_config(AccountingMode::Reconciled)).await;
+    let mut cfg = serve_config(AccountingMode::Reconciled);
+    cfg.kill_orphans = false;
+    cfg.orphan_grace = Duration::ZERO;
+    let rig = Rig::start(cluster(2, &[]), cfg).await;
     let other_nodes = rig
         .fleet
         .nodes()

@@ -17,6 +17,7 @@ async fn replicas_keep_their_own_state() {
     let nodes: Vec<NodeTarget> = NodeTarget::all_of(&fleet);
     let mut cfg = serve_config(AccountingMode::Optimistic);
     cfg.kill_orphans = true;
+    cfg.orphan_grace = std::time::Duration::ZERO;
     let replicas = start_replicas(cfg, nodes, "127.0.0.1:0".parse().unwrap(), 2)
         .await
         .unwrap();
@@ -53,7 +54,7 @@ async fn replicas_keep_their_own_state() {
     assert!(listed.is_empty());
 
     // With kill_orphans, replica 1 takes replica 0's sandbox for an orphan and kills it:
-    // the reason the flag is off by default.
+    // the reason replicas run with it off.
     replicas[1].sync_now().await;
     let on_nodes: usize = fleet
         .truth()

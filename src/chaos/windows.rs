@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 
 use crate::collect::{NodeCalls, NodeSample, Sample};
 use crate::report::FaultWindow;
-use crate::workload::{Ledger, LedgerEntry};
+use crate::workload::{Ledger, LedgerEntry, Outcome};
 
 use super::edge_calls::EdgeCalls;
 use super::schedule::AppliedFault;
@@ -33,6 +33,7 @@ use super::schedule::AppliedFault;
 ///   when there was none; none when placements went on until the window's last sampled
 ///   interval (the service never stopped) or the window has no samples and no ledger
 ///   node names.
+/// - `timed_out` (and its latency range): creates of the window answered 504.
 /// - `time_to_reuse_ms`: from the heal until a healed node first received a sandbox;
 ///   none when it never did (or the fault never healed). For `restart`, from the restart.
 pub fn fault_windows(
@@ -65,10 +66,12 @@ pub fn fault_windows(
                 .filter(|e| e.sent_ms <= end && done_ms(e) >= start)
                 .collect();
             let ok = sent.iter().filter(|e| e.outcome.is_created()).count() as u64;
+            // When the service last sent a create that then failed (its choice, not the
+            // answer, which a hung node delays to the request deadline).
             let last_failure = sent
                 .iter()
                 .filter(|e| !e.outcome.is_created())
-                .map(|e| done_ms(e))
+                .map(|e| e.sent_ms.max(start))
                 .fold(None, |m, t| max_opt(m, Some(t)));
             let edges = a.calls_in_force.zip(a.calls_before_heal);
             let service = service_calls(samples, &faulty, start, end, a.healed_at_ms, edges);
@@ -84,7 +87,7 @@ pub fn fault_windows(
                     Some((max_opt(t, last_failure).unwrap_or(start) - start).max(0.0))
                 }
             };
-            FaultWindow {
+            let mut window = FaultWindow {
                 id: a.id.clone(),
                 kind: a.planned.name().to_string(),
                 nodes: a.planned.nodes.clone(),
@@ -98,7 +101,12 @@ pub fn fault_windows(
                 in_flight_at_fault: edges.map(|(at, _)| at.starting),
                 time_to_avoid_ms,
                 time_to_reuse_ms: reuse,
+                ..FaultWindow::default()
+            };
+            for e in sent.iter().filter(|e| e.outcome == Outcome::Status(504)) {
+                window.note_timed_out(e.latency_us as f64 / 1000.0);
             }
+            window
         })
         .collect()
 }
@@ -231,6 +239,7 @@ fn calls_at(s: &Sample, faulty: &BTreeSet<&str>) -> NodeCalls {
             if faulty.contains(node.as_str()) {
                 total.ok += c.ok;
                 total.failed += c.failed;
+                total.starting += c.starting;
             }
         }
     }
@@ -284,7 +293,8 @@ fn service_calls(
         if tb <= start || tb > end {
             continue;
         }
-        let grew = b.ok + b.failed > a.ok + a.failed;
+        // Sent, not answered: a create a hung node holds is a choice made when sent.
+        let grew = b.sent() > a.sent();
         if grew {
             last = Some(tb);
         }

@@ -31,6 +31,17 @@ pub struct NodeCalls {
     pub ok: u64,
     /// Creates that failed on the node.
     pub failed: u64,
+    /// Creates sent to the node and not answered yet (`sandboxStartingCount`, a gauge).
+    pub starting: u64,
+}
+
+impl NodeCalls {
+    /// Creates sent to the node so far: answered or still in flight. It grows exactly
+    /// when the service chooses the node (a create ending moves one from `starting`
+    /// to `ok`/`failed`).
+    pub fn sent(&self) -> u64 {
+        self.ok + self.failed + self.starting
+    }
 }
 
 impl Sample {
@@ -89,6 +100,7 @@ impl Sampler {
                             let c = NodeCalls {
                                 ok: n.create_successes,
                                 failed: n.create_fails,
+                                starting: n.sandbox_starting_count,
                             };
                             (n.id.clone(), c)
                         })

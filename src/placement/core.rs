@@ -1,11 +1,13 @@
 //! [`PlacementCore`]: the facade the drivers (HTTP service, simulator) talk to.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use indexmap::IndexMap;
 use rand::Rng;
 
 use super::answer::DeleteOutcome;
+use super::channel::{routable, ChannelCell, ChannelState};
 use super::config::PlacementConfig;
 use super::node_view::{NodeId, NodeStatus, NodeView, SyncSnapshot};
 use super::sampler::Sampler;
@@ -80,6 +82,31 @@ impl PlacementCore {
     /// Whether no node is tracked.
     pub fn is_empty(&self) -> bool {
         self.nodes.is_empty()
+    }
+
+    /// Track a node whose channel state the driver records in `channel` (the service's
+    /// connector writes it from the transport). False if already known.
+    pub fn add_node_with_channel(
+        &mut self,
+        id: impl Into<NodeId>,
+        channel: Arc<ChannelCell>,
+    ) -> bool {
+        let id = id.into();
+        if !self.add_node(id.clone()) {
+            return false;
+        }
+        if let Some(n) = self.nodes.get_mut(&id) {
+            n.set_channel_cell(channel);
+        }
+        true
+    }
+
+    /// Record the state of a node's gRPC channel; with a reported `ready` it decides
+    /// whether the node is routable ([`node_status`](super::channel::node_status)).
+    pub fn set_channel(&mut self, id: &str, state: ChannelState) {
+        if let Some(n) = self.nodes.get(id) {
+            n.channel().set(state);
+        }
     }
 
     /// Overwrite a node's status (a failed sync marks it `unhealthy`). Unknown ids are
@@ -237,7 +264,7 @@ impl PlacementCore {
         let usable = self
             .nodes
             .values()
-            .any(|n| n.status() == NodeStatus::Ready && n.metrics().cpu_count > 0);
+            .any(|n| routable(n.status()) && n.metrics().cpu_count > 0);
         if usable {
             NoCandidate::CapacityUnavailable
         } else {
@@ -247,7 +274,7 @@ impl PlacementCore {
 }
 
 fn can_accept(cfg: &PlacementConfig, n: &NodeView, excluded: &BTreeSet<NodeId>) -> bool {
-    if n.status() != NodeStatus::Ready || excluded.contains(n.id()) {
+    if !routable(n.status()) || excluded.contains(n.id()) {
         return false;
     }
     match cfg.max_starting_per_node {

@@ -7,8 +7,10 @@
 pub mod accounting;
 pub mod answer;
 pub mod attempt;
+pub mod channel;
 pub mod config;
 pub mod core;
+pub mod evict;
 pub mod mode;
 pub mod node_view;
 pub mod sampler;
@@ -20,6 +22,7 @@ pub use answer::{
     CreateStatus, DeleteOutcome, ErrorCode, FailureAnswer, FailureAnswers, FAILED_TO_PLACE,
 };
 pub use attempt::{CreateErrorCode, CreateOutcome, Decision, PlacementAttempt, PlacementFailure};
+pub use channel::{node_status, routable, ChannelCell, ChannelState};
 pub use config::{PlacementConfig, PlacementConfigError};
 pub use mode::AccountingMode;
 pub use node_view::{NodeCounters, NodeId, NodeMetrics, NodeStatus, NodeView, SyncSnapshot};

@@ -1,9 +1,12 @@
 //! What one placement instance knows about one node: status, last reported metrics,
 //! its own accounting, and per-node placement counters.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use super::accounting::NodeAccounting;
+use super::channel::{node_status, ChannelCell, ChannelState};
 use super::mode::AccountingMode;
 
 /// Identifier of a node (E2B's `node_id`, e.g. `node-03`).
@@ -103,6 +106,7 @@ pub struct NodeCounters {
 pub struct NodeView {
     id: NodeId,
     status: NodeStatus,
+    channel: Arc<ChannelCell>,
     metrics: NodeMetrics,
     accounting: NodeAccounting,
     counters: NodeCounters,
@@ -114,6 +118,7 @@ impl NodeView {
         Self {
             id,
             status: NodeStatus::Connecting,
+            channel: Arc::default(),
             metrics: NodeMetrics::default(),
             accounting: NodeAccounting::default(),
             counters: NodeCounters::default(),
@@ -125,9 +130,30 @@ impl NodeView {
         &self.id
     }
 
-    /// Current status.
+    /// Current status: the reported one combined with the channel state
+    /// ([`node_status`], E2B's `Node.StatusInfo`).
     pub fn status(&self) -> NodeStatus {
+        node_status(self.status, self.channel.get())
+    }
+
+    /// The status the node last reported (or a failed sync set), before the channel
+    /// state is taken into account.
+    pub fn reported_status(&self) -> NodeStatus {
         self.status
+    }
+
+    /// The channel's state as the driver last recorded it.
+    pub fn channel_state(&self) -> ChannelState {
+        self.channel.get()
+    }
+
+    /// The cell the driver records the channel state in (shared, lock-free).
+    pub fn channel(&self) -> &Arc<ChannelCell> {
+        &self.channel
+    }
+
+    pub(crate) fn set_channel_cell(&mut self, cell: Arc<ChannelCell>) {
+        self.channel = cell;
     }
 
     /// Metrics of the last applied sync.

@@ -134,10 +134,10 @@ pub const MIN_INTERVAL: Duration = Duration::from_millis(1);
 /// Longest `sync_interval` and `collect.interval`: 1 day (longer means never).
 pub const MAX_INTERVAL: Duration = Duration::from_secs(DAY);
 
-/// Shortest `request_timeout` and `create_rpc_timeout`: 1 ms.
+/// Shortest `request_timeout`: 1 ms.
 pub const MIN_TIMEOUT: Duration = Duration::from_millis(1);
 
-/// Longest `request_timeout` and `create_rpc_timeout`: 1 hour (E2B: 70 s and 10 s).
+/// Longest `request_timeout`: 1 hour (E2B: 70 s).
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(HOUR);
 
 /// Shortest sandbox `timeout`: 1 s. The API takes whole seconds; below a second the

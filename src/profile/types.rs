@@ -91,10 +91,12 @@ pub struct EmbeddedPlacement {
     #[serde(with = "humantime_serde")]
     #[schemars(with = "String")]
     pub request_timeout: Duration,
-    /// Deadline of one Create RPC to a node. Default 10s.
-    #[serde(with = "humantime_serde")]
-    #[schemars(with = "String")]
-    pub create_rpc_timeout: Duration,
+    /// Removed: E2B bounds a Create RPC only by the request deadline (`request_timeout`),
+    /// so a hung node holds the request until then. Kept only so that a profile still
+    /// giving it is refused with that reason instead of "unknown field".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub create_rpc_timeout: Option<serde_yaml_ng::Value>,
     /// How placement failures are answered: `e2b` (503 capacity / 504 timeout / 500
     /// create failed, each with an `error_code`) or `legacy` (every one a 500 "Failed to
     /// place sandbox", as E2B deployments before 2026-08-13). Default `e2b`.
@@ -121,7 +123,7 @@ impl Default for EmbeddedPlacement {
             replicas: 1,
             max_starting_per_node: None,
             request_timeout: Duration::from_secs(70),
-            create_rpc_timeout: Duration::from_secs(10),
+            create_rpc_timeout: None,
             failure_answers: FailureAnswers::default(),
             retry_backoff: None,
             rpc_round_trip: crate::sim::RPC_ROUND_TRIP,

@@ -133,7 +133,7 @@ pub fn to_faulty(f: &super::model::FaultWindow) -> String {
 }
 
 /// Column headers of a fault-window table.
-pub const FAULT_HEADERS: [&str; 11] = [
+pub const FAULT_HEADERS: [&str; 12] = [
     "fault",
     "kind",
     "nodes",
@@ -145,6 +145,7 @@ pub const FAULT_HEADERS: [&str; 11] = [
     "to faulty",
     "time to avoid",
     "time to reuse",
+    "timed out (latency)",
 ];
 
 /// One row of a fault-window table, in [`FAULT_HEADERS`] order.
@@ -161,7 +162,16 @@ pub fn fault_row(f: &super::model::FaultWindow) -> Vec<String> {
         to_faulty(f),
         opt_ms(f.time_to_avoid_ms),
         opt_ms(f.time_to_reuse_ms),
+        timed_out(f),
     ]
+}
+
+/// The window's 504s with their latency range (`3 (69.9 s..70.0 s)`), `0` when none.
+pub fn timed_out(f: &super::model::FaultWindow) -> String {
+    match (f.timed_out_min_ms, f.timed_out_max_ms) {
+        (Some(lo), Some(hi)) => format!("{} ({}..{})", f.timed_out, ms(lo), ms(hi)),
+        _ => f.timed_out.to_string(),
+    }
 }
 
 /// The first cells of a check row: run, check, bound, actual (`-` when missing).

@@ -263,6 +263,31 @@ pub struct FaultWindow {
     /// Time from the heal until a healed node received work again.
     #[serde(default)]
     pub time_to_reuse_ms: Option<f64>,
+    /// Creates of the window answered 504 (the request deadline passed while placing):
+    /// under a `hang`, the ones the hung node held until the deadline.
+    #[serde(default)]
+    pub timed_out: u64,
+    /// Shortest latency of those 504s (from the intended send), ms.
+    #[serde(default)]
+    pub timed_out_min_ms: Option<f64>,
+    /// Longest latency of those 504s, ms.
+    #[serde(default)]
+    pub timed_out_max_ms: Option<f64>,
+}
+
+impl FaultWindow {
+    /// Count one create of the window answered 504 after `latency_ms`.
+    pub fn note_timed_out(&mut self, latency_ms: f64) {
+        self.timed_out += 1;
+        self.timed_out_min_ms = Some(
+            self.timed_out_min_ms
+                .map_or(latency_ms, |m| m.min(latency_ms)),
+        );
+        self.timed_out_max_ms = Some(
+            self.timed_out_max_ms
+                .map_or(latency_ms, |m| m.max(latency_ms)),
+        );
+    }
 }
 
 /// Set-checker findings (design.md 2.6).

@@ -99,12 +99,13 @@ pub(super) async fn start_replicas(
         placement: e.placement_config(run),
         sync_interval: e.sync_interval,
         request_timeout: e.request_timeout,
-        create_rpc_timeout: e.create_rpc_timeout,
         api_key: key.expose().to_string(),
         admin_token: Some(admin_token.expose().to_string()),
         seed: profile.seed,
         default_vcpu: profile.workload.sandbox.vcpu,
         default_memory_mb: profile.workload.sandbox.ram_mb,
+        // Replicas do not share a store: each would kill the others' sandboxes.
+        kill_orphans: e.replicas <= 1,
         ..ServeConfig::default()
     };
     let nodes = NodeTarget::all_of(fleet);

@@ -48,9 +48,6 @@ pub struct ServeArgs {
     /// Deadline of a whole create request (504 past it).
     #[arg(long, default_value = "70s", value_parser = humantime::parse_duration)]
     pub request_timeout: Duration,
-    /// Deadline of one Create RPC (a hung node then counts as a failed attempt).
-    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
-    pub create_timeout: Duration,
     /// API key clients send in X-API-Key.
     #[arg(long, env = "STAMPEDE_API_KEY", default_value = DEFAULT_API_KEY, hide_env_values = true)]
     pub api_key: String,
@@ -63,7 +60,9 @@ pub struct ServeArgs {
     /// Independent instances, each with its own state, on consecutive ports.
     #[arg(long, default_value_t = 1)]
     pub replicas: usize,
-    /// Kill sandboxes found on nodes that this instance does not know.
+    /// With --replicas above 1, kill sandboxes found on nodes that this instance does
+    /// not know anyway (a single instance always does, as E2B: replicas do not share
+    /// their state, so each takes the others' sandboxes for orphans).
     #[arg(long)]
     pub kill_orphans: bool,
     /// vCPU of a sandbox whose create body has no cpuCount.
@@ -101,13 +100,12 @@ impl ServeArgs {
             },
             sync_interval: self.sync_interval,
             request_timeout: self.request_timeout,
-            create_rpc_timeout: self.create_timeout,
             api_key: self.api_key.clone(),
             admin_token: self.admin_token.clone(),
             seed: self.seed,
             default_vcpu: self.default_vcpu,
             default_memory_mb: self.default_memory_mb,
-            kill_orphans: self.kill_orphans,
+            kill_orphans: self.kill_orphans || self.replicas <= 1,
             header_read_timeout: self.header_read_timeout,
             idle_timeout: self.idle_timeout,
             ..ServeConfig::default()

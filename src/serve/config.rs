@@ -21,11 +21,9 @@ pub struct ServeConfig {
     pub placement: PlacementConfig,
     /// Period of the node sync (ServiceInfo + List). E2B: 20 s.
     pub sync_interval: Duration,
-    /// Whole-request deadline of a create (E2B: 70 s); past it the answer is 504.
+    /// Whole-request deadline of a create (E2B: 70 s); past it the answer is 504. It is
+    /// also the only bound on each Create RPC, as in E2B: a hung node holds the request.
     pub request_timeout: Duration,
-    /// Deadline of one `SandboxService/Create` RPC; a node that does not answer in time
-    /// counts as a failed (non-ResourceExhausted) attempt.
-    pub create_rpc_timeout: Duration,
     /// Deadline of the other RPCs (ServiceInfo, List, Delete).
     pub rpc_timeout: Duration,
     /// Value clients must send in `X-API-Key`.
@@ -40,9 +38,14 @@ pub struct ServeConfig {
     pub default_vcpu: u32,
     /// MiB of a sandbox whose create body has no `memoryMB`. Default 1024.
     pub default_memory_mb: u32,
-    /// Kill sandboxes a node runs that this instance does not know (E2B's clean-up).
-    /// Off by default: with several replicas each one sees the others' sandboxes as orphans.
+    /// Kill sandboxes a node runs that this instance does not know, once
+    /// [`orphan_grace`](Self::orphan_grace) old, as E2B's sync does. On by default; turn
+    /// it off for independent replicas on one fleet: unlike E2B's API instances, which
+    /// share one store, each would take the others' sandboxes for orphans.
     pub kill_orphans: bool,
+    /// A listed sandbox younger than this is never an orphan. Default E2B's 1 minute
+    /// ([`ORPHAN_GRACE`](crate::placement::evict::ORPHAN_GRACE)).
+    pub orphan_grace: Duration,
     /// Longest sandbox `timeout` a create may ask for, in hours (E2B: the team's
     /// `MaxLengthHours`). Default 24.
     pub max_length_hours: u32,
@@ -63,14 +66,14 @@ impl Default for ServeConfig {
             placement: PlacementConfig::default(),
             sync_interval: Duration::from_secs(20),
             request_timeout: Duration::from_secs(70),
-            create_rpc_timeout: Duration::from_secs(10),
             rpc_timeout: Duration::from_secs(5),
             api_key: DEFAULT_API_KEY.to_string(),
             admin_token: None,
             seed: 0,
             default_vcpu: 1,
             default_memory_mb: 1024,
-            kill_orphans: false,
+            kill_orphans: true,
+            orphan_grace: crate::placement::evict::ORPHAN_GRACE,
             max_length_hours: 24,
             envd_version: "0.2.0".to_string(),
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,

@@ -19,8 +19,10 @@
 pub mod activity;
 pub mod args;
 pub mod arrivals;
+pub mod channel_watch;
 pub mod config;
 pub mod error;
+pub mod evictor;
 pub mod limits;
 pub mod listen;
 pub mod node_client;

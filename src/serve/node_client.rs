@@ -1,6 +1,7 @@
 //! gRPC clients of one orchestrator node, every call bounded by a deadline.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use stampede_proto::info_service_client::InfoServiceClient;
@@ -12,7 +13,9 @@ use stampede_proto::{
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status};
 
+use super::channel_watch::WatchedConnector;
 use super::error::ServeError;
+use crate::placement::ChannelCell;
 
 /// A sandbox as a node's `List` reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,6 +24,8 @@ pub struct ListedOnNode {
     pub id: String,
     /// vCPU.
     pub vcpu: u32,
+    /// When the node started it, when it says.
+    pub started: Option<SystemTime>,
 }
 
 /// What a create needs to send.
@@ -54,8 +59,14 @@ pub struct NodeClient {
 }
 
 impl NodeClient {
-    /// A client of `addr` (`host:port` or `http://host:port`); connects on first use.
-    pub fn new(addr: &str, connect_timeout: Duration) -> Result<Self, ServeError> {
+    /// A client of `addr` (`host:port` or `http://host:port`); connects on first use,
+    /// recording the channel's state in `channel`
+    /// ([`WatchedConnector`](super::channel_watch::WatchedConnector)).
+    pub fn new(
+        addr: &str,
+        connect_timeout: Duration,
+        channel: Arc<ChannelCell>,
+    ) -> Result<Self, ServeError> {
         let uri = if addr.contains("://") {
             addr.to_string()
         } else {
@@ -65,10 +76,8 @@ impl NodeClient {
             addr: addr.to_string(),
             message: e.to_string(),
         })?;
-        let channel = endpoint
-            .connect_timeout(connect_timeout)
-            .tcp_nodelay(true)
-            .connect_lazy();
+        let channel =
+            endpoint.connect_with_connector_lazy(WatchedConnector::new(channel, connect_timeout));
         Ok(Self {
             sandboxes: SandboxServiceClient::new(channel.clone()),
             info: InfoServiceClient::new(channel),
@@ -99,6 +108,7 @@ impl NodeClient {
                 ListedOnNode {
                     id,
                     vcpu: u32::try_from(vcpu.max(0)).unwrap_or(u32::MAX),
+                    started: s.start_time.and_then(|t| SystemTime::try_from(t).ok()),
                 }
             })
             .collect())

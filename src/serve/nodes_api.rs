@@ -101,6 +101,7 @@ pub fn node_json(shared: &Shared) -> Vec<NodeJson> {
                     orphans: info.orphans,
                     syncs: view.counters().syncs,
                     sync_failures: info.sync_failures,
+                    channel: view.channel_state().as_str().to_string(),
                 },
             }
         })

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use axum::http::StatusCode;
+use tokio_util::sync::CancellationToken;
 use tonic::Code;
 
 use super::error::ApiError;
@@ -20,11 +21,18 @@ use crate::placement::{
 /// E2B's `clientID` of every sandbox (`packages/shared/pkg/consts/sandboxes.go`).
 pub const CLIENT_ID: &str = "6532622b";
 
-/// Place and create one sandbox. Runs to completion even if the HTTP client goes away
-/// (the caller spawns it), so the core never keeps a create in flight forever.
-pub async fn create_sandbox(shared: Arc<Shared>, body: NewSandbox) -> Result<Sandbox, ApiError> {
+/// Place and create one sandbox. The caller spawns it, so it is never dropped mid-way
+/// (the core never keeps a create in flight forever); `gone` is cancelled when the HTTP
+/// client hangs up, and the placement then stops as E2B's loop does with the request's
+/// context (`packages/api/internal/orchestrator/placement/placement.go`): the Create
+/// RPC in flight is cancelled and no new attempt starts.
+pub async fn create_sandbox(
+    shared: Arc<Shared>,
+    body: NewSandbox,
+    gone: CancellationToken,
+) -> Result<Sandbox, ApiError> {
     let sandbox_id = shared.new_sandbox_id();
-    let result = place(&shared, &sandbox_id, body).await;
+    let result = place(&shared, &sandbox_id, body, &gone).await;
     lock(&shared.placing).remove(&sandbox_id);
     result
 }
@@ -33,6 +41,7 @@ async fn place(
     shared: &Arc<Shared>,
     sandbox_id: &str,
     body: NewSandbox,
+    gone: &CancellationToken,
 ) -> Result<Sandbox, ApiError> {
     let cfg = &shared.cfg;
     let deadline = Instant::now() + cfg.request_timeout;
@@ -56,6 +65,9 @@ async fn place(
             shared.telemetry.creates_timed_out.fetch_add(1, Relaxed);
             let f = attempt.deadline_reached(&mut lock(&shared.core));
             return Err(failure(shared, &f));
+        }
+        if gone.is_cancelled() {
+            return Err(client_gone(shared, &mut attempt));
         }
         let t0 = Instant::now();
         let chosen = {
@@ -81,10 +93,12 @@ async fn place(
             shared.telemetry.retries.fetch_add(1, Relaxed);
         }
         rpcs += 1;
-        let answer = node
-            .client
-            .create(&spec, cfg.create_rpc_timeout.min(left))
-            .await;
+        // No deadline of its own: E2B bounds the Create RPC by the request's only
+        // (`packages/api/main.go` requestTimeout), so a hung node holds the request.
+        let answer = tokio::select! {
+            a = node.client.create(&spec, left) => a,
+            () = gone.cancelled() => return Err(client_gone(shared, &mut attempt)),
+        };
         // Register before the core forgets the create in flight, so that a concurrent
         // sync never takes the new sandbox for an orphan.
         if answer.is_ok() {
@@ -134,6 +148,18 @@ async fn place(
     }
 }
 
+/// The client hung up: the create in flight (if any) is forgotten as at the deadline
+/// (E2B's loop ends on `ctx.Done()` either way); nobody reads the answer.
+fn client_gone(shared: &Shared, attempt: &mut PlacementAttempt) -> ApiError {
+    tracing::debug!(
+        sandbox = attempt.sandbox_id(),
+        "client gone: placement stopped"
+    );
+    shared.telemetry.creates_abandoned.fetch_add(1, Relaxed);
+    let f = attempt.deadline_reached(&mut lock(&shared.core));
+    failure(shared, &f)
+}
+
 fn error_code(code: Code) -> CreateErrorCode {
     match code {
         Code::FailedPrecondition => CreateErrorCode::FailedPrecondition,
@@ -165,29 +191,38 @@ fn failure(shared: &Shared, f: &PlacementFailure) -> ApiError {
 /// Kill one sandbox as E2B does: 404 when this instance does not know it; otherwise the
 /// entry is removed whatever the node answers, and a node's NotFound is a 204.
 pub async fn delete_sandbox(shared: Arc<Shared>, sandbox_id: String) -> Result<(), ApiError> {
-    let Some(record) = lock(&shared.sandboxes).remove(&sandbox_id) else {
+    let removed = lock(&shared.sandboxes).remove(&sandbox_id);
+    let Some(record) = removed else {
+        lock(&shared.removing).remove(&sandbox_id);
         shared.telemetry.deletes_not_found.fetch_add(1, Relaxed);
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
             format!("sandbox \"{sandbox_id}\" doesn't exist or you don't have access to it"),
         ));
     };
+    lock(&shared.removing).insert(sandbox_id.clone());
+    let result = kill_on_node(&shared, &sandbox_id, &record).await;
+    lock(&shared.removing).remove(&sandbox_id);
+    result
+}
+
+async fn kill_on_node(
+    shared: &Shared,
+    sandbox_id: &str,
+    record: &SandboxRecord,
+) -> Result<(), ApiError> {
     let (outcome, why) = match shared.nodes.get(&record.node) {
         None => (
             DeleteOutcome::Failed,
             format!("node '{}' not found", record.node),
         ),
-        Some(node) => match node
-            .client
-            .delete(&sandbox_id, shared.cfg.rpc_timeout)
-            .await
-        {
+        Some(node) => match node.client.delete(sandbox_id, shared.cfg.rpc_timeout).await {
             Ok(()) => (DeleteOutcome::Deleted, String::new()),
             Err(s) if s.code() == Code::NotFound => (DeleteOutcome::NotOnNode, String::new()),
             Err(s) => (DeleteOutcome::Failed, s.message().to_string()),
         },
     };
-    let status = lock(&shared.core).delete_ended(&record.node, &sandbox_id, record.vcpu, outcome);
+    let status = lock(&shared.core).delete_ended(&record.node, sandbox_id, record.vcpu, outcome);
     match outcome {
         DeleteOutcome::Deleted => shared.telemetry.deletes_ok.fetch_add(1, Relaxed),
         DeleteOutcome::NotOnNode => shared.telemetry.deletes_not_found.fetch_add(1, Relaxed),

@@ -239,6 +239,9 @@ pub struct PlacementTelemetry {
     pub syncs: u64,
     /// Syncs that failed.
     pub sync_failures: u64,
+    /// State of the gRPC channel to the node (`idle`, `connecting`, `ready`,
+    /// `transient_failure`, `shutdown`); with a reported `ready` it decides `status`.
+    pub channel: String,
 }
 
 /// One entry of `GET /nodes` (E2B `Node`), also the `GET /nodes/{nodeID}` answer (with

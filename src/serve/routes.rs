@@ -107,8 +107,11 @@ async fn create(
     if let Some(m) = &req.metadata {
         check_metadata(m)?;
     }
-    // Spawned: a client that hangs up must not abandon a create mid-flight.
-    let task = tokio::spawn(create_sandbox(shared, req));
+    // Spawned, so that the create is never dropped mid-flight; the guard cancels
+    // `gone` when this handler is dropped (the client hung up) and placement stops.
+    let gone = tokio_util::sync::CancellationToken::new();
+    let _hung_up = gone.clone().drop_guard();
+    let task = tokio::spawn(create_sandbox(shared, req, gone));
     match task.await {
         Ok(Ok(sandbox)) => Ok((StatusCode::CREATED, Json(sandbox)).into_response()),
         Ok(Err(e)) => Err(e),

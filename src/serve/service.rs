@@ -14,13 +14,14 @@ use tokio_util::sync::CancellationToken;
 use super::arrivals::{ArrivalWindow, Arrivals, RecordArrivalsLayer};
 use super::config::{NodeTarget, ServeConfig};
 use super::error::ServeError;
+use super::evictor::evict_forever;
 use super::listen::{serve, ConnTimeouts};
 use super::node_client::NodeClient;
 use super::nodes_api::node_json;
 use super::routes::router;
 use super::state::{lock, NodeConn, NodeInfo, Shared};
 use super::sync::sync_all;
-use crate::placement::PlacementCore;
+use crate::placement::{ChannelCell, PlacementCore};
 
 /// A running instance. Dropping it does not stop it: call [`ServiceHandle::shutdown`].
 #[derive(Debug)]
@@ -158,12 +159,13 @@ pub async fn start(
     let server = tokio::spawn(serve(listener, app, timeouts, cancel.clone(), grace));
     let (sync_phase, phase) = watch::channel(None);
     let sync_loop = tokio::spawn(sync_forever(shared.clone(), phase, cancel.clone()));
+    let evictor = tokio::spawn(evict_forever(shared.clone(), cancel.clone()));
     tracing::info!(%addr, mode = %shared.cfg.placement.mode, nodes = shared.nodes.len(), "placement service ready");
     Ok(ServiceHandle {
         addr,
         shared,
         cancel,
-        tasks: vec![server, sync_loop],
+        tasks: vec![server, sync_loop, evictor],
         sync_phase: Arc::new(sync_phase),
         arrivals,
     })
@@ -236,7 +238,8 @@ async fn connect_all(
 ) -> Result<IndexMap<String, NodeConn>, ServeError> {
     let mut conns = IndexMap::new();
     for target in nodes {
-        let client = NodeClient::new(&target.addr, cfg.rpc_timeout)?;
+        let channel = Arc::new(ChannelCell::default());
+        let client = NodeClient::new(&target.addr, cfg.rpc_timeout, channel.clone())?;
         let id = match target.id {
             Some(id) => id,
             None => match client.service_info(cfg.rpc_timeout).await {
@@ -253,6 +256,7 @@ async fn connect_all(
                 id,
                 addr: target.addr,
                 client,
+                channel,
                 info: std::sync::Mutex::new(NodeInfo {
                     status_seen: Some((
                         crate::placement::NodeStatus::Connecting,

@@ -2,7 +2,7 @@
 //! sandboxes this instance placed, and telemetry.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Instant, SystemTime};
 
 use indexmap::IndexMap;
@@ -12,7 +12,7 @@ use rand_chacha::ChaCha8Rng;
 use super::config::ServeConfig;
 use super::node_client::NodeClient;
 use super::telemetry::Telemetry;
-use crate::placement::{NodeStatus, PlacementCore};
+use crate::placement::{ChannelCell, NodeStatus, PlacementCore};
 
 /// What ServiceInfo says about a node besides the metrics the core keeps.
 #[derive(Debug, Clone, Default)]
@@ -60,6 +60,8 @@ pub struct NodeConn {
     pub addr: String,
     /// Clients.
     pub client: NodeClient,
+    /// The state of the clients' channel, written by their connector, read by the core.
+    pub channel: Arc<ChannelCell>,
     /// Details from the last sync.
     pub info: Mutex<NodeInfo>,
 }
@@ -102,6 +104,9 @@ pub struct Shared {
     pub sandboxes: Mutex<BTreeMap<String, SandboxRecord>>,
     /// Ids of creates in progress (not orphans even if a node lists them).
     pub placing: Mutex<BTreeSet<String>>,
+    /// Ids being killed now (a DELETE or the evictor): out of `sandboxes` already, but
+    /// neither orphans nor due for eviction.
+    pub removing: Mutex<BTreeSet<String>>,
     /// Counters.
     pub telemetry: Telemetry,
     /// Serializes syncs so that two never interleave on one node.
@@ -112,8 +117,8 @@ impl Shared {
     /// State for `nodes` (already connected lazily).
     pub fn new(cfg: ServeConfig, nodes: IndexMap<String, NodeConn>) -> Self {
         let mut core = PlacementCore::new(cfg.placement.clone());
-        for id in nodes.keys() {
-            core.add_node(id.clone());
+        for (id, node) in &nodes {
+            core.add_node_with_channel(id.clone(), node.channel.clone());
         }
         let mut id_rng = ChaCha8Rng::seed_from_u64(cfg.seed);
         id_rng.set_stream(1);
@@ -125,6 +130,7 @@ impl Shared {
             nodes,
             sandboxes: Mutex::new(BTreeMap::new()),
             placing: Mutex::new(BTreeSet::new()),
+            removing: Mutex::new(BTreeSet::new()),
             telemetry: Telemetry::default(),
             sync_lock: tokio::sync::Mutex::new(()),
         }

@@ -1,19 +1,21 @@
 //! The node manager's sync: `ServiceInfo` then `List` on every node, fed to the core as
 //! one [`SyncSnapshot`], tried up to [`SYNC_MAX_RETRIES`] times a cycle; a cycle that
 //! never completes marks the node unhealthy (or leaves it connecting if it never
-//! answered). Sandboxes a node runs that this instance does not
-//! know are counted as orphans and killed only with `kill_orphans`.
+//! answered). Sandboxes a node runs that this instance does not know are counted as
+//! orphans and, with `kill_orphans` (the default of a single instance), killed as E2B's
+//! `Store.Reconcile` does once a minute old.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use stampede_proto::{ServiceInfoResponse, ServiceInfoStatus};
 
 use super::node_client::ListedOnNode;
 use super::state::{lock, NodeConn, Shared};
-use crate::placement::{NodeMetrics, NodeStatus, SyncSnapshot};
+use crate::placement::evict::is_orphan_to_kill;
+use crate::placement::{DeleteOutcome, NodeMetrics, NodeStatus, SyncSnapshot};
 
 /// Nodes synced at once. Enough to overlap every round trip of a usual fleet; on a
 /// fleet of thousands, all at once would open thousands of connections together and
@@ -127,17 +129,46 @@ async fn finish_sync(
         .orphans_seen
         .fetch_add(orphans.len() as u64, Relaxed);
     if shared.cfg.kill_orphans {
-        for id in orphans {
-            if node
-                .client
-                .delete(&id, shared.cfg.rpc_timeout)
-                .await
-                .is_ok()
-            {
-                shared.telemetry.orphans_killed.fetch_add(1, Relaxed);
-            }
-        }
+        kill_orphans(shared, node, listed, &orphans).await;
     }
+}
+
+/// E2B's `Store.Reconcile`: the orphans old enough ([`is_orphan_to_kill`], the core's
+/// rule) are killed at once, in parallel, through the node's Delete; a success or a
+/// NotFound releases their vCPU ([`PlacementCore::delete_ended`](crate::placement::PlacementCore::delete_ended)).
+async fn kill_orphans(
+    shared: &Arc<Shared>,
+    node: &NodeConn,
+    listed: &[ListedOnNode],
+    orphans: &[String],
+) {
+    let since_epoch = |t: SystemTime| t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let now = since_epoch(SystemTime::now());
+    let orphan: BTreeSet<&str> = orphans.iter().map(String::as_str).collect();
+    let old_enough: Vec<&ListedOnNode> = listed
+        .iter()
+        .filter(|s| orphan.contains(s.id.as_str()))
+        .filter(|s| {
+            // A node that does not say when it started one: taken as started now.
+            let started = s.started.map_or(now, since_epoch);
+            is_orphan_to_kill(false, started, now, shared.cfg.orphan_grace)
+        })
+        .collect();
+    let kills = old_enough.iter().map(|s| async move {
+        let outcome = match node.client.delete(&s.id, shared.cfg.rpc_timeout).await {
+            Ok(()) => DeleteOutcome::Deleted,
+            Err(e) if e.code() == tonic::Code::NotFound => DeleteOutcome::NotOnNode,
+            Err(e) => {
+                tracing::debug!(node = %node.id, sandbox = %s.id, error = %e, "orphan kill failed");
+                DeleteOutcome::Failed
+            }
+        };
+        lock(&shared.core).delete_ended(&node.id, &s.id, s.vcpu, outcome);
+        if outcome != DeleteOutcome::Failed {
+            shared.telemetry.orphans_killed.fetch_add(1, Relaxed);
+        }
+    });
+    futures::future::join_all(kills).await;
 }
 
 /// The core's view of one sync. Ids come from the ServiceInfo extension when the node
@@ -214,9 +245,12 @@ fn reconcile_registry(
         r.node != node.id || on_node.contains(id.as_str()) || r.placed_at >= sync_started
     });
     let placing = lock(&shared.placing);
+    let removing = lock(&shared.removing);
     listed
         .iter()
-        .filter(|s| !known.contains_key(&s.id) && !placing.contains(&s.id))
+        .filter(|s| {
+            !known.contains_key(&s.id) && !placing.contains(&s.id) && !removing.contains(&s.id)
+        })
         .map(|s| s.id.clone())
         .collect()
 }

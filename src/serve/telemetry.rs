@@ -36,6 +36,10 @@ pub struct Telemetry {
     pub orphans_seen: AtomicU64,
     /// Orphan sandboxes killed.
     pub orphans_killed: AtomicU64,
+    /// Create requests whose client hung up before the answer (placement stopped).
+    pub creates_abandoned: AtomicU64,
+    /// Sandboxes killed by the evictor at their end time.
+    pub evictions: AtomicU64,
     decisions: AtomicU64,
     decision_nanos: AtomicU64,
     decision_buckets: [AtomicU64; DECISION_BUCKETS.len()],
@@ -65,7 +69,7 @@ impl Telemetry {
     pub fn render(&self, accounting: &str) -> String {
         let mut out = String::new();
         let label = format!("accounting=\"{accounting}\"");
-        let counters: [(&str, &str, &AtomicU64); 13] = [
+        let counters: [(&str, &str, &AtomicU64); 15] = [
             (
                 "stampede_serve_creates_ok_total",
                 "Create requests answered 201.",
@@ -130,6 +134,16 @@ impl Telemetry {
                 "stampede_serve_orphans_killed_total",
                 "Unknown sandboxes killed.",
                 &self.orphans_killed,
+            ),
+            (
+                "stampede_serve_creates_abandoned_total",
+                "Create requests whose client hung up (placement stopped).",
+                &self.creates_abandoned,
+            ),
+            (
+                "stampede_serve_evictions_total",
+                "Sandboxes killed at their end time.",
+                &self.evictions,
             ),
         ];
         for (name, help, v) in counters {

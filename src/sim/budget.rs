@@ -128,7 +128,7 @@ impl SimSetup {
         let nodes = self.cluster.nodes as u64;
         let replicas = self.replicas as u64;
         let rtt = self.rpc_round_trip;
-        let create = typical(&self.cluster.node.create_latency).min(self.create_rpc_timeout);
+        let create = typical(&self.cluster.node.create_latency).min(self.request_timeout);
         let lifetime = self.lifetime.as_ref().map(typical);
         let (sending, requests) = match &self.arrivals {
             Arrivals::Burst { count } => (0, *count),

@@ -8,7 +8,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::engine::{sandbox_id, Engine, Event};
 use super::setup::{to_duration, to_nanos};
-use crate::placement::{CreateOutcome, CreateStatus, Decision, DeleteOutcome};
+use crate::placement::{ChannelState, CreateOutcome, CreateStatus, Decision, DeleteOutcome};
 use crate::workload::Outcome;
 
 /// Same per-slot lifetime seeding as the real workload, so both draw the same lifetimes.
@@ -50,17 +50,29 @@ impl Engine<'_> {
         a.faults.clone_from(&n.active);
         let eff = &n.effect;
         if eff.killed {
+            // The reconnect this create triggers is refused: the channel goes to
+            // TransientFailure and the node is `connecting` for this replica from now on
+            // (E2B's `nodemanager/status.go`).
+            let replica = a.replica as usize;
+            self.cores[replica].set_channel(&n.id, ChannelState::TransientFailure);
             self.reply_after(slot, CreateOutcome::Failed);
         } else if eff.hung {
-            let t = now.saturating_add(self.setup.create_rpc_timeout);
-            self.queue.push(
-                t,
-                Event::Reply {
-                    slot,
-                    outcome: CreateOutcome::Failed,
-                    abort: false,
-                },
-            );
+            // No deadline on the RPC itself (E2B, `packages/api/main.go`): the hung node
+            // holds the create until the hang heals or the request's deadline passes.
+            let deadline = a.intended.saturating_add(self.setup.request_timeout);
+            let heal = hang_heals_at(&self.setup.faults, &n.active);
+            if heal < deadline {
+                self.queue.push(heal, Event::Arrive { slot });
+            } else {
+                self.queue.push(
+                    deadline,
+                    Event::Reply {
+                        slot,
+                        outcome: CreateOutcome::Failed,
+                        abort: false,
+                    },
+                );
+            }
         } else {
             match eff.slow.map(to_nanos).filter(|d| *d > 0) {
                 Some(d) => self
@@ -120,7 +132,8 @@ impl Engine<'_> {
             }
             Ok(()) => {
                 let done = now.saturating_add(to_nanos(m.sample_create_latency()));
-                let deadline = a.sent.saturating_add(self.setup.create_rpc_timeout);
+                // The request's deadline is the RPC's (E2B has no per-RPC one).
+                let deadline = a.intended.saturating_add(self.setup.request_timeout);
                 if done > deadline {
                     let event = Event::Reply {
                         slot,
@@ -198,12 +211,21 @@ impl Engine<'_> {
         let core = &mut self.cores[a.replica as usize];
         match a.attempt.report(core, outcome) {
             Decision::Placed(_) => {
+                let (req, node, replica) = (a.req, a.node, a.replica);
+                let mut delete_at = None;
                 if let Some(dist) = &self.setup.lifetime {
                     let mut rng = ChaCha8Rng::seed_from_u64(lifetime_seed(self.setup.seed, a.req));
                     let at = now.saturating_add(to_nanos(dist.sample(&mut rng)));
-                    let (req, node, replica) = (a.req, a.node, a.replica);
                     self.queue.push(at, Event::Delete { req, node, replica });
                     self.pending_deletes += 1;
+                    delete_at = Some(at);
+                }
+                // E2B's evictor kills it at its end time unless the workload did first;
+                // past the workload's end nothing is simulated, so this costs nothing
+                // for sandboxes that outlive the run.
+                let end = now.saturating_add(to_nanos(self.setup.sandbox.timeout));
+                if delete_at.is_none_or(|at| at > end) {
+                    self.queue.push(end, Event::Evict { req, node, replica });
                 }
                 self.finish(slot, CreateStatus::Created);
             }
@@ -236,7 +258,10 @@ impl Engine<'_> {
         let n = &mut self.nodes[node as usize];
         let m = &mut n.model;
         let id = sandbox_id(req);
-        let outcome = if n.effect.hung {
+        let outcome = if self.evicted.remove(&req) {
+            // The evictor removed it from the store first: E2B's 404.
+            Outcome::Status(404)
+        } else if n.effect.hung {
             Outcome::Timeout
         } else {
             // E2B's kill: a NotFound from the node is a success, and releases the vCPU.
@@ -266,7 +291,52 @@ impl Engine<'_> {
     }
 }
 
+impl Engine<'_> {
+    /// E2B's evictor at the end time of request `req`'s sandbox on `node`, placed through
+    /// `replica` (`packages/api/internal/orchestrator/evictor/evict.go`): a Delete to the
+    /// node; the store entry goes whatever the answer, a success or NotFound releases the
+    /// optimistic vCPU. A hung node's Delete runs into its deadline: a failure.
+    pub(super) fn evict(&mut self, req: u64, node: u32, replica: u32) {
+        let now = to_duration(self.now);
+        let n = &mut self.nodes[node as usize];
+        let m = &mut n.model;
+        let id = sandbox_id(req);
+        let (outcome, vcpu) = if n.effect.hung
+            || n.effect.killed
+            || n.effect
+                .errors
+                .and_then(|(p, code)| m.chance(p).then_some(code))
+                .or_else(|| m.sample_failure(RpcKind::Delete))
+                .is_some()
+        {
+            (DeleteOutcome::Failed, 0)
+        } else {
+            match m.delete(&id, now) {
+                Ok(sb) => (DeleteOutcome::Deleted, sb.vcpu),
+                Err(_) => (DeleteOutcome::NotOnNode, self.setup.sandbox.vcpu),
+            }
+        };
+        self.cores[replica as usize].delete_ended(&n.id, &id, vcpu, outcome);
+        self.evicted.insert(req);
+    }
+}
+
 /// Lifetime seed of slot `req`, derived as the real workload derives it.
 fn lifetime_seed(seed: u64, req: u64) -> u64 {
     seed ^ req.wrapping_mul(LIFETIME_MIX)
+}
+
+/// When the `hang` faults in force (`active`, indices into `plan`) have all healed; a
+/// hang with no end lasts forever.
+pub(super) fn hang_heals_at(
+    plan: &[super::faults::PlannedFault],
+    active: &[usize],
+) -> super::queue::Nanos {
+    active
+        .iter()
+        .filter_map(|&i| plan.get(i))
+        .filter(|f| f.kind == mock_node::api::FaultKind::Hang)
+        .map(|f| f.until.unwrap_or(super::queue::Nanos::MAX))
+        .max()
+        .unwrap_or(0)
 }

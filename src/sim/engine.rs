@@ -41,8 +41,12 @@ pub(super) enum Event {
     },
     /// The workload deletes the sandbox of request `req` on `node` through `replica`.
     Delete { req: u64, node: u32, replica: u32 },
+    /// E2B's evictor kills request `req`'s sandbox on `node` at its end time.
+    Evict { req: u64, node: u32, replica: u32 },
     /// `replica` syncs every node.
     Sync { replica: u32 },
+    /// The sync cycle `replica` began on hung node `node` runs out of time.
+    SyncCycleEnd { replica: u32, node: u32 },
     /// Chaos step `fault` starts.
     FaultStart { fault: u32 },
     /// Chaos step `fault` heals.
@@ -112,6 +116,8 @@ pub(super) struct Engine<'a> {
     pub open: usize,
     pub next_arrival: u64,
     pub pending_deletes: u64,
+    /// Requests whose sandbox the evictor killed (a later workload delete is a 404).
+    pub evicted: std::collections::HashSet<u64>,
     /// `UserSend` events scheduled and not yet handled.
     pub user_sends: u64,
     pub tally: Tally,
@@ -179,6 +185,7 @@ impl<'a> Engine<'a> {
             open: 0,
             next_arrival: 0,
             pending_deletes: 0,
+            evicted: std::collections::HashSet::new(),
             user_sends: 0,
             tally: Tally::new(setup),
             set_ledger: setup.check_sets.then(SetLedger::default),
@@ -283,11 +290,13 @@ impl<'a> Engine<'a> {
                 abort,
             } => self.reply(slot, outcome, abort),
             Event::Delete { req, node, replica } => self.delete(req, node, replica),
+            Event::Evict { req, node, replica } => self.evict(req, node, replica),
             Event::Sync { replica } => {
                 self.sync_all(replica);
                 let next = self.now.saturating_add(self.setup.sync_interval);
                 self.queue.push(next, Event::Sync { replica });
             }
+            Event::SyncCycleEnd { replica, node } => self.sync_cycle_end(replica, node),
             Event::FaultStart { fault } => self.fault_start(fault as usize),
             Event::FaultEnd { fault } => self.fault_end(fault as usize),
             Event::UserSend { user } => {
@@ -421,6 +430,7 @@ fn loosens_admission(event: &Event) -> bool {
         Event::CreateDone { .. }
             | Event::Reply { abort: true, .. }
             | Event::Delete { .. }
+            | Event::Evict { .. }
             | Event::Sync { .. }
             | Event::FaultStart { .. }
             | Event::FaultEnd { .. }

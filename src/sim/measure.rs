@@ -130,6 +130,9 @@ impl Tally {
                 } else {
                     w.failed += 1;
                 }
+                if status == CreateStatus::GatewayTimeout {
+                    w.note_timed_out(ms(latency));
+                }
             }
         }
     }

@@ -5,10 +5,17 @@ use mock_node::api::FaultKind;
 use mock_node::config::RpcKind;
 use mock_node::model::ServiceStatus;
 
+use super::create::hang_heals_at;
 use super::engine::{Engine, Event};
 use super::faults::effect_of;
+use super::queue::Nanos;
 use super::setup::to_duration;
-use crate::placement::{NodeMetrics, NodeStatus, SyncSnapshot};
+use crate::placement::{ChannelState, NodeMetrics, NodeStatus, SyncSnapshot};
+
+/// How long one node's sync cycle may take: E2B bounds it by `cacheSyncTime`, 20 s
+/// (`packages/api/internal/orchestrator/cache.go`); the reference service's cycle is
+/// its 4 tries of 5 s (`SYNC_MAX_RETRIES` x the default `rpc_timeout`), also 20 s.
+pub(super) const SYNC_CYCLE_DEADLINE: Nanos = 20_000_000_000;
 
 impl Engine<'_> {
     /// Replica `replica` syncs every node, in node order.
@@ -19,10 +26,25 @@ impl Engine<'_> {
         let vcpu = self.setup.sandbox.vcpu;
         self.events = self.events.saturating_add(self.nodes.len() as u64);
         let core = &mut self.cores[replica as usize];
-        for n in &mut self.nodes {
-            if n.effect.killed || n.effect.hung {
-                // Connection refused or deadline: E2B marks the node unhealthy locally.
+        let mut failing = Vec::new();
+        for (k, n) in self.nodes.iter_mut().enumerate() {
+            if n.effect.killed {
+                // The reconnect is refused (TransientFailure) and the cycle fails: E2B
+                // marks the node unhealthy locally.
+                core.set_channel(&n.id, ChannelState::TransientFailure);
                 core.set_status(&n.id, NodeStatus::Unhealthy);
+                continue;
+            }
+            // The sync's RPCs go through: the channel is (or gets) connected.
+            core.set_channel(&n.id, ChannelState::Ready);
+            if n.effect.hung {
+                // The connection stays up and the cycle's RPCs are held: the cycle
+                // fails at its deadline (then E2B marks the node unhealthy locally)
+                // unless the hang heals first and the held RPCs are answered.
+                let end = self.now.saturating_add(SYNC_CYCLE_DEADLINE);
+                if hang_heals_at(&self.setup.faults, &n.active) >= end {
+                    failing.push((k as u32, end));
+                }
                 continue;
             }
             let m = &mut n.model;
@@ -67,6 +89,22 @@ impl Engine<'_> {
                 listed_now,
             };
             core.apply_sync(&n.id, snapshot);
+        }
+        for (node, end) in failing {
+            self.queue.push(end, Event::SyncCycleEnd { replica, node });
+        }
+    }
+
+    /// The sync cycle `replica` began on the hung node `node` ran out of time; if the
+    /// node still hangs, the cycle failed and the node is unhealthy for that replica.
+    pub(super) fn sync_cycle_end(&mut self, replica: u32, node: u32) {
+        let Some(n) = self.nodes.get(node as usize) else {
+            return;
+        };
+        if n.effect.hung {
+            if let Some(core) = self.cores.get_mut(replica as usize) {
+                core.set_status(&n.id, NodeStatus::Unhealthy);
+            }
         }
     }
 
@@ -125,6 +163,12 @@ impl Engine<'_> {
         }
         if new.killed && !old.killed {
             n.epoch += 1;
+            // Connections reset: each replica's channel goes Idle at once (grpc-go's
+            // pick_first on a lost connection); the node stays `ready` until an RPC
+            // tries to reconnect (a create or a sync).
+            for core in &mut self.cores {
+                core.set_channel(&n.id, ChannelState::Idle);
+            }
         }
     }
 }

@@ -81,8 +81,6 @@ pub struct SimSetup {
     pub sync_interval: Nanos,
     /// Overall deadline of one create request.
     pub request_timeout: Nanos,
-    /// Deadline of one Create RPC.
-    pub create_rpc_timeout: Nanos,
     /// When requests are meant to leave.
     pub arrivals: Arrivals,
     /// Requests open at once at most (the real run's goose users).
@@ -178,7 +176,6 @@ impl SimSetup {
             replicas: p.replicas.max(1) as usize,
             sync_interval: to_nanos(p.sync_interval),
             request_timeout: to_nanos(p.request_timeout),
-            create_rpc_timeout: to_nanos(p.create_rpc_timeout),
             arrivals,
             workers,
             sandbox: profile.workload.sandbox.clone(),

@@ -116,6 +116,7 @@ pub fn chaos_report() -> Report {
         in_flight_at_fault: Some(0),
         time_to_avoid_ms: Some(150.0),
         time_to_reuse_ms: None,
+        ..FaultWindow::default()
     });
     run.checker = Some(CheckerResult {
         lost: Finding::from_ids(vec!["sb-9".to_string(), "sb-3".to_string()]),

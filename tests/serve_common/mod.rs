@@ -57,7 +57,6 @@ pub fn serve_config(mode: AccountingMode) -> ServeConfig {
         },
         sync_interval: Duration::from_secs(3600),
         request_timeout: Duration::from_secs(10),
-        create_rpc_timeout: Duration::from_secs(2),
         rpc_timeout: Duration::from_secs(2),
         seed: 11,
         admin_token: Some(TEST_ADMIN_TOKEN.to_string()),
@@ -156,6 +155,26 @@ impl Rig {
             })
             .await
             .expect("fault applied")
+    }
+
+    /// The value of counter `name` in the service's `/metrics` (summed over labels).
+    pub async fn counter(&self, name: &str) -> u64 {
+        let text = self
+            .http
+            .get(self.url("/metrics"))
+            .send()
+            .await
+            .expect("metrics answered")
+            .text()
+            .await
+            .expect("metrics body");
+        text.lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| {
+                let (key, value) = l.rsplit_once(' ')?;
+                (key.split('{').next()? == name).then(|| value.trim().parse::<u64>().ok())?
+            })
+            .sum()
     }
 
     pub async fn stop(self) {
