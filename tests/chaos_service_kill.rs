@@ -97,10 +97,10 @@ async fn killed_node_window_shows_failures_then_rerouting_then_reuse() {
     );
     assert!(w.failed > 0, "creates sent to the dead node failed: {w:?}");
     assert!(w.ok > 0, "the others still succeeded: {w:?}");
-    assert!(
-        w.placements_to_faulty > 0,
-        "the service sent creates to the dead node before it noticed: {w:?}"
-    );
+    // No lower bound on `placements_to_faulty`: under E2B's channel-state rule the first
+    // create that meets the dead channel fails and the node is avoided from then on, so
+    // there is about one, and whether it is answered before or after the counters' read
+    // at the kill's edge is scheduling (a run under load gave 0 with `failed` 1).
     let avoid = w.time_to_avoid_ms.expect("the service stopped choosing it");
     assert!(
         avoid > 0.0 && avoid < window_ms,

@@ -9,7 +9,7 @@ use super::truth::{NodeSample, Truth, TruthSource};
 
 /// E2B's API refreshes `GET /nodes` from its orchestrators once per sync (20 s in
 /// `e2b-dev/infra`), so its `sandboxCount` can lag by that much.
-pub const E2B_NODE_SYNC: Duration = Duration::from_secs(20);
+pub const E2B_NODE_SYNC: Duration = crate::placement::SYNC_INTERVAL;
 
 impl TruthSource {
     /// What the source is, as the report names it.

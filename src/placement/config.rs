@@ -1,9 +1,20 @@
 //! Placement parameters: E2B's Best-of-K defaults plus the harness's accounting choice.
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 
 use super::answer::FailureAnswers;
 use super::mode::AccountingMode;
+
+/// E2B's node sync period: the API refreshes each node from its orchestrator every
+/// 20 s (`cacheSyncTime`, `packages/api/internal/orchestrator/cache.go`). The one copy
+/// of this default: profiles, `stampede serve` and the simulator fall back to it.
+pub const SYNC_INTERVAL: Duration = Duration::from_secs(20);
+
+/// E2B's deadline of a whole create request, placement retries included: 70 s
+/// (`requestTimeout`, `packages/api/main.go`). The one copy of this default.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(70);
 
 /// Parameters of one placement instance (one API replica).
 ///

@@ -23,7 +23,7 @@ pub use answer::{
 };
 pub use attempt::{CreateErrorCode, CreateOutcome, Decision, PlacementAttempt, PlacementFailure};
 pub use channel::{node_status, routable, ChannelCell, ChannelState};
-pub use config::{PlacementConfig, PlacementConfigError};
+pub use config::{PlacementConfig, PlacementConfigError, REQUEST_TIMEOUT, SYNC_INTERVAL};
 pub use mode::AccountingMode;
 pub use node_view::{NodeCounters, NodeId, NodeMetrics, NodeStatus, NodeView, SyncSnapshot};
 pub use score::score;

@@ -1,13 +1,16 @@
 //! `stampede serve` flags and the CLI entry point.
 
 use std::net::SocketAddr;
-use std::time::Duration;
 
-use super::config::{NodeTarget, ServeConfig, DEFAULT_API_KEY};
+use super::config::{
+    NodeTarget, ServeConfig, DEFAULT_API_KEY, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
+};
 use super::error::ServeError;
 use super::service::start_replicas;
 use crate::mock_admin::MockAdmin;
-use crate::placement::{AccountingMode, FailureAnswers, PlacementConfig};
+use crate::placement::{
+    AccountingMode, FailureAnswers, PlacementConfig, REQUEST_TIMEOUT, SYNC_INTERVAL,
+};
 
 /// Flags of `stampede serve`.
 #[derive(Debug, Clone, clap::Args)]
@@ -25,29 +28,29 @@ pub struct ServeArgs {
     #[arg(long, env = "STAMPEDE_MOCK_ADMIN_TOKEN", hide_env_values = true)]
     pub mock_admin_token: Option<String>,
     /// Accounting mode: reported, in-flight, optimistic or reconciled.
-    #[arg(long, default_value = "optimistic")]
+    #[arg(long, default_value_t = PlacementConfig::default().mode)]
     pub accounting: AccountingMode,
     /// Candidates sampled per placement.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = PlacementConfig::default().k)]
     pub k: usize,
     /// Over-commit ratio in the score's denominator.
-    #[arg(long, default_value_t = 4.0)]
+    #[arg(long, default_value_t = PlacementConfig::default().r)]
     pub r: f64,
     /// Weight of CPU usage in the score.
-    #[arg(long, default_value_t = 0.5)]
+    #[arg(long, default_value_t = PlacementConfig::default().alpha)]
     pub alpha: f64,
     /// Failed (non-ResourceExhausted) creates tolerated per request.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = PlacementConfig::default().max_retries)]
     pub max_retries: u32,
     /// Skip sampled nodes with more than N creates of this instance in flight.
     #[arg(long, value_name = "N")]
     pub max_starting_per_node: Option<u32>,
     /// Node sync period.
-    #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
-    pub sync_interval: Duration,
+    #[arg(long, default_value_t = SYNC_INTERVAL.into())]
+    pub sync_interval: humantime::Duration,
     /// Deadline of a whole create request (504 past it).
-    #[arg(long, default_value = "70s", value_parser = humantime::parse_duration)]
-    pub request_timeout: Duration,
+    #[arg(long, default_value_t = REQUEST_TIMEOUT.into())]
+    pub request_timeout: humantime::Duration,
     /// API key clients send in X-API-Key.
     #[arg(long, env = "STAMPEDE_API_KEY", default_value = DEFAULT_API_KEY, hide_env_values = true)]
     pub api_key: String,
@@ -55,7 +58,7 @@ pub struct ServeArgs {
     #[arg(long, env = "STAMPEDE_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
     /// Seed of sampling and sandbox ids (replica i uses seed + i).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = ServeConfig::default().seed)]
     pub seed: u64,
     /// Independent instances, each with its own state, on consecutive ports.
     #[arg(long, default_value_t = 1)]
@@ -66,18 +69,18 @@ pub struct ServeArgs {
     #[arg(long)]
     pub kill_orphans: bool,
     /// vCPU of a sandbox whose create body has no cpuCount.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = ServeConfig::default().default_vcpu)]
     pub default_vcpu: u32,
     /// MiB of a sandbox whose create body has no memoryMB.
-    #[arg(long, default_value_t = 1024)]
+    #[arg(long, default_value_t = ServeConfig::default().default_memory_mb)]
     pub default_memory_mb: u32,
     /// Close a connection that has not sent a complete request head this soon after it
     /// opened (HTTP/1: or after the previous answer, which bounds keep-alive idling too).
-    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
-    pub header_read_timeout: Duration,
+    #[arg(long, default_value_t = DEFAULT_HEADER_READ_TIMEOUT.into())]
+    pub header_read_timeout: humantime::Duration,
     /// Close a connection with no request in progress that moved no byte for this long.
-    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
-    pub idle_timeout: Duration,
+    #[arg(long, default_value_t = DEFAULT_IDLE_TIMEOUT.into())]
+    pub idle_timeout: humantime::Duration,
     /// How placement failures are answered: `e2b` (503/504/500 with `error_code`) or
     /// `legacy` (every one a 500 "Failed to place sandbox", E2B before 2026-08-13).
     #[arg(long, value_enum, default_value_t = FailureAnswers::default())]
@@ -98,16 +101,16 @@ impl ServeArgs {
                 failure_answers: self.failure_answers,
                 ..PlacementConfig::default()
             },
-            sync_interval: self.sync_interval,
-            request_timeout: self.request_timeout,
+            sync_interval: self.sync_interval.into(),
+            request_timeout: self.request_timeout.into(),
             api_key: self.api_key.clone(),
             admin_token: self.admin_token.clone(),
             seed: self.seed,
             default_vcpu: self.default_vcpu,
             default_memory_mb: self.default_memory_mb,
             kill_orphans: self.kill_orphans || self.replicas <= 1,
-            header_read_timeout: self.header_read_timeout,
-            idle_timeout: self.idle_timeout,
+            header_read_timeout: self.header_read_timeout.into(),
+            idle_timeout: self.idle_timeout.into(),
             ..ServeConfig::default()
         }
     }
@@ -173,4 +176,30 @@ pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
         h.shutdown().await;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::{ServeArgs, ServeConfig};
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    /// Every flag falls back to the one default its setting has (E2B's, in
+    /// `placement::config` and `ServeConfig::default`): no second copy of a number here.
+    #[test]
+    fn flags_default_to_the_config_defaults() {
+        let cli = Cli::try_parse_from(["serve", "--node", "127.0.0.1:1"]).expect("parses");
+        let mut got = cli.serve.config();
+        // The two secrets may come from the environment; they are not defaults here.
+        let want = ServeConfig::default();
+        got.api_key.clone_from(&want.api_key);
+        got.admin_token.clone_from(&want.admin_token);
+        assert_eq!(got, want);
+    }
 }

@@ -64,8 +64,8 @@ impl Default for ServeConfig {
     fn default() -> Self {
         Self {
             placement: PlacementConfig::default(),
-            sync_interval: Duration::from_secs(20),
-            request_timeout: Duration::from_secs(70),
+            sync_interval: crate::placement::SYNC_INTERVAL,
+            request_timeout: crate::placement::REQUEST_TIMEOUT,
             rpc_timeout: Duration::from_secs(5),
             api_key: DEFAULT_API_KEY.to_string(),
             admin_token: None,
