@@ -1,12 +1,14 @@
 //! The create path of one request: decision by the placement core, the Create RPC
 //! through the node's fault gate into the node model, and the retry rules.
 
+use std::time::Duration;
+
 use mock_node::config::{FailureCode, RpcKind};
 use mock_node::model::{CreateRejection, CreateRequest};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::engine::{sandbox_id, Engine, Event};
+use super::engine::{sandbox_id, Engine, Event, SimNode};
 use super::setup::{to_duration, to_nanos};
 use crate::placement::{ChannelState, CreateOutcome, CreateStatus, Decision, DeleteOutcome};
 use crate::workload::Outcome;
@@ -256,7 +258,6 @@ impl Engine<'_> {
         self.pending_deletes -= 1;
         let now = to_duration(self.now);
         let n = &mut self.nodes[node as usize];
-        let m = &mut n.model;
         let id = sandbox_id(req);
         let outcome = if self.evicted.remove(&req) {
             // The evictor removed it from the store first: E2B's 404.
@@ -264,23 +265,9 @@ impl Engine<'_> {
         } else if n.effect.hung {
             Outcome::Timeout
         } else {
-            // E2B's kill: a NotFound from the node is a success, and releases the vCPU.
-            let ended = if n.effect.killed
-                || n.effect
-                    .errors
-                    .and_then(|(p, code)| m.chance(p).then_some(code))
-                    .or_else(|| m.sample_failure(RpcKind::Delete))
-                    .is_some()
-            {
-                (DeleteOutcome::Failed, 0)
-            } else {
-                match m.delete(&id, now) {
-                    Ok(sb) => (DeleteOutcome::Deleted, sb.vcpu),
-                    Err(_) => (DeleteOutcome::NotOnNode, self.setup.sandbox.vcpu),
-                }
-            };
+            let (ended, vcpu) = kill_on_node(n, &id, now, self.setup.sandbox.vcpu);
             let core = &mut self.cores[replica as usize];
-            Outcome::Status(core.delete_ended(&n.id, &id, ended.1, ended.0))
+            Outcome::Status(core.delete_ended(&n.id, &id, vcpu, ended))
         };
         if !matches!(outcome, Outcome::Status(204)) {
             self.tally.delete_failures += 1;
@@ -299,22 +286,11 @@ impl Engine<'_> {
     pub(super) fn evict(&mut self, req: u64, node: u32, replica: u32) {
         let now = to_duration(self.now);
         let n = &mut self.nodes[node as usize];
-        let m = &mut n.model;
         let id = sandbox_id(req);
-        let (outcome, vcpu) = if n.effect.hung
-            || n.effect.killed
-            || n.effect
-                .errors
-                .and_then(|(p, code)| m.chance(p).then_some(code))
-                .or_else(|| m.sample_failure(RpcKind::Delete))
-                .is_some()
-        {
+        let (outcome, vcpu) = if n.effect.hung {
             (DeleteOutcome::Failed, 0)
         } else {
-            match m.delete(&id, now) {
-                Ok(sb) => (DeleteOutcome::Deleted, sb.vcpu),
-                Err(_) => (DeleteOutcome::NotOnNode, self.setup.sandbox.vcpu),
-            }
+            kill_on_node(n, &id, now, self.setup.sandbox.vcpu)
         };
         self.cores[replica as usize].delete_ended(&n.id, &id, vcpu, outcome);
         self.evicted.insert(req);
@@ -339,4 +315,24 @@ pub(super) fn hang_heals_at(
         .map(|f| f.until.unwrap_or(super::queue::Nanos::MAX))
         .max()
         .unwrap_or(0)
+}
+
+/// A (not hung) node's answer to the Delete of sandbox `id`, as E2B's kill reads it: a
+/// killed node or a failing Delete is a failure (nothing released), a NotFound is a
+/// success that releases the `requested` vCPU, a deletion releases the sandbox's own.
+fn kill_on_node(n: &mut SimNode, id: &str, now: Duration, requested: u32) -> (DeleteOutcome, u32) {
+    let m = &mut n.model;
+    let failed = n.effect.killed
+        || n.effect
+            .errors
+            .and_then(|(p, code)| m.chance(p).then_some(code))
+            .or_else(|| m.sample_failure(RpcKind::Delete))
+            .is_some();
+    if failed {
+        return (DeleteOutcome::Failed, 0);
+    }
+    match m.delete(id, now) {
+        Ok(sb) => (DeleteOutcome::Deleted, sb.vcpu),
+        Err(_) => (DeleteOutcome::NotOnNode, requested),
+    }
 }
