@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use super::config::{NodeTarget, ServeConfig, DEFAULT_API_KEY};
+use super::config::{NodeTarget, ServeConfig, DEFAULT_API_KEY, DEFAULT_RETRY_BACKOFF};
 use super::error::ServeError;
 use super::service::start_replicas;
 use crate::placement::{AccountingMode, FailureAnswers, PlacementConfig};
@@ -50,6 +50,10 @@ pub struct ServeArgs {
     /// Deadline of one Create RPC (a hung node then counts as a failed attempt).
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     pub create_timeout: Duration,
+    /// Pause before retrying a create a node refused with ResourceExhausted (e.g.
+    /// `50ms`). Default: none, at once until the deadline, as E2B.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub retry_backoff: Option<Duration>,
     /// API key clients send in X-API-Key.
     #[arg(long, env = "STAMPEDE_API_KEY", default_value = DEFAULT_API_KEY, hide_env_values = true)]
     pub api_key: String,
@@ -101,6 +105,7 @@ impl ServeArgs {
             sync_interval: self.sync_interval,
             request_timeout: self.request_timeout,
             create_rpc_timeout: self.create_timeout,
+            retry_backoff: self.retry_backoff.or(DEFAULT_RETRY_BACKOFF),
             api_key: self.api_key.clone(),
             admin_token: self.admin_token.clone(),
             seed: self.seed,

@@ -14,6 +14,11 @@ pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default [`ServeConfig::idle_timeout`]: 60 s.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Default [`ServeConfig::retry_backoff`] (and of the profile's
+/// `placement.embedded.retry_backoff`): none. E2B retries a ResourceExhausted create at
+/// once, until the request deadline (`packages/api/internal/orchestrator/placement/placement.go`).
+pub const DEFAULT_RETRY_BACKOFF: Option<Duration> = None;
+
 /// Everything an instance needs besides its nodes and listen address.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServeConfig {
@@ -26,6 +31,9 @@ pub struct ServeConfig {
     /// Deadline of one `SandboxService/Create` RPC; a node that does not answer in time
     /// counts as a failed (non-ResourceExhausted) attempt.
     pub create_rpc_timeout: Duration,
+    /// Pause before retrying a create a node refused with ResourceExhausted; none = at
+    /// once, as E2B. Default [`DEFAULT_RETRY_BACKOFF`].
+    pub retry_backoff: Option<Duration>,
     /// Deadline of the other RPCs (ServiceInfo, List, Delete).
     pub rpc_timeout: Duration,
     /// Value clients must send in `X-API-Key`.
@@ -64,6 +72,7 @@ impl Default for ServeConfig {
             sync_interval: Duration::from_secs(20),
             request_timeout: Duration::from_secs(70),
             create_rpc_timeout: Duration::from_secs(10),
+            retry_backoff: DEFAULT_RETRY_BACKOFF,
             rpc_timeout: Duration::from_secs(5),
             api_key: DEFAULT_API_KEY.to_string(),
             admin_token: None,
