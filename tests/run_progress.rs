@@ -7,7 +7,7 @@ use std::process::{Command, Output};
 const PROFILE: &str = "name: tiny-progress
 seed: 3
 cluster:
-  nodes: 2
+  nodes: 3
 placement:
   embedded:
     accounting: optimistic

@@ -6,6 +6,10 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
+
+// foldhash: randomly seeded per map (ids come from clients), and several times faster
+// than SipHash on short ids.
+use foldhash::fast::RandomState;
 use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
@@ -34,8 +38,8 @@ pub struct NodeModel {
     status: ServiceStatus,
     /// Hash maps: every place their order reaches an answer sorts by id (`list`, the
     /// metrics' id list), and lookups by id are the hot path of a simulation.
-    running: HashMap<String, Sandbox>,
-    starting: HashMap<String, Sandbox>,
+    running: HashMap<String, Sandbox, RandomState>,
+    starting: HashMap<String, Sandbox, RandomState>,
     /// vCPU of `running` and of `starting`, kept with them (sums over the maps).
     running_vcpu: u64,
     starting_vcpu: u64,
@@ -74,8 +78,8 @@ impl NodeModel {
             baseline_vcpu,
             idle_cpu_percent,
             status: ServiceStatus::Healthy,
-            running: HashMap::new(),
-            starting: HashMap::new(),
+            running: HashMap::default(),
+            starting: HashMap::default(),
             running_vcpu: 0,
             starting_vcpu: 0,
             counters: Counters::default(),

@@ -5,6 +5,9 @@
 
 use std::collections::{HashMap, HashSet};
 
+// Randomly seeded per map (listed ids come from nodes); faster than SipHash on short ids.
+use foldhash::fast::RandomState;
+
 use super::mode::AccountingMode;
 
 /// What one placement instance knows about one node's allocated vCPU.
@@ -16,17 +19,17 @@ pub struct NodeAccounting {
     /// `metric_cpu_allocated` of the last applied sync.
     reported_vcpu: u64,
     /// This instance's creates in progress on the node: sandbox id -> vCPU.
-    in_flight: HashMap<String, u32>,
+    in_flight: HashMap<String, u32, RandomState>,
     in_flight_vcpu: u64,
     /// `optimistic`: vCPU added on create success, removed on delete; zeroed by every sync.
     optimistic_delta: i64,
     /// `reconciled`: ids (and vCPU) listed by the last sync that carried an id list.
-    confirmed: HashMap<String, u32>,
+    confirmed: HashMap<String, u32, RandomState>,
     /// `reconciled`: created here, not yet listed by a sync: id -> (vCPU, syncs missed).
-    pending_adds: HashMap<String, (u32, u32)>,
+    pending_adds: HashMap<String, (u32, u32), RandomState>,
     pending_adds_vcpu: u64,
     /// `reconciled`: deleted here, still listed by the last sync: id -> vCPU.
-    pending_removes: HashMap<String, u32>,
+    pending_removes: HashMap<String, u32, RandomState>,
     pending_removes_vcpu: u64,
 }
 
@@ -98,7 +101,7 @@ impl NodeAccounting {
             Some(list) => {
                 self.confirmed = list.iter().cloned().collect();
                 let confirmed = &self.confirmed;
-                let live: Option<HashSet<&str>> =
+                let live: Option<HashSet<&str, RandomState>> =
                     listed_now.map(|l| l.iter().map(String::as_str).collect());
                 self.pending_removes
                     .retain(|id, _| confirmed.contains_key(id));

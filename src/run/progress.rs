@@ -166,7 +166,7 @@ mod tests {
         );
         assert_eq!(
             line,
-            "optimistic 12.3s creates 480/500 ok 470 errors 10 CV 0.510 retries/s 1520 faults 1"
+            "optimistic 12.3s creates 480/500 ok 470 errors 10 CV 0.512 retries/s 1520 faults 1"
         );
         let none = format_line("external", Duration::ZERO, None, &LiveSnapshot::default(), None, 0);
         assert!(none.contains("CV - retries/s -"), "{none}");

@@ -13,10 +13,14 @@ use std::collections::BinaryHeap;
 /// Virtual time in nanoseconds since the workload's start gate.
 pub type Nanos = u64;
 
+/// Top bit of [`Entry::rank`]: a late event.
+const LATE: u64 = 1 << 63;
+
 struct Entry<E> {
     at: Nanos,
-    /// `(0, seq)` for an ordinary event, `(1, key)` for a late one.
-    rank: (u8, u64),
+    /// `seq` for an ordinary event, `LATE | key` for a late one: one word, so that an
+    /// entry stays small (a large run holds ~10^5 pending events).
+    rank: u64,
     event: E,
 }
 
@@ -61,19 +65,21 @@ impl<E> EventQueue<E> {
     pub fn push(&mut self, at: Nanos, event: E) {
         let seq = self.next_seq;
         self.next_seq += 1;
+        debug_assert!(seq < LATE, "sequence numbers stay below the late bit");
         self.heap.push(Entry {
             at,
-            rank: (0, seq),
+            rank: seq,
             event,
         });
     }
 
     /// Schedule `event` at `at` after every ordinary event at `at`; late events at one
-    /// instant fire in increasing `key` (keys must be unique among them).
+    /// instant fire in increasing `key` (keys must be unique among them and below 2^63).
     pub fn push_late(&mut self, at: Nanos, key: u64, event: E) {
+        debug_assert!(key < LATE, "late keys stay below the late bit");
         self.heap.push(Entry {
             at,
-            rank: (1, key),
+            rank: LATE | key,
             event,
         });
     }

@@ -19,5 +19,5 @@ pub use ledger::{Ledger, LedgerEntry, Limit, LimitKind, Outcome};
 pub use limited::LimitRetry;
 pub use live::{LiveCounts, LiveSnapshot};
 pub use pacing::Pacing;
-pub use request::RUN_TAG_KEY;
+pub use request::{NODE_HEADER, RUN_TAG_KEY};
 pub use secret::ApiKey;
