@@ -51,9 +51,17 @@ fn quiet_run_prints_only_the_final_summary() {
     let out = run(&dir, true);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "stdout: {stdout}\nstderr: {stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout: {stdout}\nstderr: {stderr}"
+    );
     let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines.len(), 2, "the summary and the report path only: {stdout:?}");
+    assert_eq!(
+        lines.len(),
+        2,
+        "the summary and the report path only: {stdout:?}"
+    );
     assert!(
         lines[0].starts_with("stampede run of `tiny-progress` (seed 3): "),
         "{stdout:?}"
@@ -70,7 +78,11 @@ fn run_without_quiet_prints_a_progress_line() {
     let out = run(&dir, false);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "stdout: {stdout}\nstderr: {stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout: {stdout}\nstderr: {stderr}"
+    );
     // Not a terminal: whole lines; the last one is printed when the workload ends.
     let last = stderr
         .lines()

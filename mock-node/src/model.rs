@@ -532,7 +532,6 @@ impl NodeModel {
     }
 }
 
-
 fn new_service_id(rng: &mut ChaCha8Rng) -> String {
     let x: u128 = rng.random();
     let h = format!("{x:032x}");

@@ -94,10 +94,7 @@ fn refusals(services: &[TelemetryReader]) -> u64 {
 impl ProgressFeed {
     /// The line at `now`; `retries_per_s` is the rate over the last period.
     fn line(&self, now: Instant, retries_per_s: Option<f64>) -> String {
-        let since_gate = self
-            .gate
-            .get()
-            .map(|g| now.saturating_duration_since(*g));
+        let since_gate = self.gate.get().map(|g| now.saturating_duration_since(*g));
         let s = self.live.snapshot(&self.node_ids);
         let faults = since_gate.map_or(0, |t| faults_in_force(&self.faults, t));
         format_line(
@@ -168,7 +165,14 @@ mod tests {
             line,
             "optimistic 12.3s creates 480/500 ok 470 errors 10 CV 0.512 retries/s 1520 faults 1"
         );
-        let none = format_line("external", Duration::ZERO, None, &LiveSnapshot::default(), None, 0);
+        let none = format_line(
+            "external",
+            Duration::ZERO,
+            None,
+            &LiveSnapshot::default(),
+            None,
+            0,
+        );
         assert!(none.contains("CV - retries/s -"), "{none}");
     }
 

@@ -1,7 +1,7 @@
 //! The create path of one request: decision by the placement core, the Create RPC
 //! through the node's fault gate into the node model, and the retry rules.
 
-use mock_node::config::{FailureCode, RpcKind};
+use mock_node::config::{FailureCode, LatencyDist, RpcKind};
 use mock_node::model::{CreateRejection, CreateRequest};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -199,8 +199,15 @@ impl Engine<'_> {
         match a.attempt.report(core, outcome) {
             Decision::Placed(_) => {
                 if let Some(dist) = &self.setup.lifetime {
-                    let mut rng = ChaCha8Rng::seed_from_u64(lifetime_seed(self.setup.seed, a.req));
-                    let at = now.saturating_add(to_nanos(dist.sample(&mut rng)));
+                    let life = match dist {
+                        // Draws nothing: no RNG to seed (one per placement otherwise).
+                        LatencyDist::Constant { value } => *value,
+                        _ => dist.sample(&mut ChaCha8Rng::seed_from_u64(lifetime_seed(
+                            self.setup.seed,
+                            a.req,
+                        ))),
+                    };
+                    let at = now.saturating_add(to_nanos(life));
                     let (req, node, replica) = (a.req, a.node, a.replica);
                     self.queue.push(at, Event::Delete { req, node, replica });
                     self.pending_deletes += 1;
