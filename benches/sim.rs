@@ -74,21 +74,29 @@ fn bare_core(n: usize) -> PlacementCore {
     core
 }
 
-/// Wall time of one bare Best-of-K decision on `n` nodes (mean over `reps`).
-fn decision_time(n: usize, reps: u32) -> Duration {
+/// Wall time of one bare Best-of-K decision on `n` nodes: the mean over `reps`
+/// decisions, once per batch, `batches` times.
+fn decision_times(n: usize, reps: u32, batches: usize) -> Vec<Duration> {
     let mut core = bare_core(n);
     let mut rng = ChaCha8Rng::seed_from_u64(1);
     let none = BTreeSet::new();
-    let t = Instant::now();
-    for _ in 0..reps {
-        black_box(core.choose(1, &none, &mut rng));
-    }
-    t.elapsed() / reps
+    (0..batches)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..reps {
+                black_box(core.choose(1, &none, &mut rng));
+            }
+            t.elapsed() / reps
+        })
+        .collect()
 }
 
 fn scale_run(nodes: usize, placements: u64, lifetime_s: u64) {
     let profile = scale_profile(nodes, placements, lifetime_s);
     let setup = SimSetup::from_profile(&profile, AccountingMode::Optimistic).expect("setup");
+    // The baseline is measured around the run (before and after), in batches, and its
+    // median taken: one batch alone moved by 2x between runs on the shared machine.
+    let mut base = decision_times(nodes, 20_000, 7);
     let t = Instant::now();
     let run = simulate_setup(
         &setup,
@@ -98,12 +106,15 @@ fn scale_run(nodes: usize, placements: u64, lifetime_s: u64) {
     )
     .expect("within the default budget");
     let wall = t.elapsed();
-    let base = decision_time(nodes, 20_000);
+    base.extend(decision_times(nodes, 20_000, 7));
+    base.sort();
+    let (lo, hi) = (base[0], base[base.len() - 1]);
+    let base = base[base.len() / 2];
     let per_placement = wall / run.result.requests.max(1) as u32;
     println!(
         "sim scale {nodes} nodes x {} placements, {lifetime_s} s lifetime: {:.2} s wall, {:.0} s virtual \
          ({:.0}x real time), {} events ({:.1} M events/s), {:.2} us per placement = \
-         {:.1}x a bare decision ({:.2} us), ok {}, CV {:.3}",
+         {:.1}x a bare decision ({:.2} us median of 14 batches, {:.2}..{:.2}), ok {}, CV {:.3}",
         run.result.requests,
         wall.as_secs_f64(),
         run.virtual_ns as f64 / 1e9,
@@ -113,6 +124,8 @@ fn scale_run(nodes: usize, placements: u64, lifetime_s: u64) {
         per_placement.as_secs_f64() * 1e6,
         per_placement.as_secs_f64() / base.as_secs_f64(),
         base.as_secs_f64() * 1e6,
+        lo.as_secs_f64() * 1e6,
+        hi.as_secs_f64() * 1e6,
         run.result.ok,
         run.result.skew.cv,
     );

@@ -35,7 +35,8 @@ pub enum Command {
         /// Parent directory of the report (default: the profile's `report.dir`).
         #[arg(long)]
         report_dir: Option<PathBuf>,
-        /// No progress bar and no tables.
+        /// Print nothing but the final summary (verdict and report path): no progress
+        /// line, no tables.
         #[arg(long, short)]
         quiet: bool,
         /// Run the profile (embedded or not) against this E2B-compatible API instead,

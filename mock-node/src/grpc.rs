@@ -192,7 +192,7 @@ impl NodeRpcs {
                     None
                 } else {
                     guard.sandbox_id = None;
-                    Some(m.finish_create(&sandbox_id, clock.now()))
+                    Some(m.finish_create(&sandbox_id, clock.now()).map(|_| ()))
                 }
             };
             let Some(done) = done else {

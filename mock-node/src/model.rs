@@ -4,7 +4,12 @@
 //! server and the discrete-event simulator both drive this one model, so the node the
 //! simulator sees is the node the wire sees. Expiry is applied lazily at every call.
 
-use std::collections::BTreeMap;
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
+
+// foldhash: randomly seeded per map (ids come from clients), and several times faster
+// than SipHash on short ids.
+use foldhash::fast::RandomState;
 use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
@@ -31,8 +36,13 @@ pub struct NodeModel {
     baseline_vcpu: u32,
     idle_cpu_percent: u32,
     status: ServiceStatus,
-    running: BTreeMap<String, Sandbox>,
-    starting: BTreeMap<String, Sandbox>,
+    /// Hash maps: every place their order reaches an answer sorts by id (`list`, the
+    /// metrics' id list), and lookups by id are the hot path of a simulation.
+    running: HashMap<String, Sandbox, RandomState>,
+    starting: HashMap<String, Sandbox, RandomState>,
+    /// vCPU of `running` and of `starting`, kept with them (sums over the maps).
+    running_vcpu: u64,
+    starting_vcpu: u64,
     counters: Counters,
     last_now: Duration,
     lagged: Option<(u128, MetricsSnapshot)>,
@@ -68,8 +78,10 @@ impl NodeModel {
             baseline_vcpu,
             idle_cpu_percent,
             status: ServiceStatus::Healthy,
-            running: BTreeMap::new(),
-            starting: BTreeMap::new(),
+            running: HashMap::default(),
+            starting: HashMap::default(),
+            running_vcpu: 0,
+            starting_vcpu: 0,
             counters: Counters::default(),
             last_now: Duration::ZERO,
             lagged: None,
@@ -145,7 +157,9 @@ impl NodeModel {
                 .map(|(id, _)| id.clone())
                 .collect();
             for id in expired {
-                self.running.remove(&id);
+                if let Some(sb) = self.running.remove(&id) {
+                    self.running_vcpu -= u64::from(sb.vcpu);
+                }
                 self.counters.expired += 1;
             }
             self.next_expiry = self.running.values().filter_map(|s| s.end).min();
@@ -184,6 +198,7 @@ impl NodeModel {
                     start: self.last_now,
                     end: req.end_time,
                 };
+                self.starting_vcpu += u64::from(vcpu);
                 self.starting.insert(req.sandbox_id, sb);
                 Ok(())
             }
@@ -260,8 +275,8 @@ impl NodeModel {
         if s.overcommit > 0.0 {
             // Creates in progress hold their vCPU too, or concurrent creates would overshoot.
             let allocated = u64::from(self.baseline_vcpu)
-                .saturating_add(sum_vcpu(self.running.values()))
-                .saturating_add(sum_vcpu(self.starting.values()));
+                .saturating_add(self.running_vcpu)
+                .saturating_add(self.starting_vcpu);
             let capacity = s.overcommit * f64::from(s.cpu_count);
             if allocated.saturating_add(u64::from(vcpu)) as f64 > capacity {
                 return Err(CreateRejection::Overcommit {
@@ -286,15 +301,24 @@ impl NodeModel {
 
     /// Completes an admitted create: the sandbox runs from `now`. `NotFound` when the
     /// create is no longer in progress (the node restarted meanwhile); that counts as failed.
-    pub fn finish_create(&mut self, sandbox_id: &str, now: Duration) -> Result<Sandbox, NotFound> {
+    pub fn finish_create(&mut self, sandbox_id: &str, now: Duration) -> Result<&Sandbox, NotFound> {
         self.advance(now);
-        match self.starting.remove(sandbox_id) {
-            Some(mut sb) => {
+        match self.starting.remove_entry(sandbox_id) {
+            Some((id, mut sb)) => {
+                self.starting_vcpu -= u64::from(sb.vcpu);
+                self.running_vcpu += u64::from(sb.vcpu);
                 sb.start = self.last_now;
                 self.note_end(sb.end);
-                self.running.insert(sb.sandbox_id.clone(), sb.clone());
                 self.counters.creates_ok += 1;
-                Ok(sb)
+                Ok(match self.running.entry(id) {
+                    Entry::Vacant(v) => v.insert(sb),
+                    Entry::Occupied(mut o) => {
+                        // Unreachable: admission refuses an id already running.
+                        self.running_vcpu -= u64::from(o.get().vcpu);
+                        o.insert(sb);
+                        o.into_mut()
+                    }
+                })
             }
             None => {
                 self.counters.creates_failed += 1;
@@ -306,7 +330,8 @@ impl NodeModel {
     /// Abandons an admitted create (caller went away, injected failure): counted as failed.
     pub fn abort_create(&mut self, sandbox_id: &str, now: Duration) {
         self.advance(now);
-        if self.starting.remove(sandbox_id).is_some() {
+        if let Some(sb) = self.starting.remove(sandbox_id) {
+            self.starting_vcpu -= u64::from(sb.vcpu);
             self.counters.creates_failed += 1;
         }
     }
@@ -323,6 +348,7 @@ impl NodeModel {
             .running
             .remove(sandbox_id)
             .ok_or_else(|| NotFound(sandbox_id.to_string()))?;
+        self.running_vcpu -= u64::from(sb.vcpu);
         self.counters.deletes_ok += 1;
         Ok(sb)
     }
@@ -354,7 +380,9 @@ impl NodeModel {
     /// Running sandboxes, by id.
     pub fn list(&mut self, now: Duration) -> Vec<Sandbox> {
         self.advance(now);
-        self.running.values().cloned().collect()
+        let mut all: Vec<Sandbox> = self.running.values().cloned().collect();
+        all.sort_unstable_by(|a, b| a.sandbox_id.cmp(&b.sandbox_id));
+        all
     }
 
     /// What `ServiceInfo` reports now: frozen snapshot, else the lagged one, else live.
@@ -373,6 +401,17 @@ impl NodeModel {
     pub fn truth(&mut self, now: Duration) -> MetricsSnapshot {
         self.advance(now);
         self.live_metrics(self.last_now)
+    }
+
+    /// `(sandboxes running, allocated vCPU)` now, as [`truth`](Self::truth) reports
+    /// them, without building a snapshot (a simulator samples every node every second).
+    pub fn truth_counts(&mut self, now: Duration) -> (u32, u32) {
+        self.advance(now);
+        let allocated = u64::from(self.baseline_vcpu).saturating_add(self.running_vcpu);
+        (
+            u32::try_from(self.running.len()).unwrap_or(u32::MAX),
+            u32::try_from(allocated).unwrap_or(u32::MAX),
+        )
     }
 
     /// Keeps serving the metrics reported now until [`unfreeze_metrics`](Self::unfreeze_metrics).
@@ -397,6 +436,8 @@ impl NodeModel {
         self.advance(now);
         self.running.clear();
         self.starting.clear();
+        self.running_vcpu = 0;
+        self.starting_vcpu = 0;
         self.service_id = new_service_id(&mut self.rng);
         self.started_at = self.last_now;
         self.counters.restarts += 1;
@@ -442,8 +483,7 @@ impl NodeModel {
 
     fn live_metrics(&self, now: Duration) -> MetricsSnapshot {
         let s = &self.spec;
-        let allocated =
-            u64::from(self.baseline_vcpu).saturating_add(sum_vcpu(self.running.values()));
+        let allocated = u64::from(self.baseline_vcpu).saturating_add(self.running_vcpu);
         let allocated_vcpu = u32::try_from(allocated).unwrap_or(u32::MAX);
         let cpu_percent = self.cpu_percent();
         // Saturating, never wrapping: a total past u64 reads as "everything", not as a little.
@@ -461,17 +501,24 @@ impl NodeModel {
             memory_used_bytes: (mem_bytes as f64 * s.busy_fraction.clamp(0.0, 1.0)) as u64,
             memory_total_bytes: s.memory_mib.saturating_mul(1 << 20),
             sandboxes_running: u32::try_from(self.running.len()).unwrap_or(u32::MAX),
-            sandbox_ids: self.running.keys().cloned().collect(),
+            sandbox_ids: self.sorted_ids(),
         }
     }
 }
 
 impl NodeModel {
+    /// Ids of the running sandboxes, sorted.
+    fn sorted_ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self.running.keys().cloned().collect();
+        ids.sort_unstable();
+        ids
+    }
+
     /// `metric_cpu_percent` now, per the spec's [`CpuPercentModel`].
     fn cpu_percent(&self) -> u32 {
         let s = &self.spec;
         let idle_cpus = f64::from(self.idle_cpu_percent) / 100.0;
-        let sandboxes = sum_vcpu(self.running.values()) as f64;
+        let sandboxes = self.running_vcpu as f64;
         let percent = match s.cpu_percent {
             CpuPercentModel::Host => {
                 let allocated = f64::from(self.baseline_vcpu) + sandboxes;
@@ -483,10 +530,6 @@ impl NodeModel {
         // `as` saturates: a figure past u32 reads as the most, never wraps.
         percent.round() as u32
     }
-}
-
-fn sum_vcpu<'a>(it: impl Iterator<Item = &'a Sandbox>) -> u64 {
-    it.fold(0u64, |acc, s| acc.saturating_add(u64::from(s.vcpu)))
 }
 
 fn new_service_id(rng: &mut ChaCha8Rng) -> String {

@@ -30,7 +30,8 @@ pub enum NoCandidate {
 #[derive(Debug, Clone)]
 pub struct PlacementCore {
     config: PlacementConfig,
-    nodes: IndexMap<NodeId, NodeView>,
+    /// Insertion-ordered; foldhash because every create and delete looks a node up by id.
+    nodes: IndexMap<NodeId, NodeView, foldhash::fast::RandomState>,
     sampler: Sampler,
 }
 
@@ -39,7 +40,7 @@ impl PlacementCore {
     pub fn new(config: PlacementConfig) -> Self {
         Self {
             config,
-            nodes: IndexMap::new(),
+            nodes: IndexMap::default(),
             sampler: Sampler::default(),
         }
     }

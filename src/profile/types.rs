@@ -101,7 +101,8 @@ pub struct EmbeddedPlacement {
     /// create failed, each with an `error_code`) or `legacy` (every one a 500 "Failed to
     /// place sandbox", as E2B deployments before 2026-08-13). Default `e2b`.
     pub failure_answers: FailureAnswers,
-    /// Pause before retrying a create a node refused with ResourceExhausted. Default
+    /// Pause before retrying a create a node refused with ResourceExhausted, in the
+    /// simulator and the embedded service (`stampede serve --retry-backoff`). Default
     /// none: E2B retries at once, until the request deadline.
     #[serde(with = "humantime_serde")]
     #[schemars(with = "Option<String>")]
@@ -125,7 +126,7 @@ impl Default for EmbeddedPlacement {
             request_timeout: crate::placement::REQUEST_TIMEOUT,
             create_rpc_timeout: None,
             failure_answers: FailureAnswers::default(),
-            retry_backoff: None,
+            retry_backoff: crate::serve::DEFAULT_RETRY_BACKOFF,
             rpc_round_trip: crate::sim::RPC_ROUND_TRIP,
         }
     }

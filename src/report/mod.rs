@@ -31,7 +31,7 @@ pub use staging::{
     CANCELLED_KEY,
 };
 pub use stats::{LatencySummary, SkewStats};
-pub use terminal::write_terminal;
+pub use terminal::{write_terminal, write_verdict};
 
 /// JSON Schema of `report.json` (documented in `reports/README.md`).
 pub fn json_schema() -> serde_json::Value {

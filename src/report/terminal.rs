@@ -10,9 +10,9 @@ use super::format::*;
 use super::markdown::checker_rows;
 use super::model::{Report, RunResult};
 
-/// Write `report` as plain-text tables for a terminal.
-pub fn write_terminal(report: &Report, mut w: impl Write) -> io::Result<()> {
-    let w = &mut w;
+/// Write the one-line verdict that heads the tables (all `run -q` prints, with the
+/// report's path).
+pub fn write_verdict(report: &Report, mut w: impl Write) -> io::Result<()> {
     let kind = if report.simulated { "simulated" } else { "run" };
     writeln!(
         w,
@@ -20,7 +20,13 @@ pub fn write_terminal(report: &Report, mut w: impl Write) -> io::Result<()> {
         report.profile,
         report.seed,
         verdict(report)
-    )?;
+    )
+}
+
+/// Write `report` as plain-text tables for a terminal.
+pub fn write_terminal(report: &Report, mut w: impl Write) -> io::Result<()> {
+    let w = &mut w;
+    write_verdict(report, &mut *w)?;
     for run in &report.runs {
         writeln!(w)?;
         write_run(w, run)?;

@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant};
 
+use mock_node::api::FaultKind;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -22,9 +23,16 @@ pub(crate) struct ChaosRun {
     stop: CancellationToken,
     /// Told which fleets hold this run's faults, while they may be in force.
     abort: Option<AbortState>,
+    /// Planned `(from, until)` of every fault after the gate (`until` none: to the end).
+    windows: Vec<(Duration, Option<Duration>)>,
 }
 
 impl ChaosRun {
+    /// When each planned fault holds, after the gate (for the live progress line).
+    pub(crate) fn windows(&self) -> Vec<(Duration, Option<Duration>)> {
+        self.windows.clone()
+    }
+
     /// Stops the schedule, heals every fault still in force and returns what was applied.
     pub(crate) async fn finish(mut self) -> Vec<AppliedFault> {
         self.stop.cancel();
@@ -58,6 +66,7 @@ pub(crate) async fn spawn(
             task: None,
             stop,
             abort: None,
+            windows: Vec::new(),
         });
     }
     if admin.is_empty() {
@@ -68,6 +77,18 @@ pub(crate) async fn spawn(
     }
     let plan = FaultPlan::resolve(&profile.chaos, node_ids, profile.seed)
         .map_err(|e| StageError::Chaos(e.to_string()))?;
+    let windows = plan
+        .faults
+        .iter()
+        .map(|f| {
+            // A restart is an instant: never in force.
+            let lasts = match f.kind {
+                FaultKind::Restart => Some(Duration::ZERO),
+                _ => f.duration,
+            };
+            (f.at, lasts.map(|d| f.at.saturating_add(d)))
+        })
+        .collect();
     let client = if admin.len() == 1 {
         ChaosClient::new(&admin[0], None)
     } else {
@@ -93,6 +114,7 @@ pub(crate) async fn spawn(
         task: Some(task),
         stop,
         abort: watch.cloned(),
+        windows,
     })
 }
 

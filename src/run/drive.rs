@@ -1,19 +1,24 @@
 //! One run against a target that is up: sample, (chaos), workload, settle, judge.
 
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
 use super::chaos_stage;
 use super::cleanup::Leftovers;
+use super::mute::MutedStdout;
+use super::progress::{Progress, ProgressFeed};
 use super::result::{build_run_result, RunMeasurements};
 use super::{RunOptions, StageError};
 use crate::collect::{Before, Sampler, TruthSource};
 use crate::profile::{Profile, Shape};
 use crate::report::{Baseline, RunResult, StagingFacts};
-use crate::workload::{run_workload, ApiKey, Ledger, LimitRetry, Outcome, Pacing, WorkloadRun};
+use crate::serve::TelemetryReader;
+use crate::workload::{
+    run_workload, ApiKey, Ledger, LimitRetry, LiveCounts, Outcome, Pacing, WorkloadRun,
+};
 
 /// After a signal, how long a create in flight may still answer before it is given up.
 pub(crate) const CANCEL_GRACE: Duration = Duration::from_millis(1500);
@@ -40,8 +45,10 @@ pub(crate) struct Target {
     /// Whether those fleets outlive this process (external), so that an abort must name
     /// the faults it leaves on them.
     pub chaos_outlives_run: bool,
-    /// Node ids, for resolving chaos selectors.
+    /// Node ids, for resolving chaos selectors (and the live placements CV).
     pub node_ids: Vec<String>,
+    /// The embedded replicas' counters, for the live progress line (none: external).
+    pub services: Vec<TelemetryReader>,
     /// Wait after healing before the inventory is read (one sync plus margin).
     pub settle: Duration,
     /// Client deadline of one request.
@@ -97,16 +104,18 @@ pub(crate) async fn drive(
         None
     };
     let pacing = pacing_of(profile);
-    let progress = progress_bar(opts, &pacing, &target.label);
+    let gate_seen = Arc::new(OnceLock::<Instant>::new());
     let (gate_tx, gate_rx) = tokio::sync::oneshot::channel::<Instant>();
     let (chaos_gate_tx, chaos_gate_rx) = tokio::sync::oneshot::channel();
+    let seen = gate_seen.clone();
     tokio::spawn(async move {
         if let Ok(at) = gate_rx.await {
+            let _ = seen.set(at);
             on_gate(at);
             let _ = chaos_gate_tx.send(at);
         }
     });
-    let signalled = std::sync::Arc::new(std::sync::OnceLock::<Instant>::new());
+    let signalled = Arc::new(OnceLock::<Instant>::new());
     let signal_watch = {
         let (cancel, at) = (opts.cancel.clone(), signalled.clone());
         tokio::spawn(async move {
@@ -116,6 +125,20 @@ pub(crate) async fn drive(
     };
     let watch = target.chaos_outlives_run.then_some(&opts.abort);
     let chaos = chaos_stage::spawn(profile, &target, chaos_gate_rx, watch).await?;
+    let live = (!opts.quiet).then(|| Arc::new(LiveCounts::default()));
+    let progress = live.as_ref().map(|live| {
+        Progress::start(ProgressFeed {
+            label: target.label.clone(),
+            total: pacing.total().map(|n| n as u64),
+            live: live.clone(),
+            node_ids: target.node_ids.clone(),
+            services: target.services.clone(),
+            faults: chaos.windows(),
+            gate: gate_seen.clone(),
+        })
+    });
+    // `-q`: goose's own "N users launched." must not reach stdout either.
+    let muted = opts.quiet.then(MutedStdout::mute);
     let workload = run_workload(
         WorkloadRun {
             targets: target.urls.clone(),
@@ -127,7 +150,7 @@ pub(crate) async fn drive(
             request_timeout: target.request_timeout,
             goose_report: super::goose_report_path(profile, opts, &target.label),
             cancel: opts.cancel.clone(),
-            progress: progress.clone(),
+            progress: live,
             cancel_grace: CANCEL_GRACE,
             run_tag: target.staging.as_ref().map(|s| s.tag.clone()),
             limit_retry: profile.workload.on_429.map(|o| LimitRetry {
@@ -140,8 +163,9 @@ pub(crate) async fn drive(
         Some(gate_tx),
     )
     .await;
+    drop(muted);
     if let Some(p) = progress {
-        p.finish_and_clear();
+        p.finish().await;
     }
     let applied = chaos.finish().await;
     signal_watch.abort();
@@ -271,21 +295,4 @@ fn pacing_of(profile: &Profile) -> Pacing {
             steps: steps.clone(),
         },
     }
-}
-
-fn progress_bar(opts: &RunOptions, pacing: &Pacing, label: &str) -> Option<indicatif::ProgressBar> {
-    if opts.quiet || !std::io::stdout().is_terminal() {
-        return None;
-    }
-    let bar = match pacing.total() {
-        Some(n) => indicatif::ProgressBar::new(n as u64),
-        None => indicatif::ProgressBar::new_spinner(),
-    };
-    if let Ok(style) = indicatif::ProgressStyle::with_template(
-        "{prefix:>12} [{elapsed_precise}] {wide_bar} {pos}/{len} creates",
-    ) {
-        bar.set_style(style);
-    }
-    bar.set_prefix(label.to_string());
-    Some(bar)
 }

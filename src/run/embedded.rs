@@ -62,6 +62,7 @@ async fn run_one(
             return Err(err);
         }
     };
+    let node_ids: Vec<String> = fleet.nodes().into_iter().map(|n| n.id).collect();
     let mut settings = run.settings();
     settings.insert("replicas".to_string(), e.replicas.to_string());
     settings.insert(
@@ -78,7 +79,8 @@ async fn run_one(
         admin_token: Some(admin),
         chaos_admin: vec![fleet.admin_url()],
         chaos_outlives_run: false,
-        node_ids: fleet.nodes().into_iter().map(|n| n.id).collect(),
+        node_ids: node_ids.clone(),
+        services: replicas.readers(),
         settle: e.sync_interval + Duration::from_millis(500),
         request_timeout: e.request_timeout + Duration::from_secs(5),
         staging: None,
@@ -88,9 +90,11 @@ async fn run_one(
     })
     .await;
     let arrivals = replicas.arrivals();
+    let retry_storm = replicas.retry_storm(&node_ids);
     replicas.shutdown().await;
     fleet.shutdown().await;
     let mut r = result?.result;
+    r.retry_storm = retry_storm;
     if r.send.burst_spread_ms.is_some() {
         r.send.server_arrival_spread_ms = arrivals.spread().map(|d| d.as_secs_f64() * 1000.0);
         r.send.server_arrivals = Some(arrivals.count);

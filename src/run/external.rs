@@ -63,6 +63,7 @@ pub(super) async fn run(
         chaos_admin: x.mock_admin.clone(),
         chaos_outlives_run: true,
         node_ids,
+        services: Vec::new(),
         // E2B syncs nodes every 20 s.
         settle: Duration::from_secs(21),
         request_timeout: Duration::from_secs(75),

@@ -9,10 +9,13 @@ mod drive;
 mod embedded;
 mod external;
 mod final_read;
+mod mute;
 mod placement;
+mod progress;
 mod result;
 mod staging;
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -31,7 +34,7 @@ use staging::GooseStaging;
 pub struct RunOptions {
     /// Parent directory of the report (default: the profile's `report.dir`).
     pub report_dir: Option<PathBuf>,
-    /// No progress bar and no terminal tables.
+    /// No progress line and no terminal tables: only the verdict and the report path.
     pub quiet: bool,
     /// Fired on SIGINT, SIGTERM or SIGHUP: the run stops, heals faults and writes a
     /// partial report.
@@ -172,10 +175,14 @@ fn finish(
     let dir = report::write_report_dir(&report, &parent)?;
     // On error too the staging directory goes when `staging` drops.
     staging.move_into(&dir)?;
-    if !opts.quiet {
+    {
         let mut out = std::io::stdout().lock();
-        report::write_terminal(&report, &mut out)?;
-        println!("report: {}", dir.display());
+        if opts.quiet {
+            report::write_verdict(&report, &mut out)?;
+        } else {
+            report::write_terminal(&report, &mut out)?;
+        }
+        writeln!(out, "report: {}", dir.display())?;
     }
     Ok(RunOutcome { report, dir })
 }

@@ -7,7 +7,11 @@ use mock_node::fleet::FleetHandle;
 
 use super::StageError;
 use crate::profile::{EmbeddedPlacement, Profile, RunVariant};
-use crate::serve::{self, ArrivalWindow, NodeTarget, ServeConfig, ServiceHandle, SyncPhaser};
+use crate::report::RetryStorm;
+use crate::serve::storm::add_rows;
+use crate::serve::{
+    self, ArrivalWindow, NodeTarget, ServeConfig, ServiceHandle, SyncPhaser, TelemetryReader,
+};
 use crate::workload::ApiKey;
 
 /// The running replicas of one run.
@@ -34,6 +38,24 @@ impl Replicas {
         (retries, refusals)
     }
 
+    /// Readers of each replica's counters, for the live progress line.
+    pub(super) fn readers(&self) -> Vec<TelemetryReader> {
+        self.handles
+            .iter()
+            .map(ServiceHandle::telemetry_reader)
+            .collect()
+    }
+
+    /// The retry storm over every replica, binned from the last
+    /// [`TelemetryReader::restart_storm`], per node of `nodes`; `None` without a refusal.
+    pub(super) fn retry_storm(&self, nodes: &[String]) -> Option<RetryStorm> {
+        let mut rows = Vec::new();
+        for h in &self.handles {
+            add_rows(&mut rows, h.telemetry_reader().storm_rows(nodes));
+        }
+        RetryStorm::from_bins(&rows, nodes.len())
+    }
+
     /// When the creates reached the replicas, merged over replicas (one clock).
     pub(super) fn arrivals(&self) -> ArrivalWindow {
         self.handles
@@ -44,14 +66,20 @@ impl Replicas {
 
     /// What phases the replicas' periodic syncs from the workload's gate as the
     /// simulator does: replica `r` of `n` first syncs `r / n` of an interval after the
-    /// gate (a whole interval for replica 0), then every interval.
+    /// gate (a whole interval for replica 0), then every interval. The replicas' retry
+    /// storms are binned from the gate too.
     pub(super) fn sync_phasing(&self) -> impl FnOnce(Instant) + Send + 'static {
         let phasers: Vec<SyncPhaser> = self
             .handles
             .iter()
             .map(ServiceHandle::sync_phaser)
             .collect();
+        let readers = self.readers();
         move |gate| {
+            // The storm's seconds count from the gate, as the ledger's and the sim's.
+            for r in &readers {
+                r.restart_storm(gate);
+            }
             let n = phasers.len().max(1) as u32;
             for (r, p) in phasers.iter().enumerate() {
                 let interval = p.interval();
@@ -99,6 +127,7 @@ pub(super) async fn start_replicas(
         placement: e.placement_config(run),
         sync_interval: e.sync_interval,
         request_timeout: e.request_timeout,
+        retry_backoff: e.retry_backoff,
         api_key: key.expose().to_string(),
         admin_token: Some(admin_token.expose().to_string()),
         seed: profile.seed,

@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 
 use super::config::{
     NodeTarget, ServeConfig, DEFAULT_API_KEY, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_RETRY_BACKOFF,
 };
 use super::error::ServeError;
 use super::service::start_replicas;
@@ -51,6 +52,10 @@ pub struct ServeArgs {
     /// Deadline of a whole create request (504 past it).
     #[arg(long, default_value_t = REQUEST_TIMEOUT.into())]
     pub request_timeout: humantime::Duration,
+    /// Pause before retrying a create a node refused with ResourceExhausted (e.g.
+    /// `50ms`). Default: none, at once until the deadline, as E2B.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub retry_backoff: Option<std::time::Duration>,
     /// API key clients send in X-API-Key.
     #[arg(long, env = "STAMPEDE_API_KEY", default_value = DEFAULT_API_KEY, hide_env_values = true)]
     pub api_key: String,
@@ -103,6 +108,7 @@ impl ServeArgs {
             },
             sync_interval: self.sync_interval.into(),
             request_timeout: self.request_timeout.into(),
+            retry_backoff: self.retry_backoff.or(DEFAULT_RETRY_BACKOFF),
             api_key: self.api_key.clone(),
             admin_token: self.admin_token.clone(),
             seed: self.seed,

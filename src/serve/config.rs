@@ -14,6 +14,11 @@ pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default [`ServeConfig::idle_timeout`]: 60 s.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Default [`ServeConfig::retry_backoff`] (and of the profile's
+/// `placement.embedded.retry_backoff`): none. E2B retries a ResourceExhausted create at
+/// once, until the request deadline (`packages/api/internal/orchestrator/placement/placement.go`).
+pub const DEFAULT_RETRY_BACKOFF: Option<Duration> = None;
+
 /// Everything an instance needs besides its nodes and listen address.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServeConfig {
@@ -24,6 +29,9 @@ pub struct ServeConfig {
     /// Whole-request deadline of a create (E2B: 70 s); past it the answer is 504. It is
     /// also the only bound on each Create RPC, as in E2B: a hung node holds the request.
     pub request_timeout: Duration,
+    /// Pause before retrying a create a node refused with ResourceExhausted; none = at
+    /// once, as E2B. Default [`DEFAULT_RETRY_BACKOFF`].
+    pub retry_backoff: Option<Duration>,
     /// Deadline of the other RPCs (ServiceInfo, List, Delete).
     pub rpc_timeout: Duration,
     /// Value clients must send in `X-API-Key`.
@@ -66,6 +74,7 @@ impl Default for ServeConfig {
             placement: PlacementConfig::default(),
             sync_interval: crate::placement::SYNC_INTERVAL,
             request_timeout: crate::placement::REQUEST_TIMEOUT,
+            retry_backoff: DEFAULT_RETRY_BACKOFF,
             rpc_timeout: Duration::from_secs(5),
             api_key: DEFAULT_API_KEY.to_string(),
             admin_token: None,

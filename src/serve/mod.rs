@@ -33,6 +33,7 @@ pub mod rest;
 pub mod routes;
 pub mod service;
 pub mod state;
+pub mod storm;
 pub mod sync;
 pub mod telemetry;
 
@@ -40,6 +41,7 @@ pub use args::{run, ServeArgs};
 pub use arrivals::ArrivalWindow;
 pub use config::{
     NodeTarget, ServeConfig, DEFAULT_API_KEY, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_RETRY_BACKOFF,
 };
 pub use error::{ApiError, ServeError};
-pub use service::{start, start_replicas, ServiceHandle, SyncPhaser};
+pub use service::{start, start_replicas, ServiceHandle, SyncPhaser, TelemetryReader};

@@ -122,6 +122,7 @@ async fn place(
                 Ok(_) => attempt.report(&mut core, CreateOutcome::Created),
                 Err(s) if s.code() == Code::ResourceExhausted => {
                     shared.telemetry.refusals.fetch_add(1, Relaxed);
+                    shared.telemetry.storm.record(&node_id);
                     attempt.report(&mut core, CreateOutcome::ResourceExhausted)
                 }
                 Err(s) => {
@@ -143,7 +144,14 @@ async fn place(
                     domain: None,
                 });
             }
-            Decision::Retry => continue,
+            Decision::Retry => {
+                let refused = matches!(&answer, Err(s) if s.code() == Code::ResourceExhausted);
+                if let Some(pause) = cfg.retry_backoff.filter(|_| refused) {
+                    // Never past the deadline: the loop's check answers right after.
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    tokio::time::sleep(pause.min(left)).await;
+                }
+            }
         }
     }
 }

@@ -57,7 +57,41 @@ impl SyncPhaser {
     }
 }
 
+/// Reads one instance's counters as typed values while it runs; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct TelemetryReader {
+    shared: Arc<Shared>,
+}
+
+impl TelemetryReader {
+    /// Create RPCs refused with ResourceExhausted so far.
+    pub fn refusals(&self) -> u64 {
+        self.shared
+            .telemetry
+            .refusals
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Bin the retry storm from `origin` on (a harness's workload gate), forgetting
+    /// what came before.
+    pub fn restart_storm(&self, origin: Instant) {
+        self.shared.telemetry.storm.restart(origin);
+    }
+
+    /// ResourceExhausted refusals per second since that origin, per node of `nodes`.
+    pub fn storm_rows(&self, nodes: &[String]) -> Vec<Vec<u64>> {
+        self.shared.telemetry.storm.rows(nodes)
+    }
+}
+
 impl ServiceHandle {
+    /// A reader of this instance's counters.
+    pub fn telemetry_reader(&self) -> TelemetryReader {
+        TelemetryReader {
+            shared: self.shared.clone(),
+        }
+    }
+
     /// Base URL, e.g. `http://127.0.0.1:3000`.
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)

@@ -4,6 +4,8 @@ use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
+use super::storm::StormBins;
+
 /// Upper bounds (seconds) of the decision-time histogram buckets.
 const DECISION_BUCKETS: [f64; 10] = [1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 5e-4, 1e-3, 1e-2];
 
@@ -40,6 +42,8 @@ pub struct Telemetry {
     pub creates_abandoned: AtomicU64,
     /// Sandboxes killed by the evictor at their end time.
     pub evictions: AtomicU64,
+    /// ResourceExhausted refusals per second and per node (the retry storm).
+    pub storm: StormBins,
     decisions: AtomicU64,
     decision_nanos: AtomicU64,
     decision_buckets: [AtomicU64; DECISION_BUCKETS.len()],

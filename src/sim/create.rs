@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use mock_node::config::{FailureCode, RpcKind};
+use mock_node::config::{FailureCode, LatencyDist, RpcKind};
 use mock_node::model::{CreateRejection, CreateRequest};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -216,8 +216,15 @@ impl Engine<'_> {
                 let (req, node, replica) = (a.req, a.node, a.replica);
                 let mut delete_at = None;
                 if let Some(dist) = &self.setup.lifetime {
-                    let mut rng = ChaCha8Rng::seed_from_u64(lifetime_seed(self.setup.seed, a.req));
-                    let at = now.saturating_add(to_nanos(dist.sample(&mut rng)));
+                    let life = match dist {
+                        // Draws nothing: no RNG to seed (one per placement otherwise).
+                        LatencyDist::Constant { value } => *value,
+                        _ => dist.sample(&mut ChaCha8Rng::seed_from_u64(lifetime_seed(
+                            self.setup.seed,
+                            a.req,
+                        ))),
+                    };
+                    let at = now.saturating_add(to_nanos(life));
                     self.queue.push(at, Event::Delete { req, node, replica });
                     self.pending_deletes += 1;
                     delete_at = Some(at);

@@ -103,7 +103,7 @@ pub(super) struct Engine<'a> {
     pub queue: EventQueue<Event>,
     pub rng: ChaCha8Rng,
     pub nodes: Vec<SimNode>,
-    pub node_index: HashMap<String, u32>,
+    pub node_index: HashMap<String, u32, foldhash::fast::RandomState>,
     pub cores: Vec<PlacementCore>,
     pub slots: Vec<Option<Active>>,
     pub free_slots: Vec<u32>,

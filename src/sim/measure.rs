@@ -200,9 +200,9 @@ impl Engine<'_> {
         let mut counts = Vec::with_capacity(self.nodes.len());
         let mut allocated = Vec::with_capacity(self.nodes.len());
         for n in &mut self.nodes {
-            let truth = n.model.truth(now);
-            counts.push(u64::from(truth.sandboxes_running));
-            allocated.push(f64::from(truth.allocated_vcpu));
+            let (running, vcpu) = n.model.truth_counts(now);
+            counts.push(u64::from(running));
+            allocated.push(f64::from(vcpu));
         }
         let mut err_sum = 0.0;
         let mut err_n = 0u64;

@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::last_byte::Release;
 use super::ledger::{Ledger, LedgerEntry, Outcome};
 use super::limited::LimitRetry;
+use super::live::LiveCounts;
 use super::pacing::{Pacing, SlotCounter};
 use super::request::{
     create_body, delete, prepare_create, send_create, CreateResult, PreparedCreate,
@@ -45,8 +46,8 @@ pub struct WorkloadRun {
     pub goose_report: Option<PathBuf>,
     /// Stops the run early (Ctrl-C); what was recorded so far is kept.
     pub cancel: CancellationToken,
-    /// Advanced once per finished create, if given (hidden when not a terminal).
-    pub progress: Option<indicatif::ProgressBar>,
+    /// Counts folded from every finished create as the ledger is, for a live view.
+    pub progress: Option<Arc<LiveCounts>>,
     /// After `cancel` fires, how long a create already in flight may still answer
     /// before it is given up and recorded as [`Outcome::Cancelled`].
     pub cancel_grace: Duration,
@@ -128,6 +129,7 @@ pub async fn run_workload(
         in_flight: AtomicUsize::new(0),
         run,
     });
+    let live = shared.run.progress.clone();
     let fold = tokio::spawn(async move {
         let mut ledger = Ledger::new();
         while let Some(ev) = rx.recv().await {
@@ -136,6 +138,9 @@ pub async fn run_workload(
                     if ledger.entries.is_empty() {
                         // A readiness mark for whoever drives the process (tests, CI).
                         tracing::info!("first create answered");
+                    }
+                    if let Some(l) = &live {
+                        l.record(&e.outcome, e.node.as_deref());
                     }
                     ledger.record(e)
                 }
@@ -448,9 +453,6 @@ fn record(
     let ms = |t: Instant| t.saturating_duration_since(gate).as_secs_f64() * 1000.0;
     if let (Some(id), Some(dist)) = (&r.sandbox_id, &s.run.lifetime) {
         schedule_delete(s, i, target, id.clone(), dist);
-    }
-    if let Some(p) = &s.run.progress {
-        p.inc(1);
     }
     let _ = s.events.send(Event::Created(LedgerEntry {
         index: i,

@@ -25,6 +25,10 @@ pub(crate) struct CreateResult {
     pub node: Option<String>,
 }
 
+/// Response header of a 201 naming the node the sandbox landed on (stampede's own
+/// service sends it; E2B's API does not, so external runs have no per-create node).
+pub const NODE_HEADER: &str = "x-stampede-node";
+
 /// Metadata key every create of a tagged run carries (value: the run's tag), so that
 /// cleanup can find sandboxes whose 201 the run never read (E2B's `NewSandbox.metadata`).
 pub const RUN_TAG_KEY: &str = "stampede-run";
@@ -105,7 +109,7 @@ pub(crate) async fn send_create(user: &mut GooseUser, prepared: PreparedCreate) 
             let status = r.status().as_u16();
             let node = r
                 .headers()
-                .get("x-stampede-node")
+                .get(NODE_HEADER)
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned);
             if status == 429 {

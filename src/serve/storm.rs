@@ -1,0 +1,130 @@
+//! ResourceExhausted refusals per second and per node: the retry storm E2B's no-backoff
+//! loop makes, as typed counts a harness reads directly (no Prometheus text).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use super::state::lock;
+
+/// Refusals binned by whole seconds since an origin, per node id.
+#[derive(Debug)]
+pub struct StormBins {
+    inner: Mutex<Bins>,
+}
+
+#[derive(Debug)]
+struct Bins {
+    origin: Instant,
+    /// `per_second[s][node]`: refusals `node` answered in second `s` after `origin`.
+    per_second: Vec<HashMap<String, u64>>,
+}
+
+impl Default for StormBins {
+    fn default() -> Self {
+        Self {
+            inner: Mutex::new(Bins {
+                origin: Instant::now(),
+                per_second: Vec::new(),
+            }),
+        }
+    }
+}
+
+impl StormBins {
+    /// Forget every count and bin from `origin` on (a harness's workload gate). A
+    /// refusal before `origin` counts in second 0.
+    pub fn restart(&self, origin: Instant) {
+        let mut b = lock(&self.inner);
+        b.origin = origin;
+        b.per_second.clear();
+    }
+
+    /// Node `node` refused a create with ResourceExhausted now.
+    pub fn record(&self, node: &str) {
+        self.record_at(node, Instant::now());
+    }
+
+    /// Node `node` refused a create with ResourceExhausted at `at`.
+    pub fn record_at(&self, node: &str, at: Instant) {
+        let mut b = lock(&self.inner);
+        let s = at.saturating_duration_since(b.origin).as_secs() as usize;
+        if b.per_second.len() <= s {
+            b.per_second.resize_with(s + 1, HashMap::new);
+        }
+        let row = &mut b.per_second[s];
+        match row.get_mut(node) {
+            Some(c) => *c += 1,
+            None => {
+                row.insert(node.to_string(), 1);
+            }
+        }
+    }
+
+    /// One row per second since the origin, each with the count of every node of
+    /// `nodes` in that order (a node not listed is left out).
+    pub fn rows(&self, nodes: &[String]) -> Vec<Vec<u64>> {
+        let b = lock(&self.inner);
+        b.per_second
+            .iter()
+            .map(|row| {
+                nodes
+                    .iter()
+                    .map(|n| row.get(n).copied().unwrap_or(0))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// Refusals counted since the origin, over every node.
+    pub fn total(&self) -> u64 {
+        lock(&self.inner)
+            .per_second
+            .iter()
+            .flat_map(|row| row.values())
+            .sum()
+    }
+}
+
+/// Adds `rows` into `into`, second by second and node by node (replicas of one run).
+pub fn add_rows(into: &mut Vec<Vec<u64>>, rows: Vec<Vec<u64>>) {
+    for (s, row) in rows.into_iter().enumerate() {
+        match into.get_mut(s) {
+            Some(acc) => {
+                if acc.len() < row.len() {
+                    acc.resize(row.len(), 0);
+                }
+                for (a, c) in acc.iter_mut().zip(row) {
+                    *a += c;
+                }
+            }
+            None => into.push(row),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn refusals_land_in_their_second_and_node() {
+        let bins = StormBins::default();
+        let t0 = Instant::now();
+        bins.restart(t0);
+        bins.record_at("a", t0);
+        bins.record_at("b", t0 + Duration::from_millis(999));
+        bins.record_at("a", t0 + Duration::from_millis(2500));
+        bins.record_at("a", t0 + Duration::from_millis(2600));
+        let nodes = vec!["a".to_string(), "b".to_string()];
+        assert_eq!(bins.rows(&nodes), vec![vec![1, 1], vec![0, 0], vec![2, 0]]);
+        assert_eq!(bins.total(), 4);
+        let mut sum = vec![vec![1, 0]];
+        add_rows(&mut sum, bins.rows(&nodes));
+        assert_eq!(sum, vec![vec![2, 1], vec![0, 0], vec![2, 0]]);
+        bins.restart(t0 + Duration::from_secs(3));
+        assert_eq!(bins.total(), 0);
+    }
+}
