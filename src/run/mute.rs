@@ -2,66 +2,113 @@
 //! goose setting turns that line off (it is not behind `no_print_metrics` nor `quiet`,
 //! `GooseMetrics::reset_metrics` in goose 0.19). While a quiet workload runs, stdout
 //! points at `/dev/null`; the final summary is printed after it is restored.
+//!
+//! The descriptor is the process's, so the mute is counted: quiet runs that overlap in
+//! one process (a test binary runs several) share one redirection, made by the first
+//! and undone by the last, and stdout is never left pointing at `/dev/null`.
 
 use std::io::Write;
+use std::sync::Mutex;
 
-/// Stdout muted until this drops (a no-op where muting is not supported or failed).
-pub(crate) struct MutedStdout {
+/// How many mutes are held, and the saved stdout while any is.
+struct Held {
+    count: usize,
     #[cfg(unix)]
     saved: Option<libc::c_int>,
 }
 
+static HELD: Mutex<Held> = Mutex::new(Held {
+    count: 0,
+    #[cfg(unix)]
+    saved: None,
+});
+
+/// Stdout muted until this drops (a no-op where muting is not supported or failed).
+pub(crate) struct MutedStdout(());
+
 impl MutedStdout {
-    /// Points fd 1 at `/dev/null`, keeping a copy of the old one.
+    /// Points fd 1 at `/dev/null` (the first holder keeps a copy of the old one).
     pub(crate) fn mute() -> Self {
-        let _ = std::io::stdout().flush();
-        #[cfg(unix)]
-        {
-            // SAFETY: plain fd calls on descriptors this function owns (`saved`, `null`)
-            // or on fd 1, which stays open throughout: `dup2` swaps it atomically.
-            let saved = unsafe {
-                let saved = libc::dup(1);
-                let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-                match (saved >= 0, null >= 0) {
-                    (true, true) => {
-                        let ok = libc::dup2(null, 1) >= 0;
-                        libc::close(null);
-                        if ok {
-                            Some(saved)
-                        } else {
-                            libc::close(saved);
-                            None
-                        }
-                    }
-                    _ => {
-                        if saved >= 0 {
-                            libc::close(saved);
-                        }
-                        if null >= 0 {
-                            libc::close(null);
-                        }
-                        None
-                    }
-                }
-            };
-            Self { saved }
+        let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
+        if held.count == 0 {
+            let _ = std::io::stdout().flush();
+            #[cfg(unix)]
+            {
+                held.saved = redirect_to_null();
+            }
         }
-        #[cfg(not(unix))]
-        Self {}
+        held.count += 1;
+        MutedStdout(())
     }
 }
 
 impl Drop for MutedStdout {
     fn drop(&mut self) {
+        let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
+        held.count = held.count.saturating_sub(1);
+        if held.count > 0 {
+            return;
+        }
         // What was written while muted goes to /dev/null, not to the restored stdout.
         let _ = std::io::stdout().flush();
         #[cfg(unix)]
-        if let Some(saved) = self.saved.take() {
-            // SAFETY: `saved` is the descriptor `mute` duplicated and still owns.
+        if let Some(saved) = held.saved.take() {
+            // SAFETY: `saved` is the descriptor `redirect_to_null` duplicated and that
+            // only `HELD` owns; it is closed once, here.
             unsafe {
                 libc::dup2(saved, 1);
                 libc::close(saved);
             }
         }
+    }
+}
+
+/// Points fd 1 at `/dev/null`; returns a duplicate of the old fd 1, or `None` (and
+/// leaves fd 1 alone) when a call fails.
+#[cfg(unix)]
+fn redirect_to_null() -> Option<libc::c_int> {
+    // SAFETY: plain fd calls on descriptors this function owns (`saved`, `null`) or on
+    // fd 1, which stays open throughout: `dup2` swaps it atomically.
+    unsafe {
+        let saved = libc::dup(1);
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if saved >= 0 && null >= 0 && libc::dup2(null, 1) >= 0 {
+            libc::close(null);
+            return Some(saved);
+        }
+        if saved >= 0 {
+            libc::close(saved);
+        }
+        if null >= 0 {
+            libc::close(null);
+        }
+        None
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::{MutedStdout, HELD};
+
+    /// Overlapping mutes, released in the order that broke a per-holder save: the
+    /// first holder's release must not restore while the second still holds, and the
+    /// last must restore the original descriptor.
+    #[test]
+    fn overlapping_mutes_restore_stdout_once_the_last_ends() {
+        // SAFETY: fstat on fd 1 into a zeroed, owned struct.
+        let ino = || unsafe {
+            let mut st: libc::stat = std::mem::zeroed();
+            assert_eq!(libc::fstat(1, &mut st), 0);
+            (st.st_dev, st.st_ino)
+        };
+        let before = ino();
+        let a = MutedStdout::mute();
+        let muted = ino();
+        let b = MutedStdout::mute();
+        drop(a);
+        assert_eq!(ino(), muted, "still muted while one holder remains");
+        assert_eq!(HELD.lock().expect("lock").count, 1);
+        drop(b);
+        assert_eq!(ino(), before, "stdout is the original descriptor again");
     }
 }
