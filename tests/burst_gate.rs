@@ -10,10 +10,12 @@ use hyper::body::Incoming;
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use stampede::profile::SandboxSpec;
-use stampede::run::{run_profile, RunOptions};
 use stampede::workload::{run_workload, ApiKey, Pacing, WorkloadRun};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+
+mod inline_run;
+use inline_run::run_inline;
 
 /// What a bare target saw: when each connection was accepted, and for each create, the
 /// connection it came on and whether a request had already been served there.
@@ -136,20 +138,7 @@ collect:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn embedded_burst_reports_the_server_side_arrival_spread() {
-    let dir = std::env::temp_dir().join(format!("stampede-burst-gate-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("burst.yaml");
-    std::fs::write(&path, PROFILE).unwrap();
-    let opts = RunOptions {
-        report_dir: Some(dir.join("reports")),
-        quiet: true,
-        ..Default::default()
-    };
-    let out = tokio::time::timeout(Duration::from_secs(60), run_profile(&path, opts))
-        .await
-        .expect("the burst ends within 60 s")
-        .expect("a report");
+    let (_dir, out) = run_inline("burst-gate", PROFILE, Duration::from_secs(60)).await;
     let run = &out.report.runs[0];
     assert_eq!(run.ok, 30, "{:?}", run.statuses);
     assert_eq!(run.send.server_arrivals, Some(30));
@@ -160,5 +149,4 @@ async fn embedded_burst_reports_the_server_side_arrival_spread() {
     // Both figures reach report.json.
     let json = std::fs::read_to_string(out.dir.join("report.json")).unwrap();
     assert!(json.contains("\"server_arrival_spread_ms\""), "{json}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

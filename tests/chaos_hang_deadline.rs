@@ -3,10 +3,10 @@
 //! bounds a create only by the request's deadline, `packages/api/main.go`), the
 //! report's fault window shows them and their latency, and none leaves a sandbox.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
-use stampede::run::{run_profile, RunOptions};
+mod inline_run;
+use inline_run::run_inline;
 
 const PROFILE: &str = r#"
 name: chaos-hang-deadline-test
@@ -38,32 +38,9 @@ checks:
   duplicated: {max: 0}
 "#;
 
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn creates_held_by_a_hung_node_end_at_the_deadline_and_leave_nothing() {
-    let dir = TempDir(std::env::temp_dir().join(format!(
-        "stampede-chaos-hang-deadline-{}",
-        std::process::id()
-    )));
-    std::fs::create_dir_all(&dir.0).expect("temp dir");
-    let path = dir.0.join("profile.yaml");
-    std::fs::write(&path, PROFILE).expect("profile written");
-    let opts = RunOptions {
-        report_dir: Some(dir.0.join("reports")),
-        quiet: true,
-        ..Default::default()
-    };
-    let out = tokio::time::timeout(Duration::from_secs(60), run_profile(&path, opts))
-        .await
-        .expect("the run ends within 60 s")
-        .expect("the run produces a report");
+    let (_dir, out) = run_inline("chaos-hang-deadline", PROFILE, Duration::from_secs(60)).await;
     let report = out.report;
     assert!(!report.incomplete, "{:?}", report.incomplete_reason);
     let run = &report.runs[0];

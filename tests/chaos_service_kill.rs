@@ -10,9 +10,8 @@
 //! channel-state rule), avoided well before the 3 s sync; the 6 s sync sees it healed
 //! and it takes work until 9 s.
 
-use std::path::PathBuf;
-
-use stampede::run::{run_profile, RunOptions};
+mod inline_run;
+use inline_run::run_inline;
 
 const PROFILE: &str = r#"
 name: chaos-service-kill-test
@@ -46,32 +45,14 @@ checks:
   duplicated: {max: 0}
 "#;
 
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_node_window_shows_failures_then_rerouting_then_reuse() {
-    let dir = TempDir(std::env::temp_dir().join(format!(
-        "stampede-chaos-service-kill-{}",
-        std::process::id()
-    )));
-    std::fs::create_dir_all(&dir.0).expect("temp dir");
-    let path = dir.0.join("profile.yaml");
-    std::fs::write(&path, PROFILE).expect("profile written");
-    let opts = RunOptions {
-        report_dir: Some(dir.0.join("reports")),
-        quiet: true,
-        ..Default::default()
-    };
-    let out = tokio::time::timeout(std::time::Duration::from_secs(60), run_profile(&path, opts))
-        .await
-        .expect("the run ends within 60 s")
-        .expect("the run produces a report");
+    let (_dir, out) = run_inline(
+        "chaos-service-kill",
+        PROFILE,
+        std::time::Duration::from_secs(60),
+    )
+    .await;
     let report = out.report;
     assert!(!report.incomplete, "{:?}", report.incomplete_reason);
     let run = &report.runs[0];

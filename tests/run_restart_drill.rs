@@ -1,13 +1,11 @@
 //! The shipped chaos-restart drill over the real wire (shortened): the sandboxes a node
 //! loses when it restarts are reported as `lost_to_node_restart`, never as `lost`.
 
-use stampede::run::{run_profile, RunOptions};
+mod inline_run;
+use inline_run::run_inline;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restart_losses_are_reported_apart_from_lost() {
-    let dir = std::env::temp_dir().join(format!("stampede-restart-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
     let shipped = std::fs::read_to_string("profiles/chaos-restart.yaml").unwrap();
     let short = shipped
         .replace(
@@ -16,17 +14,7 @@ async fn restart_losses_are_reported_apart_from_lost() {
         )
         .replace("  - at: 10s", "  - at: 4s");
     assert_ne!(short, shipped, "the drill was shortened");
-    let path = dir.join("restart.yaml");
-    std::fs::write(&path, short).unwrap();
-    let opts = RunOptions {
-        report_dir: Some(dir.join("reports")),
-        quiet: true,
-        ..Default::default()
-    };
-    let out = tokio::time::timeout(std::time::Duration::from_secs(90), run_profile(&path, opts))
-        .await
-        .expect("the drill ends within 90 s")
-        .expect("the drill produces a report");
+    let (_dir, out) = run_inline("restart", &short, std::time::Duration::from_secs(90)).await;
     let report = out.report;
     assert!(!report.incomplete, "{:?}", report.incomplete_reason);
     let run = &report.runs[0];
@@ -40,5 +28,4 @@ async fn restart_losses_are_reported_apart_from_lost() {
     assert_eq!(run.faults.len(), 1);
     assert_eq!(run.faults[0].kind, "restart");
     assert!(report.passed, "{:?}", report.checks);
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -5,7 +5,9 @@
 use std::time::Duration;
 
 use stampede::report::RunResult;
-use stampede::run::{run_profile, RunOptions};
+
+mod inline_run;
+use inline_run::run_inline;
 
 const BURST: u64 = 8;
 
@@ -37,22 +39,13 @@ collect:
 }
 
 async fn run(name: &str, backoff: Option<&str>) -> RunResult {
-    let dir = std::env::temp_dir().join(format!("stampede-storm-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("storm.yaml");
-    std::fs::write(&path, profile(backoff)).unwrap();
-    let opts = RunOptions {
-        report_dir: Some(dir.join("reports")),
-        quiet: true,
-        ..Default::default()
-    };
-    let out = tokio::time::timeout(Duration::from_secs(60), run_profile(&path, opts))
-        .await
-        .expect("the run ends within 60 s")
-        .expect("a report");
+    let (_dir, out) = run_inline(
+        &format!("storm-{name}"),
+        &profile(backoff),
+        Duration::from_secs(60),
+    )
+    .await;
     assert!(!out.report.incomplete, "{:?}", out.report.incomplete_reason);
-    let _ = std::fs::remove_dir_all(&dir);
     out.report.runs.into_iter().next().expect("one run")
 }
 
