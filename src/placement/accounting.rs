@@ -168,6 +168,17 @@ impl NodeAccounting {
         self.pending_removes.len()
     }
 
+    /// The vCPU this instance recorded for `sandbox_id` on the node (in flight, placed and
+    /// not yet listed, listed by the last sync, or deleted and still listed), if any.
+    pub fn known_vcpu(&self, sandbox_id: &str) -> Option<u32> {
+        self.in_flight
+            .get(sandbox_id)
+            .or_else(|| self.pending_adds.get(sandbox_id).map(|(v, _)| v))
+            .or_else(|| self.confirmed.get(sandbox_id))
+            .or_else(|| self.pending_removes.get(sandbox_id))
+            .copied()
+    }
+
     fn end_in_flight(&mut self, sandbox_id: &str) {
         if let Some(v) = self.in_flight.remove(sandbox_id) {
             self.in_flight_vcpu -= u64::from(v);

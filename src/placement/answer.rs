@@ -107,7 +107,8 @@ impl std::fmt::Display for FailureAnswers {
 }
 
 /// The HTTP statuses a create answers with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum CreateStatus {
     /// 201: placed.
     Created,
@@ -142,15 +143,19 @@ impl CreateStatus {
 }
 
 /// E2B's semantic `error_code` of a placement failure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ErrorCode {
     /// `sandbox_placement_timeout`.
+    #[serde(rename = "sandbox_placement_timeout")]
     PlacementTimeout,
     /// `sandbox_capacity_unavailable`.
+    #[serde(rename = "sandbox_capacity_unavailable")]
     CapacityUnavailable,
     /// `sandbox_no_compatible_node`.
+    #[serde(rename = "sandbox_no_compatible_node")]
     NoCompatibleNode,
     /// `sandbox_create_failed`.
+    #[serde(rename = "sandbox_create_failed")]
     SandboxCreateFailed,
 }
 

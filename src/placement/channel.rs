@@ -11,7 +11,10 @@ use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 use super::node_view::NodeStatus;
 
 /// gRPC connectivity state of the channel to one node (grpc-go's `connectivity.State`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
 pub enum ChannelState {
     /// No connection and none being made: before the first RPC, or after the connection
     /// was lost (grpc-go's pick_first goes IDLE then and reconnects on the next RPC).

@@ -11,10 +11,13 @@ pub mod channel;
 pub mod config;
 pub mod core;
 pub mod evict;
+pub mod lifecycle;
 pub mod mode;
 pub mod node_view;
 pub mod sampler;
 pub mod score;
+pub mod sync_reply;
+pub mod trace;
 
 pub use self::core::{NoCandidate, PlacementCore};
 pub use accounting::NodeAccounting;
@@ -24,6 +27,12 @@ pub use answer::{
 pub use attempt::{CreateErrorCode, CreateOutcome, Decision, PlacementAttempt, PlacementFailure};
 pub use channel::{node_status, routable, ChannelCell, ChannelState};
 pub use config::{PlacementConfig, PlacementConfigError, REQUEST_TIMEOUT, SYNC_INTERVAL};
+pub use lifecycle::{
+    Answered, CreateReply, ErrorKind, Failure, FailureKind, Input, Output, Placer, PlacerConfig,
+    RequestId,
+};
 pub use mode::AccountingMode;
 pub use node_view::{NodeCounters, NodeId, NodeMetrics, NodeStatus, NodeView, SyncSnapshot};
 pub use score::score;
+pub use sync_reply::{status_from_wire, InfoReply, Listed};
+pub use trace::{replay, Replay, TraceError, TraceLine, TraceSink};

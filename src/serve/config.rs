@@ -66,6 +66,9 @@ pub struct ServeConfig {
     /// A connection with no request in progress on which no byte moved for this long is
     /// closed. Default [`DEFAULT_IDLE_TIMEOUT`].
     pub idle_timeout: Duration,
+    /// Record every input and output of the placer to this file (JSON lines, for
+    /// `stampede replay`); with several replicas, replica `i` writes `<file>.<i>`.
+    pub placement_trace: Option<std::path::PathBuf>,
 }
 
 impl Default for ServeConfig {
@@ -87,6 +90,7 @@ impl Default for ServeConfig {
             envd_version: "0.2.0".to_string(),
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            placement_trace: None,
         }
     }
 }

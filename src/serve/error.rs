@@ -30,8 +30,17 @@ pub enum ServeError {
     #[error("invalid settings: {0}")]
     Config(String),
     /// The HTTP server stopped with an error.
-    #[error("HTTP server: {0}")]
-    Server(std::io::Error),
+    #[error("HTTP server failed")]
+    Server(#[source] std::io::Error),
+    /// The placement trace file cannot be created.
+    #[error("cannot create the placement trace {path}")]
+    Trace {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Cause.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// A REST error answer: E2B's `Error` schema (`code`, `message`) plus, for 5xx placement

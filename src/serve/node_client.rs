@@ -28,6 +28,16 @@ pub struct ListedOnNode {
     pub started: Option<SystemTime>,
 }
 
+impl ListedOnNode {
+    /// The placer's reading of it.
+    pub fn listed(&self) -> crate::placement::Listed {
+        crate::placement::Listed {
+            id: self.id.clone(),
+            vcpu: self.vcpu,
+        }
+    }
+}
+
 /// What a create needs to send.
 #[derive(Debug, Clone)]
 pub struct CreateSpec {

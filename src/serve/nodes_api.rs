@@ -45,7 +45,8 @@ pub fn node_json(shared: &Shared) -> Vec<NodeJson> {
     for r in sandboxes.values() {
         *per_node.entry(r.node.as_str()).or_default() += 1;
     }
-    let core = lock(&shared.core);
+    let placer = lock(&shared.placer);
+    let core = placer.core();
     let mode = core.config().mode;
     let mut out: Vec<NodeJson> = core
         .nodes()

@@ -1,5 +1,5 @@
-//! The create and delete drivers: E2B's placement loop over real RPCs, driving the
-//! sans-IO [`PlacementAttempt`]. What a failure answers is the core's decision
+//! The create and delete drivers: the RPCs and the waiting of E2B's placement loop,
+//! whose every decision is the sans-IO [`Placer`](crate::placement::Placer)'s. What a failure answers is the core's decision
 //! ([`FailureAnswers::answer`](crate::placement::FailureAnswers::answer)).
 
 use std::sync::atomic::Ordering::Relaxed;
@@ -15,7 +15,7 @@ use super::node_client::CreateSpec;
 use super::rest::{NewSandbox, Sandbox};
 use super::state::{lock, SandboxRecord, Shared};
 use crate::placement::{
-    CreateErrorCode, CreateOutcome, Decision, DeleteOutcome, PlacementAttempt, PlacementFailure,
+    Answered, CreateReply, DeleteOutcome, ErrorKind, FailureKind, Input, Output,
 };
 
 /// E2B's `clientID` of every sandbox (`packages/shared/pkg/consts/sandboxes.go`).
@@ -44,7 +44,6 @@ async fn place(
     gone: &CancellationToken,
 ) -> Result<Sandbox, ApiError> {
     let cfg = &shared.cfg;
-    let deadline = Instant::now() + cfg.request_timeout;
     let now = SystemTime::now();
     let spec = CreateSpec {
         sandbox_id: sandbox_id.to_string(),
@@ -57,55 +56,95 @@ async fn place(
         envd_version: cfg.envd_version.clone(),
         max_length_hours: cfg.max_length_hours,
     };
-    let mut attempt = PlacementAttempt::new(sandbox_id, spec.vcpu);
-    let mut rpcs = 0u64;
+    let req = shared.next_request();
+    let mut next = decide(
+        shared,
+        Input::Create {
+            req,
+            sandbox_id: sandbox_id.to_string(),
+            vcpu: spec.vcpu,
+        },
+    );
     loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            shared.telemetry.creates_timed_out.fetch_add(1, Relaxed);
-            let f = attempt.deadline_reached(&mut lock(&shared.core));
-            return Err(failure(shared, &f));
-        }
-        if gone.is_cancelled() {
-            return Err(client_gone(shared, &mut attempt));
-        }
-        let t0 = Instant::now();
-        let chosen = {
-            let mut core = lock(&shared.core);
-            let mut rng = lock(&shared.rng);
-            attempt.next(&mut core, &mut *rng)
-        };
-        shared.telemetry.record_decision(t0.elapsed());
-        let node_id = match chosen {
-            Ok(n) => n,
-            Err(f) => {
-                count_failure(shared, &f);
-                return Err(failure(shared, &f));
+        let reply = match next {
+            Some(Output::Answer(a)) => return answered(shared, spec, a),
+            Some(Output::RetryAt { at, .. }) => {
+                let pause = at.saturating_sub(shared.now());
+                tokio::select! {
+                    () = tokio::time::sleep(pause) => {}
+                    () = gone.cancelled() => return client_gone(shared, req, spec),
+                }
+                next = decide(shared, Input::RetryDue { req });
+                continue;
+            }
+            Some(Output::SendCreate {
+                node,
+                deadline,
+                retry,
+                ..
+            }) => {
+                if retry {
+                    shared.telemetry.retries.fetch_add(1, Relaxed);
+                }
+                // No deadline of its own: E2B bounds the Create RPC by the request's only
+                // (`packages/api/main.go` requestTimeout), so a hung node holds the request.
+                let left = deadline.saturating_sub(shared.now());
+                let Some(conn) = shared.nodes.get(&node) else {
+                    // Unreachable: the placer only knows nodes of `shared.nodes`.
+                    let reply = failed_reply(&node);
+                    next = decide(shared, Input::CreateReplied { req, reply });
+                    continue;
+                };
+                let answer = tokio::select! {
+                    a = conn.client.create(&spec, left) => a,
+                    () = gone.cancelled() => return client_gone(shared, req, spec),
+                };
+                create_reply(shared, &spec, &node, answer)
+            }
+            None => {
+                return Err(ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "placement state lost",
+                ))
             }
         };
-        let Some(node) = shared.nodes.get(&node_id) else {
-            // Unreachable: the core only knows nodes of `shared.nodes`.
-            let mut core = lock(&shared.core);
-            attempt.report(&mut core, CreateOutcome::Failed);
-            continue;
-        };
-        if rpcs > 0 {
-            shared.telemetry.retries.fetch_add(1, Relaxed);
+        if gone.is_cancelled() {
+            return client_gone(shared, req, spec);
         }
-        rpcs += 1;
-        // No deadline of its own: E2B bounds the Create RPC by the request's only
-        // (`packages/api/main.go` requestTimeout), so a hung node holds the request.
-        let answer = tokio::select! {
-            a = node.client.create(&spec, left) => a,
-            () = gone.cancelled() => return Err(client_gone(shared, &mut attempt)),
-        };
-        // Register before the core forgets the create in flight, so that a concurrent
-        // sync never takes the new sandbox for an orphan.
-        if answer.is_ok() {
+        next = decide(shared, Input::CreateReplied { req, reply });
+    }
+}
+
+/// Feed a request's input to the placer, timing the decision it makes.
+fn decide(shared: &Shared, input: Input) -> Option<Output> {
+    let t0 = Instant::now();
+    let out = shared.handle(input);
+    shared.telemetry.record_decision(t0.elapsed());
+    out
+}
+
+fn failed_reply(node: &str) -> CreateReply {
+    CreateReply::Failed {
+        code: ErrorKind::Other,
+        message: format!("node '{node}' not found"),
+    }
+}
+
+/// What the Create's answer tells the placer. A created sandbox is registered before
+/// the placer forgets the create in flight, so that a concurrent sync never takes it for
+/// an orphan.
+fn create_reply(
+    shared: &Shared,
+    spec: &CreateSpec,
+    node: &str,
+    answer: Result<String, tonic::Status>,
+) -> CreateReply {
+    match answer {
+        Ok(_) => {
             lock(&shared.sandboxes).insert(
-                sandbox_id.to_string(),
+                spec.sandbox_id.clone(),
                 SandboxRecord {
-                    node: node_id.clone(),
+                    node: node.to_string(),
                     template_id: spec.template_id.clone(),
                     vcpu: spec.vcpu,
                     ram_mb: spec.ram_mb,
@@ -115,85 +154,71 @@ async fn place(
                     placed_at: Instant::now(),
                 },
             );
+            CreateReply::Created
         }
-        let decision = {
-            let mut core = lock(&shared.core);
-            match &answer {
-                Ok(_) => attempt.report(&mut core, CreateOutcome::Created),
-                Err(s) if s.code() == Code::ResourceExhausted => {
-                    shared.telemetry.refusals.fetch_add(1, Relaxed);
-                    shared.telemetry.storm.record(&node_id);
-                    attempt.report(&mut core, CreateOutcome::ResourceExhausted)
-                }
-                Err(s) => {
-                    tracing::debug!(node = %node_id, sandbox = sandbox_id, error = %s, "create failed");
-                    shared.telemetry.attempt_failures.fetch_add(1, Relaxed);
-                    attempt.report_error(&mut core, error_code(s.code()), s.message())
-                }
-            }
-        };
-        match decision {
-            Decision::Placed(_) => {
-                shared.telemetry.creates_ok.fetch_add(1, Relaxed);
-                return Ok(Sandbox {
-                    template_id: spec.template_id,
-                    sandbox_id: sandbox_id.to_string(),
-                    alias: None,
-                    client_id: CLIENT_ID.to_string(),
-                    envd_version: cfg.envd_version.clone(),
-                    domain: None,
-                });
-            }
-            Decision::Retry => {
-                let refused = matches!(&answer, Err(s) if s.code() == Code::ResourceExhausted);
-                if let Some(pause) = cfg.retry_backoff.filter(|_| refused) {
-                    // Never past the deadline: the loop's check answers right after.
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    tokio::time::sleep(pause.min(left)).await;
-                }
+        Err(s) if s.code() == Code::ResourceExhausted => {
+            shared.telemetry.refusals.fetch_add(1, Relaxed);
+            shared.telemetry.storm.record(node);
+            CreateReply::Refused
+        }
+        Err(s) => {
+            tracing::debug!(node, sandbox = %spec.sandbox_id, error = %s, "create failed");
+            shared.telemetry.attempt_failures.fetch_add(1, Relaxed);
+            CreateReply::Failed {
+                code: error_kind(s.code()),
+                message: s.message().to_string(),
             }
         }
     }
 }
 
-/// The client hung up: the create in flight (if any) is forgotten as at the deadline
-/// (E2B's loop ends on `ctx.Done()` either way); nobody reads the answer.
-fn client_gone(shared: &Shared, attempt: &mut PlacementAttempt) -> ApiError {
-    tracing::debug!(
-        sandbox = attempt.sandbox_id(),
-        "client gone: placement stopped"
-    );
-    shared.telemetry.creates_abandoned.fetch_add(1, Relaxed);
-    let f = attempt.deadline_reached(&mut lock(&shared.core));
-    failure(shared, &f)
+/// The client hung up: the placer forgets the create in flight (if any) as at the
+/// deadline (E2B's loop ends on `ctx.Done()` either way); nobody reads the answer.
+fn client_gone(shared: &Shared, req: u64, spec: CreateSpec) -> Result<Sandbox, ApiError> {
+    tracing::debug!(sandbox = %spec.sandbox_id, "client gone: placement stopped");
+    match shared.handle(Input::Cancel { req }) {
+        Some(Output::Answer(a)) => answered(shared, spec, a),
+        _ => Err(ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "placement state lost",
+        )),
+    }
 }
 
-fn error_code(code: Code) -> CreateErrorCode {
+fn error_kind(code: Code) -> ErrorKind {
     match code {
-        Code::FailedPrecondition => CreateErrorCode::FailedPrecondition,
-        Code::InvalidArgument => CreateErrorCode::InvalidArgument,
-        _ => CreateErrorCode::Other,
+        Code::FailedPrecondition => ErrorKind::FailedPrecondition,
+        Code::InvalidArgument => ErrorKind::InvalidArgument,
+        _ => ErrorKind::Other,
     }
 }
 
-fn count_failure(shared: &Shared, f: &PlacementFailure) {
-    let counter = match f {
-        PlacementFailure::CreateFailed { .. } => &shared.telemetry.creates_failed,
-        PlacementFailure::Timeout { .. } => &shared.telemetry.creates_timed_out,
-        PlacementFailure::NoNodesAvailable | PlacementFailure::NoCandidate(_) => {
-            &shared.telemetry.creates_unplaceable
-        }
+/// The request's answer: counted, then the sandbox or the error E2B answers with.
+fn answered(shared: &Shared, spec: CreateSpec, a: Answered) -> Result<Sandbox, ApiError> {
+    let t = &shared.telemetry;
+    let Some(f) = a.failure else {
+        t.creates_ok.fetch_add(1, Relaxed);
+        return Ok(Sandbox {
+            template_id: spec.template_id,
+            sandbox_id: spec.sandbox_id,
+            alias: None,
+            client_id: CLIENT_ID.to_string(),
+            envd_version: shared.cfg.envd_version.clone(),
+            domain: None,
+        });
+    };
+    let counter = match f.kind {
+        FailureKind::CreateFailed => &t.creates_failed,
+        FailureKind::TimedOut => &t.creates_timed_out,
+        FailureKind::Unplaceable => &t.creates_unplaceable,
+        FailureKind::Abandoned => &t.creates_abandoned,
     };
     counter.fetch_add(1, Relaxed);
-}
-
-fn failure(shared: &Shared, f: &PlacementFailure) -> ApiError {
-    let a = shared.cfg.placement.failure_answers.answer(f);
-    let status = StatusCode::from_u16(a.status.code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    ApiError {
-        error_code: a.error_code.map(|c| c.as_str()),
-        ..ApiError::new(status, a.message)
-    }
+    let status = StatusCode::from_u16(f.status.code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    Err(ApiError {
+        error_code: f.error_code.map(|c| c.as_str()),
+        ..ApiError::new(status, f.message)
+    })
 }
 
 /// Kill one sandbox as E2B does: 404 when this instance does not know it; otherwise the
@@ -230,7 +255,13 @@ async fn kill_on_node(
             Err(s) => (DeleteOutcome::Failed, s.message().to_string()),
         },
     };
-    let status = lock(&shared.core).delete_ended(&record.node, sandbox_id, record.vcpu, outcome);
+    shared.handle(Input::DeleteEnded {
+        node: record.node.clone(),
+        sandbox_id: sandbox_id.to_string(),
+        vcpu: record.vcpu,
+        released: outcome.releases_vcpu(),
+    });
+    let status = outcome.status();
     match outcome {
         DeleteOutcome::Deleted => shared.telemetry.deletes_ok.fetch_add(1, Relaxed),
         DeleteOutcome::NotOnNode => shared.telemetry.deletes_not_found.fetch_add(1, Relaxed),

@@ -99,7 +99,7 @@ async fn create(
     }
     // A size no node can ever hold would otherwise be retried against refusing nodes
     // until the request deadline.
-    let largest = LargestNode::of(&lock(&shared.core));
+    let largest = LargestNode::of(lock(&shared.placer).core());
     check_size(
         req.cpu_count.unwrap_or(shared.cfg.default_vcpu),
         req.memory_mb.unwrap_or(shared.cfg.default_memory_mb),

@@ -21,7 +21,7 @@ use super::nodes_api::node_json;
 use super::routes::router;
 use super::state::{lock, NodeConn, NodeInfo, Shared};
 use super::sync::sync_all;
-use crate::placement::{ChannelCell, PlacementCore};
+use crate::placement::{ChannelCell, PlacementCore, TraceSink};
 
 /// A running instance. Dropping it does not stop it: call [`ServiceHandle::shutdown`].
 #[derive(Debug)]
@@ -122,7 +122,7 @@ impl ServiceHandle {
 
     /// A copy of the placement core (what this instance believes, per node).
     pub fn placement_snapshot(&self) -> PlacementCore {
-        lock(&self.shared.core).clone()
+        lock(&self.shared.placer).core().clone()
     }
 
     /// What `GET /nodes` would answer now.
@@ -178,7 +178,17 @@ pub async fn start(
         })?;
     let addr = listener.local_addr().map_err(ServeError::Server)?;
     let conns = connect_all(&cfg, nodes).await?;
-    let shared = Arc::new(Shared::new(cfg, conns));
+    let trace = match &cfg.placement_trace {
+        Some(path) => {
+            let file = std::fs::File::create(path).map_err(|source| ServeError::Trace {
+                path: path.clone(),
+                source,
+            })?;
+            Some(TraceSink::new(Box::new(std::io::BufWriter::new(file))))
+        }
+        None => None,
+    };
+    let shared = Arc::new(Shared::new(cfg, conns, trace));
     sync_all(&shared).await;
 
     let cancel = CancellationToken::new();
@@ -224,6 +234,14 @@ pub async fn start_replicas(
         }
         let replica_cfg = ServeConfig {
             seed: cfg.seed.wrapping_add(i as u64),
+            placement_trace: cfg.placement_trace.as_ref().map(|p| match n {
+                1 => p.clone(),
+                _ => {
+                    let mut name = p.clone().into_os_string();
+                    name.push(format!(".{i}"));
+                    name.into()
+                }
+            }),
             ..cfg.clone()
         };
         match start(replica_cfg, nodes.clone(), at).await {

@@ -2,8 +2,9 @@
 //! sandboxes this instance placed, and telemetry.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use indexmap::IndexMap;
 use rand::{Rng, SeedableRng};
@@ -12,7 +13,7 @@ use rand_chacha::ChaCha8Rng;
 use super::config::ServeConfig;
 use super::node_client::NodeClient;
 use super::telemetry::Telemetry;
-use crate::placement::{ChannelCell, NodeStatus, PlacementCore};
+use crate::placement::{ChannelCell, Input, NodeStatus, Output, Placer, PlacerConfig, TraceSink};
 
 /// What ServiceInfo says about a node besides the metrics the core keeps.
 #[derive(Debug, Clone, Default)]
@@ -92,10 +93,13 @@ pub struct SandboxRecord {
 pub struct Shared {
     /// Settings.
     pub cfg: ServeConfig,
-    /// The sans-IO placement core (locked briefly, never across an await).
-    pub core: Mutex<PlacementCore>,
-    /// Sampling RNG, seeded.
-    pub rng: Mutex<ChaCha8Rng>,
+    /// The sans-IO placer: core, sampling RNG and open requests (locked briefly, never
+    /// across an await).
+    pub placer: Mutex<Placer>,
+    /// The placer's time origin.
+    pub epoch: Instant,
+    /// The next request id.
+    next_request: AtomicU64,
     /// Sandbox-id RNG, seeded from the same seed on another stream.
     pub id_rng: Mutex<ChaCha8Rng>,
     /// Nodes, in the order given.
@@ -115,17 +119,27 @@ pub struct Shared {
 
 impl Shared {
     /// State for `nodes` (already connected lazily).
-    pub fn new(cfg: ServeConfig, nodes: IndexMap<String, NodeConn>) -> Self {
-        let mut core = PlacementCore::new(cfg.placement.clone());
+    pub fn new(
+        cfg: ServeConfig,
+        nodes: IndexMap<String, NodeConn>,
+        trace: Option<TraceSink>,
+    ) -> Self {
+        let mut placer = Placer::new(placer_config(&cfg), []);
         for (id, node) in &nodes {
-            core.add_node_with_channel(id.clone(), node.channel.clone());
+            placer
+                .core_mut()
+                .add_node_with_channel(id.clone(), node.channel.clone());
+        }
+        if let Some(sink) = trace {
+            placer.record(sink);
         }
         let mut id_rng = ChaCha8Rng::seed_from_u64(cfg.seed);
         id_rng.set_stream(1);
         Self {
-            rng: Mutex::new(ChaCha8Rng::seed_from_u64(cfg.seed)),
+            placer: Mutex::new(placer),
+            epoch: Instant::now(),
+            next_request: AtomicU64::new(0),
             id_rng: Mutex::new(id_rng),
-            core: Mutex::new(core),
             cfg,
             nodes,
             sandboxes: Mutex::new(BTreeMap::new()),
@@ -134,6 +148,22 @@ impl Shared {
             telemetry: Telemetry::default(),
             sync_lock: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// Feed one input to the placer at the current time.
+    pub fn handle(&self, input: Input) -> Option<Output> {
+        let mut placer = lock(&self.placer);
+        placer.handle(self.now(), input)
+    }
+
+    /// Time on the placer's clock.
+    pub fn now(&self) -> Duration {
+        self.epoch.elapsed()
+    }
+
+    /// An id for a new create request.
+    pub fn next_request(&self) -> u64 {
+        self.next_request.fetch_add(1, Ordering::Relaxed)
     }
 
     /// A fresh sandbox id like E2B's: `i` + 20 lowercase alphanumerics, unused here.
@@ -153,6 +183,17 @@ impl Shared {
                 return id;
             }
         }
+    }
+}
+
+/// The placer settings of an instance.
+pub fn placer_config(cfg: &ServeConfig) -> PlacerConfig {
+    PlacerConfig {
+        placement: cfg.placement.clone(),
+        seed: cfg.seed,
+        request_timeout: cfg.request_timeout,
+        retry_backoff: cfg.retry_backoff,
+        defer_retries: false,
     }
 }
 

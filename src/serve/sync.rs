@@ -1,21 +1,21 @@
 //! The node manager's sync: `ServiceInfo` then `List` on every node, fed to the core as
-//! one [`SyncSnapshot`], tried up to [`SYNC_MAX_RETRIES`] times a cycle; a cycle that
+//! one [`Input::Synced`] (the placer builds the snapshot), tried up to [`SYNC_MAX_RETRIES`] times a cycle; a cycle that
 //! never completes marks the node unhealthy (or leaves it connecting if it never
 //! answered). Sandboxes a node runs that this instance does not know are counted as
 //! orphans and, with `kill_orphans` (the default of a single instance), killed as E2B's
 //! `Store.Reconcile` does once a minute old.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use stampede_proto::{ServiceInfoResponse, ServiceInfoStatus};
+use stampede_proto::ServiceInfoResponse;
 
 use super::node_client::ListedOnNode;
 use super::state::{lock, NodeConn, Shared};
 use crate::placement::evict::is_orphan_to_kill;
-use crate::placement::{DeleteOutcome, NodeMetrics, NodeStatus, SyncSnapshot};
+use crate::placement::{DeleteOutcome, InfoReply, Input};
 
 /// Nodes synced at once. Enough to overlap every round trip of a usual fleet; on a
 /// fleet of thousands, all at once would open thousands of connections together and
@@ -40,16 +40,6 @@ pub async fn sync_all(shared: &Arc<Shared>) {
     }
 }
 
-/// E2B's status mapping: Healthy -> ready, the others by name.
-pub fn map_status(raw: i32) -> NodeStatus {
-    match ServiceInfoStatus::try_from(raw) {
-        Ok(ServiceInfoStatus::Healthy) => NodeStatus::Ready,
-        Ok(ServiceInfoStatus::Draining) => NodeStatus::Draining,
-        Ok(ServiceInfoStatus::Standby) => NodeStatus::Standby,
-        Ok(ServiceInfoStatus::Unhealthy) | Err(_) => NodeStatus::Unhealthy,
-    }
-}
-
 /// Tries of one node's sync per cycle (E2B's `nodemanager/sync.go`, `syncMaxRetries`).
 pub const SYNC_MAX_RETRIES: usize = 4;
 
@@ -71,10 +61,14 @@ async fn sync_node(shared: &Arc<Shared>, node: &NodeConn) {
         };
         answered = true;
         note_service_info(node, &info);
+        let reply = info_reply(node, &info);
         match node.client.list(limit).await {
             Ok(listed) => {
-                let snapshot = snapshot_of(shared, node, &info, Some(&listed));
-                lock(&shared.core).apply_sync(&node.id, snapshot);
+                shared.handle(Input::Synced {
+                    node: node.id.clone(),
+                    info: reply,
+                    listed: Some(listed.iter().map(ListedOnNode::listed).collect()),
+                });
                 shared.telemetry.syncs.fetch_add(1, Relaxed);
                 lock(&node.info).synced_once = true;
                 finish_sync(shared, node, &listed, started).await;
@@ -82,21 +76,28 @@ async fn sync_node(shared: &Arc<Shared>, node: &NodeConn) {
             }
             Err(e) => {
                 tracing::debug!(node = %node.id, error = %e, "List failed");
-                let snapshot = snapshot_of(shared, node, &info, None);
-                lock(&shared.core).apply_sync(&node.id, snapshot);
+                shared.handle(Input::Synced {
+                    node: node.id.clone(),
+                    info: reply,
+                    listed: None,
+                });
             }
         }
     }
     shared.telemetry.sync_failures.fetch_add(1, Relaxed);
+    shared.handle(Input::SyncFailed {
+        node: node.id.clone(),
+        answered,
+    });
+    let status = lock(&shared.placer)
+        .core()
+        .node(&node.id)
+        .map(|n| n.reported_status());
     let mut ni = lock(&node.info);
     ni.sync_failures += 1;
-    let status = if ni.synced_once || answered {
-        NodeStatus::Unhealthy
-    } else {
-        NodeStatus::Connecting
-    };
-    ni.note_status(status);
-    lock(&shared.core).set_status(&node.id, status);
+    if let Some(status) = status {
+        ni.note_status(status);
+    }
 }
 
 /// ServiceInfo's details besides the metrics.
@@ -163,7 +164,12 @@ async fn kill_orphans(
                 DeleteOutcome::Failed
             }
         };
-        lock(&shared.core).delete_ended(&node.id, &s.id, s.vcpu, outcome);
+        shared.handle(Input::DeleteEnded {
+            node: node.id.clone(),
+            sandbox_id: s.id.clone(),
+            vcpu: s.vcpu,
+            released: outcome.releases_vcpu(),
+        });
         if outcome != DeleteOutcome::Failed {
             shared.telemetry.orphans_killed.fetch_add(1, Relaxed);
         }
@@ -171,63 +177,16 @@ async fn kill_orphans(
     futures::future::join_all(kills).await;
 }
 
-/// The core's view of one sync. Ids come from the ServiceInfo extension when the node
-/// sends it (consistent with the metrics), else from `List`.
-fn snapshot_of(
-    shared: &Shared,
-    node: &NodeConn,
-    info: &ServiceInfoResponse,
-    listed: Option<&[ListedOnNode]>,
-) -> SyncSnapshot {
-    let vcpu_of: BTreeMap<&str, u32> = listed
-        .unwrap_or_default()
-        .iter()
-        .map(|s| (s.id.as_str(), s.vcpu))
-        .collect();
-    let listed_now = match (&info.stampede_sandbox_ids, listed) {
-        (Some(_), Some(l)) => Some(l.iter().map(|s| s.id.clone()).collect()),
-        _ => None,
-    };
-    let mut status = map_status(info.service_status);
-    {
-        let mut ni = lock(&node.info);
-        if let Some(s) = ni.status_override {
-            status = s;
-        }
-        ni.note_status(status);
+/// The placer's reading of a `ServiceInfo` answer, with the status set through
+/// `POST /nodes/{nodeID}` in its place when there is one.
+fn info_reply(node: &NodeConn, info: &ServiceInfoResponse) -> InfoReply {
+    let mut reply = InfoReply::from(info);
+    let mut ni = lock(&node.info);
+    if let Some(s) = ni.status_override {
+        reply.status = s;
     }
-    let sandboxes = match &info.stampede_sandbox_ids {
-        Some(ext) => {
-            let known = lock(&shared.sandboxes);
-            let ids = ext
-                .ids
-                .iter()
-                .map(|id| {
-                    let vcpu = vcpu_of
-                        .get(id.as_str())
-                        .copied()
-                        .or_else(|| known.get(id).map(|r| r.vcpu))
-                        .unwrap_or(0);
-                    (id.clone(), vcpu)
-                })
-                .collect();
-            Some(ids)
-        }
-        None => listed.map(|l| l.iter().map(|s| (s.id.clone(), s.vcpu)).collect()),
-    };
-    SyncSnapshot {
-        status,
-        metrics: NodeMetrics {
-            cpu_allocated: info.metric_cpu_allocated,
-            cpu_count: info.metric_cpu_count,
-            cpu_percent: info.metric_cpu_percent,
-            memory_allocated_bytes: info.metric_memory_allocated_bytes,
-            memory_total_bytes: info.metric_memory_total_bytes,
-            sandboxes_running: info.metric_sandboxes_running,
-        },
-        sandboxes,
-        listed_now,
-    }
+    ni.note_status(reply.status);
+    reply
 }
 
 /// Forget sandboxes of this node that its `List` no longer shows although they were

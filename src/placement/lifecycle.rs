@@ -1,0 +1,464 @@
+//! [`Placer`]: one placement instance's whole create lifecycle, sans-IO, in quinn-proto's
+//! shape. The driver feeds [`Input`]s stamped with the time it keeps (a [`Duration`]
+//! since its own epoch) and acts on the one [`Output`] each input may give: send a
+//! Create to a node, call back at a time, answer the request. The deadline, exclusion,
+//! attempts, what counts as a retry, the failure and its HTTP answer, the sync snapshot
+//! and node status are decided here, for the service and the simulator alike.
+//!
+//! Rules from E2B's `packages/api/internal/orchestrator/placement/placement.go` (the
+//! loop), `packages/api/main.go` (the 70 s request deadline that bounds the loop and
+//! every Create in it), `nodemanager/sync.go` (a failed sync cycle).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use super::answer::{CreateStatus, ErrorCode, FailureAnswer};
+use super::attempt::{
+    CreateErrorCode, CreateOutcome, Decision, PlacementAttempt, PlacementFailure,
+};
+use super::channel::ChannelState;
+use super::config::PlacementConfig;
+use super::core::PlacementCore;
+use super::node_view::{NodeId, NodeStatus};
+use super::sync_reply::{snapshot, InfoReply, Listed};
+use super::trace::TraceSink;
+
+/// A driver's name for one create request (unique while it is open).
+pub type RequestId = u64;
+
+/// How the loop around the core runs: the request deadline and the refusal backoff.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlacerConfig {
+    /// Best-of-K parameters and accounting mode.
+    pub placement: PlacementConfig,
+    /// Seed of the sampling RNG.
+    pub seed: u64,
+    /// Deadline of a whole request, from when its [`Input::Create`] arrives (E2B: 70 s).
+    pub request_timeout: Duration,
+    /// Pause after a ResourceExhausted refusal before the next try (E2B: none).
+    pub retry_backoff: Option<Duration>,
+    /// Answer every refusal with [`Output::RetryAt`], even without a backoff, so that
+    /// the driver decides when the retry runs (the simulator, which settles retries it
+    /// can prove refused without deciding them). Off: a refusal without backoff is
+    /// retried at once.
+    pub defer_retries: bool,
+}
+
+/// How a Create RPC ended, as the driver saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CreateReply {
+    /// The sandbox runs on the node.
+    Created,
+    /// gRPC ResourceExhausted.
+    Refused,
+    /// Any other error, its code as far as the answer depends on it, and its message.
+    Failed {
+        /// Which kind of error.
+        code: ErrorKind,
+        /// The node's message.
+        message: String,
+    },
+}
+
+/// The serializable form of [`CreateErrorCode`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// FailedPrecondition.
+    FailedPrecondition,
+    /// InvalidArgument.
+    InvalidArgument,
+    /// Anything else (a timeout or a lost connection included).
+    Other,
+}
+
+impl From<ErrorKind> for CreateErrorCode {
+    fn from(k: ErrorKind) -> Self {
+        match k {
+            ErrorKind::FailedPrecondition => CreateErrorCode::FailedPrecondition,
+            ErrorKind::InvalidArgument => CreateErrorCode::InvalidArgument,
+            ErrorKind::Other => CreateErrorCode::Other,
+        }
+    }
+}
+
+/// Something the driver tells the placer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Input {
+    /// A create request arrived: place `sandbox_id` needing `vcpu`.
+    Create {
+        /// The driver's id for it.
+        req: RequestId,
+        /// The sandbox id chosen for it.
+        sandbox_id: String,
+        /// vCPU.
+        vcpu: u32,
+    },
+    /// The Create RPC sent for `req` ended.
+    CreateReplied {
+        /// The request.
+        req: RequestId,
+        /// How it ended.
+        reply: CreateReply,
+    },
+    /// The time of an [`Output::RetryAt`] for `req` came.
+    RetryDue {
+        /// The request.
+        req: RequestId,
+    },
+    /// The client of `req` hung up: stop placing it (E2B's request context).
+    Cancel {
+        /// The request.
+        req: RequestId,
+    },
+    /// A sync of `node` read `info` and, unless that `List` failed, `listed`.
+    Synced {
+        /// The node.
+        node: NodeId,
+        /// The `ServiceInfo` answer.
+        info: InfoReply,
+        /// The `List` answer.
+        listed: Option<Vec<Listed>>,
+    },
+    /// A sync cycle of `node` never completed; `answered`: some `ServiceInfo` of it did.
+    SyncFailed {
+        /// The node.
+        node: NodeId,
+        /// Whether the node answered at all in the cycle.
+        answered: bool,
+    },
+    /// The state of `node`'s gRPC channel changed.
+    Channel {
+        /// The node.
+        node: NodeId,
+        /// Its new state.
+        state: ChannelState,
+    },
+    /// A Delete of `sandbox_id` on `node` ended (a success or NotFound releases `vcpu`).
+    DeleteEnded {
+        /// The node.
+        node: NodeId,
+        /// The sandbox.
+        sandbox_id: String,
+        /// Its vCPU.
+        vcpu: u32,
+        /// Whether the node deleted it (or no longer had it).
+        released: bool,
+    },
+}
+
+/// What the driver does next for one request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Output {
+    /// Send the request's Create to `node`; it must end by `deadline`.
+    SendCreate {
+        /// The request.
+        req: RequestId,
+        /// The node chosen.
+        node: NodeId,
+        /// The request's deadline (the RPC has none of its own).
+        deadline: Duration,
+        /// Whether this is a retry (not the request's first Create).
+        retry: bool,
+    },
+    /// Feed [`Input::RetryDue`] for `req` at `at` (never past its deadline).
+    RetryAt {
+        /// The request.
+        req: RequestId,
+        /// When.
+        at: Duration,
+    },
+    /// The request is over.
+    Answer(Answered),
+}
+
+/// How a request ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Answered {
+    /// The request.
+    pub req: RequestId,
+    /// The node it runs on, when placed.
+    pub node: Option<NodeId>,
+    /// Why it was not placed, and what the client is told (`None` when placed).
+    pub failure: Option<Failure>,
+    /// Create RPCs sent for it.
+    pub rpcs: u32,
+    /// ResourceExhausted refusals among them.
+    pub refusals: u32,
+    /// Failed attempts counted (other errors).
+    pub attempts: u32,
+}
+
+/// A request that was not placed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Failure {
+    /// Which kind of failure (what the service's counters count).
+    pub kind: FailureKind,
+    /// HTTP status of the answer.
+    pub status: CreateStatus,
+    /// E2B's `error_code`, when the answers carry one.
+    pub error_code: Option<ErrorCode>,
+    /// The answer's message.
+    pub message: String,
+}
+
+/// The kind of a failed request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    /// Creates failed and no candidate was left.
+    CreateFailed,
+    /// The deadline passed.
+    TimedOut,
+    /// No node could be chosen (no capacity, no compatible node).
+    Unplaceable,
+    /// The client hung up.
+    Abandoned,
+}
+
+impl Answered {
+    /// The HTTP status of the answer (201 when placed).
+    pub fn status(&self) -> CreateStatus {
+        self.failure
+            .as_ref()
+            .map_or(CreateStatus::Created, |f| f.status)
+    }
+}
+
+struct Open {
+    attempt: PlacementAttempt,
+    deadline: Duration,
+    rpcs: u32,
+}
+
+/// One placement instance: the core, its RNG and the open requests.
+pub struct Placer {
+    cfg: PlacerConfig,
+    core: PlacementCore,
+    rng: ChaCha8Rng,
+    open: HashMap<RequestId, Open, foldhash::fast::RandomState>,
+    trace: Option<TraceSink>,
+}
+
+impl std::fmt::Debug for Placer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Placer")
+            .field("nodes", &self.core.len())
+            .field("open", &self.open.len())
+            .field("tracing", &self.trace.is_some())
+            .finish()
+    }
+}
+
+impl Placer {
+    /// A placer over `nodes` (all `connecting` until their first sync).
+    pub fn new(cfg: PlacerConfig, nodes: impl IntoIterator<Item = NodeId>) -> Self {
+        let mut core = PlacementCore::new(cfg.placement.clone());
+        for n in nodes {
+            core.add_node(n);
+        }
+        Self {
+            rng: ChaCha8Rng::seed_from_u64(cfg.seed),
+            core,
+            cfg,
+            open: HashMap::default(),
+            trace: None,
+        }
+    }
+
+    /// Record every input and output to `sink` from now on (a trace to replay).
+    pub fn record(&mut self, mut sink: TraceSink) {
+        sink.header(&self.cfg, self.core.nodes().map(|n| n.id().to_string()));
+        self.trace = Some(sink);
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &PlacerConfig {
+        &self.cfg
+    }
+
+    /// The core (read-only: node views, believed allocations, counters).
+    pub fn core(&self) -> &PlacementCore {
+        &self.core
+    }
+
+    /// The core, for a driver that attaches channel cells to its nodes.
+    pub fn core_mut(&mut self) -> &mut PlacementCore {
+        &mut self.core
+    }
+
+    /// The attempt state of an open request.
+    pub fn attempt(&self, req: RequestId) -> Option<&PlacementAttempt> {
+        self.open.get(&req).map(|o| &o.attempt)
+    }
+
+    /// Requests being placed.
+    pub fn open_requests(&self) -> usize {
+        self.open.len()
+    }
+
+    /// Handle one input at `now`; at most one output follows from it.
+    pub fn handle(&mut self, now: Duration, input: Input) -> Option<Output> {
+        if let Some(t) = &mut self.trace {
+            t.channels(now, &self.core);
+            t.input(now, &input);
+        }
+        let out = self.apply(now, input);
+        if let (Some(t), Some(o)) = (&mut self.trace, &out) {
+            t.output(o);
+        }
+        out
+    }
+
+    fn apply(&mut self, now: Duration, input: Input) -> Option<Output> {
+        match input {
+            Input::Create {
+                req,
+                sandbox_id,
+                vcpu,
+            } => {
+                let open = Open {
+                    attempt: PlacementAttempt::new(sandbox_id, vcpu),
+                    deadline: now.saturating_add(self.cfg.request_timeout),
+                    rpcs: 0,
+                };
+                self.open.insert(req, open);
+                self.decide(now, req)
+            }
+            Input::CreateReplied { req, reply } => self.replied(now, req, reply),
+            Input::RetryDue { req } => self.decide(now, req),
+            Input::Cancel { req } => {
+                let mut o = self.open.remove(&req)?;
+                let f = o.attempt.deadline_reached(&mut self.core);
+                Some(self.fail(req, &o, FailureKind::Abandoned, &f))
+            }
+            Input::Synced { node, info, listed } => {
+                let snap = {
+                    let view = self.core.node(&node)?;
+                    snapshot(&info, listed.as_deref(), view.accounting())
+                };
+                self.core.apply_sync(&node, snap);
+                None
+            }
+            Input::SyncFailed { node, answered } => {
+                let synced = self.core.node(&node)?.counters().syncs > 0;
+                let status = if synced || answered {
+                    NodeStatus::Unhealthy
+                } else {
+                    NodeStatus::Connecting
+                };
+                self.core.set_status(&node, status);
+                None
+            }
+            Input::Channel { node, state } => {
+                self.core.set_channel(&node, state);
+                None
+            }
+            Input::DeleteEnded {
+                node,
+                sandbox_id,
+                vcpu,
+                released,
+            } => {
+                if released {
+                    self.core.delete_succeeded(&node, &sandbox_id, vcpu);
+                }
+                None
+            }
+        }
+    }
+
+    fn replied(&mut self, now: Duration, req: RequestId, reply: CreateReply) -> Option<Output> {
+        let o = self.open.get_mut(&req)?;
+        let decision = match &reply {
+            CreateReply::Created => o.attempt.report(&mut self.core, CreateOutcome::Created),
+            CreateReply::Refused => o
+                .attempt
+                .report(&mut self.core, CreateOutcome::ResourceExhausted),
+            CreateReply::Failed { code, message } => {
+                o.attempt
+                    .report_error(&mut self.core, (*code).into(), message)
+            }
+        };
+        if let Decision::Placed(node) = decision {
+            let o = self.open.remove(&req)?;
+            return Some(Output::Answer(Answered {
+                req,
+                node: Some(node),
+                failure: None,
+                rpcs: o.rpcs,
+                refusals: o.attempt.refusals(),
+                attempts: o.attempt.attempts(),
+            }));
+        }
+        if reply == CreateReply::Refused && now < o.deadline {
+            let pause = self.cfg.retry_backoff.unwrap_or_default();
+            if !pause.is_zero() || self.cfg.defer_retries {
+                let at = now.saturating_add(pause).min(o.deadline);
+                return Some(Output::RetryAt { req, at });
+            }
+        }
+        self.decide(now, req)
+    }
+
+    /// The next try of an open request: its deadline, then a Best-of-K decision.
+    fn decide(&mut self, now: Duration, req: RequestId) -> Option<Output> {
+        let mut o = self.open.remove(&req)?;
+        if now >= o.deadline {
+            let f = o.attempt.deadline_reached(&mut self.core);
+            return Some(self.fail(req, &o, FailureKind::TimedOut, &f));
+        }
+        match o.attempt.next(&mut self.core, &mut self.rng) {
+            Ok(node) => {
+                let retry = o.rpcs > 0;
+                o.rpcs += 1;
+                let deadline = o.deadline;
+                self.open.insert(req, o);
+                Some(Output::SendCreate {
+                    req,
+                    node,
+                    deadline,
+                    retry,
+                })
+            }
+            Err(f) => {
+                let kind = match f {
+                    PlacementFailure::CreateFailed { .. } => FailureKind::CreateFailed,
+                    PlacementFailure::Timeout { .. } => FailureKind::TimedOut,
+                    PlacementFailure::NoNodesAvailable | PlacementFailure::NoCandidate(_) => {
+                        FailureKind::Unplaceable
+                    }
+                };
+                Some(self.fail(req, &o, kind, &f))
+            }
+        }
+    }
+
+    fn fail(&self, req: RequestId, o: &Open, kind: FailureKind, f: &PlacementFailure) -> Output {
+        let FailureAnswer {
+            status,
+            error_code,
+            message,
+        } = self.cfg.placement.failure_answers.answer(f);
+        Output::Answer(Answered {
+            req,
+            node: None,
+            failure: Some(Failure {
+                kind,
+                status,
+                error_code,
+                message,
+            }),
+            rpcs: o.rpcs,
+            refusals: o.attempt.refusals(),
+            attempts: o.attempt.attempts(),
+        })
+    }
+}
