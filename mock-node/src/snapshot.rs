@@ -61,6 +61,17 @@ pub enum ServiceStatus {
 }
 
 impl ServiceStatus {
+    /// The `service_status` a `ServiceInfo` answer carries for it.
+    pub fn wire(self) -> stampede_proto::ServiceInfoStatus {
+        use stampede_proto::ServiceInfoStatus as W;
+        match self {
+            ServiceStatus::Healthy => W::Healthy,
+            ServiceStatus::Draining => W::Draining,
+            ServiceStatus::Unhealthy => W::Unhealthy,
+            ServiceStatus::Standby => W::Standby,
+        }
+    }
+
     /// Lower-case name, as used in JSON and fault parameters.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -1,5 +1,5 @@
-//! The create path of one request: decision by the placement core, the Create RPC
-//! through the node's fault gate into the node model, and the retry rules.
+//! The create path of one request: the placer's decisions carried out, the Create RPC
+//! through the node's fault gate into the node model, and the replies told back.
 
 use std::time::Duration;
 
@@ -9,59 +9,83 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::engine::{sandbox_id, Engine, Event, SimNode};
+use super::queue::Nanos;
 use super::setup::{to_duration, to_nanos};
-use crate::placement::{ChannelState, CreateOutcome, CreateStatus, Decision, DeleteOutcome};
+use crate::placement::{
+    Answered, ChannelState, CreateOutcome, CreateReply, CreateStatus, DeleteOutcome, ErrorKind,
+    Input, Output,
+};
 use crate::workload::Outcome;
 
 /// Same per-slot lifetime seeding as the real workload, so both draw the same lifetimes.
 const LIFETIME_MIX: u64 = 0x9E37_79B9_7F4A_7C15;
 
 impl Engine<'_> {
-    /// Choose a node for the request in `slot` and send it the create.
+    /// A retry tick of the request in `slot` that is not certain to be refused: the
+    /// placer decides (its deadline, then Best-of-K).
     pub(super) fn decide(&mut self, slot: u32) {
+        let Some(a) = self.slots.get(slot as usize).and_then(Option::as_ref) else {
+            return;
+        };
+        let (replica, req) = (a.replica as usize, a.req);
+        let out = self.placers[replica].handle(to_duration(self.now), Input::RetryDue { req });
+        self.act(slot, out);
+    }
+
+    /// Carry out what the placer said for the request in `slot`.
+    pub(super) fn act(&mut self, slot: u32, out: Option<Output>) {
+        match out {
+            Some(Output::SendCreate {
+                node,
+                deadline,
+                retry,
+                ..
+            }) => {
+                if retry {
+                    self.tally.retries += 1;
+                }
+                self.send(slot, &node, to_nanos(deadline));
+            }
+            Some(Output::RetryAt { at, .. }) => self.retry_at(slot, to_nanos(at)),
+            Some(Output::Answer(a)) => self.answered(slot, &a),
+            // The placer lost the request: cannot happen with one driver per placer.
+            None => self.finish(slot, CreateStatus::InternalServerError),
+        }
+    }
+
+    /// Send the create of `slot` to `node`, through the node's fault effect.
+    fn send(&mut self, slot: u32, node: &str, deadline: Nanos) {
         let now = self.now;
-        let deadline = self.setup.request_timeout;
+        let Some(&k) = self.node_index.get(node) else {
+            let reply = CreateReply::Failed {
+                code: ErrorKind::Other,
+                message: format!("node '{node}' not found"),
+            };
+            return self.tell(slot, reply);
+        };
         let Some(a) = self.slots.get_mut(slot as usize).and_then(Option::as_mut) else {
             return;
         };
-        let answers = self.setup.placement.failure_answers;
-        if now.saturating_sub(a.intended) >= deadline {
-            let f = a
-                .attempt
-                .deadline_reached(&mut self.cores[a.replica as usize]);
-            self.finish(slot, answers.answer(&f).status);
-            return;
-        }
-        let core = &mut self.cores[a.replica as usize];
-        let chosen = match a.attempt.next(core, &mut self.rng) {
-            Ok(id) => id,
-            Err(f) => {
-                self.finish(slot, answers.answer(&f).status);
-                return;
-            }
-        };
-        let Some(&node) = self.node_index.get(&chosen) else {
-            a.attempt.abandon(core);
-            self.finish(slot, CreateStatus::InternalServerError);
-            return;
-        };
-        let n = &self.nodes[node as usize];
-        a.node = node;
+        let n = &self.nodes[k as usize];
+        a.node = k;
         a.sent = now;
         a.epoch = n.epoch;
+        a.deadline = deadline;
         a.faults.clone_from(&n.active);
         let eff = &n.effect;
         if eff.killed {
             // The reconnect this create triggers is refused: the channel goes to
             // TransientFailure and the node is `connecting` for this replica from now on
             // (E2B's `nodemanager/status.go`).
-            let replica = a.replica as usize;
-            self.cores[replica].set_channel(&n.id, ChannelState::TransientFailure);
+            let input = Input::Channel {
+                node: n.id.clone(),
+                state: ChannelState::TransientFailure,
+            };
+            self.placers[a.replica as usize].handle(to_duration(now), input);
             self.reply_after(slot, CreateOutcome::Failed);
         } else if eff.hung {
             // No deadline on the RPC itself (E2B, `packages/api/main.go`): the hung node
             // holds the create until the hang heals or the request's deadline passes.
-            let deadline = a.intended.saturating_add(self.setup.request_timeout);
             let heal = hang_heals_at(&self.setup.faults, &n.active);
             if heal < deadline {
                 self.queue.push(heal, Event::Arrive { slot });
@@ -115,7 +139,7 @@ impl Engine<'_> {
         }
         let s = &self.setup.sandbox;
         let req = CreateRequest {
-            sandbox_id: a.attempt.sandbox_id().to_string(),
+            sandbox_id: a.sandbox_id.clone(),
             vcpu: i64::from(s.vcpu),
             ram_mb: i64::from(s.ram_mb),
             end_time: Some(to_duration(now).saturating_add(s.timeout)),
@@ -135,7 +159,7 @@ impl Engine<'_> {
             Ok(()) => {
                 let done = now.saturating_add(to_nanos(m.sample_create_latency()));
                 // The request's deadline is the RPC's (E2B has no per-RPC one).
-                let deadline = a.intended.saturating_add(self.setup.request_timeout);
+                let deadline = a.deadline;
                 if done > deadline {
                     let event = Event::Reply {
                         slot,
@@ -157,7 +181,7 @@ impl Engine<'_> {
             return;
         };
         let n = &mut self.nodes[a.node as usize];
-        let id = a.attempt.sandbox_id();
+        let id = a.sandbox_id.as_str();
         let outcome = if n.epoch != a.epoch {
             // A kill reset the connection: the client saw UNAVAILABLE, the node dropped it.
             n.model.abort_create(id, now);
@@ -176,8 +200,9 @@ impl Engine<'_> {
         if abort {
             let now = to_duration(self.now);
             if let Some(a) = self.slots.get(slot as usize).and_then(Option::as_ref) {
-                let id = a.attempt.sandbox_id();
-                self.nodes[a.node as usize].model.abort_create(id, now);
+                self.nodes[a.node as usize]
+                    .model
+                    .abort_create(&a.sandbox_id, now);
             }
         }
         self.report(slot, outcome);
@@ -196,10 +221,10 @@ impl Engine<'_> {
         );
     }
 
-    /// E2B's retry rules applied to one create outcome.
+    /// The client of `slot` learns `outcome`: counted, then told to the placer.
     fn report(&mut self, slot: u32, outcome: CreateOutcome) {
         let now = self.now;
-        let Some(a) = self.slots.get_mut(slot as usize).and_then(Option::as_mut) else {
+        let Some(a) = self.slots.get(slot as usize).and_then(Option::as_ref) else {
             return;
         };
         if outcome == CreateOutcome::ResourceExhausted {
@@ -210,54 +235,75 @@ impl Engine<'_> {
         if outcome == CreateOutcome::Created {
             self.tally.created_on(&self.setup.faults, a.node, now);
         }
-        let core = &mut self.cores[a.replica as usize];
-        match a.attempt.report(core, outcome) {
-            Decision::Placed(_) => {
-                let (req, node, replica) = (a.req, a.node, a.replica);
-                let mut delete_at = None;
-                if let Some(dist) = &self.setup.lifetime {
-                    let life = match dist {
-                        // Draws nothing: no RNG to seed (one per placement otherwise).
-                        LatencyDist::Constant { value } => *value,
-                        _ => dist.sample(&mut ChaCha8Rng::seed_from_u64(lifetime_seed(
-                            self.setup.seed,
-                            a.req,
-                        ))),
-                    };
-                    let at = now.saturating_add(to_nanos(life));
-                    self.queue.push(at, Event::Delete { req, node, replica });
-                    self.pending_deletes += 1;
-                    delete_at = Some(at);
-                }
-                // E2B's evictor kills it at its end time unless the workload did first;
-                // past the workload's end nothing is simulated, so this costs nothing
-                // for sandboxes that outlive the run.
-                let end = now.saturating_add(to_nanos(self.setup.sandbox.timeout));
-                if delete_at.is_none_or(|at| at > end) {
-                    self.queue.push(end, Event::Evict { req, node, replica });
-                }
-                self.finish(slot, CreateStatus::Created);
-            }
-            Decision::Retry if outcome == CreateOutcome::ResourceExhausted => {
-                // E2B's loop retries at once, after the optional backoff.
-                self.tally.retries += 1;
-                match self.setup.retry_backoff {
-                    0 => self.retry_tick(slot),
-                    b => {
-                        let (req, gen) = (a.req, a.gen);
-                        self.queue.push_late(
-                            now.saturating_add(b),
-                            req,
-                            Event::Retry { slot, gen },
-                        );
-                    }
-                }
-            }
-            Decision::Retry => {
-                self.tally.retries += 1;
-                self.queue.push(now, Event::Decide { slot });
-            }
+        let reply = match outcome {
+            CreateOutcome::Created => CreateReply::Created,
+            CreateOutcome::ResourceExhausted => CreateReply::Refused,
+            CreateOutcome::Failed => CreateReply::Failed {
+                code: ErrorKind::Other,
+                message: String::new(),
+            },
+        };
+        self.tell(slot, reply);
+    }
+
+    /// Feed the reply to the create of `slot` to its placer and act on what it says.
+    fn tell(&mut self, slot: u32, reply: CreateReply) {
+        let Some(a) = self.slots.get(slot as usize).and_then(Option::as_ref) else {
+            return;
+        };
+        let (replica, req) = (a.replica as usize, a.req);
+        let input = Input::CreateReplied { req, reply };
+        let out = self.placers[replica].handle(to_duration(self.now), input);
+        self.act(slot, out);
+    }
+
+    /// A refused request's next try is due at `at`: E2B's loop retries at once, after
+    /// the optional backoff (`retry.rs` settles the ticks it can prove refused).
+    fn retry_at(&mut self, slot: u32, at: Nanos) {
+        if at <= self.now {
+            return self.retry_tick(slot);
         }
+        let Some(a) = self.slots.get(slot as usize).and_then(Option::as_ref) else {
+            return;
+        };
+        let (req, gen) = (a.req, a.gen);
+        self.queue.push_late(at, req, Event::Retry { slot, gen });
+    }
+
+    /// The placer answered the request of `slot`; a placed sandbox gets its delete (the
+    /// workload's lifetime) or its eviction (its end time) scheduled.
+    fn answered(&mut self, slot: u32, answer: &Answered) {
+        let now = self.now;
+        let Some(a) = self.slots.get(slot as usize).and_then(Option::as_ref) else {
+            return;
+        };
+        if answer.node.is_none() {
+            return self.finish(slot, answer.status());
+        }
+        let (req, node, replica) = (a.req, a.node, a.replica);
+        let mut delete_at = None;
+        if let Some(dist) = &self.setup.lifetime {
+            let life = match dist {
+                // Draws nothing: no RNG to seed (one per placement otherwise).
+                LatencyDist::Constant { value } => *value,
+                _ => dist.sample(&mut ChaCha8Rng::seed_from_u64(lifetime_seed(
+                    self.setup.seed,
+                    req,
+                ))),
+            };
+            let at = now.saturating_add(to_nanos(life));
+            self.queue.push(at, Event::Delete { req, node, replica });
+            self.pending_deletes += 1;
+            delete_at = Some(at);
+        }
+        // E2B's evictor kills it at its end time unless the workload did first; past the
+        // workload's end nothing is simulated, so this costs nothing for sandboxes that
+        // outlive the run.
+        let end = now.saturating_add(to_nanos(self.setup.sandbox.timeout));
+        if delete_at.is_none_or(|at| at > end) {
+            self.queue.push(end, Event::Evict { req, node, replica });
+        }
+        self.finish(slot, CreateStatus::Created);
     }
 
     /// The workload deletes request `req`'s sandbox through the replica that placed it.
@@ -273,8 +319,14 @@ impl Engine<'_> {
             Outcome::Timeout
         } else {
             let (ended, vcpu) = kill_on_node(n, &id, now, self.setup.sandbox.vcpu);
-            let core = &mut self.cores[replica as usize];
-            Outcome::Status(core.delete_ended(&n.id, &id, vcpu, ended))
+            let input = Input::DeleteEnded {
+                node: n.id.clone(),
+                sandbox_id: id,
+                vcpu,
+                released: ended.releases_vcpu(),
+            };
+            self.placers[replica as usize].handle(now, input);
+            Outcome::Status(ended.status())
         };
         if !matches!(outcome, Outcome::Status(204)) {
             self.tally.delete_failures += 1;
@@ -299,7 +351,13 @@ impl Engine<'_> {
         } else {
             kill_on_node(n, &id, now, self.setup.sandbox.vcpu)
         };
-        self.cores[replica as usize].delete_ended(&n.id, &id, vcpu, outcome);
+        let input = Input::DeleteEnded {
+            node: n.id.clone(),
+            sandbox_id: id,
+            vcpu,
+            released: outcome.releases_vcpu(),
+        };
+        self.placers[replica as usize].handle(now, input);
         self.evicted.insert(req);
     }
 }

@@ -1,6 +1,6 @@
 //! The discrete-event engine: one thread, virtual time, one seeded RNG, no I/O.
 //!
-//! It drives the same [`PlacementCore`] (one per replica) and the same
+//! It drives the same [`Placer`] (one per replica) and the same
 //! [`NodeModel`] (one per node) as a real run; this file holds the state and the loop,
 //! `create.rs` the create RPC path, `nodes.rs` syncs, deletes and faults, and
 //! `measure.rs` what is recorded.
@@ -10,24 +10,20 @@ use std::collections::{HashMap, VecDeque};
 use mock_node::fleet::node_seed;
 use mock_node::model::NodeModel;
 use mock_node::node::FaultEffect;
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 
 use super::checker::{Answer, SetLedger};
 use super::error::SimError;
 use super::measure::Tally;
 use super::queue::{EventQueue, Nanos};
 use super::retry::Park;
-use super::setup::{Arrivals, SimSetup};
-use crate::placement::{CreateOutcome, CreateStatus, PlacementAttempt, PlacementCore};
+use super::setup::{to_duration, Arrivals, SimSetup};
+use crate::placement::{CreateOutcome, CreateStatus, Input, Placer, PlacerConfig};
 
 /// What can happen at an instant.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Event {
     /// The next request of the workload is due.
     Arrival,
-    /// Choose a node for the request in `slot` (first try or retry).
-    Decide { slot: u32 },
     /// The create of `slot` reaches its node (after a `slow` fault's delay).
     Arrive { slot: u32 },
     /// The node finished the create of `slot`; the client learns the result.
@@ -81,7 +77,10 @@ pub(super) struct Active {
     /// The plan user that sent it (closed model), if any.
     pub user: Option<u32>,
     pub replica: u32,
-    pub attempt: PlacementAttempt,
+    /// The sandbox id its creates carry.
+    pub sandbox_id: String,
+    /// Its deadline, as the placer set it (known from its first Create on).
+    pub deadline: Nanos,
     /// Node of the create in flight.
     pub node: u32,
     /// When that create was sent.
@@ -101,10 +100,9 @@ pub(super) struct Engine<'a> {
     pub setup: &'a SimSetup,
     pub now: Nanos,
     pub queue: EventQueue<Event>,
-    pub rng: ChaCha8Rng,
     pub nodes: Vec<SimNode>,
     pub node_index: HashMap<String, u32, foldhash::fast::RandomState>,
-    pub cores: Vec<PlacementCore>,
+    pub placers: Vec<Placer>,
     pub slots: Vec<Option<Active>>,
     pub free_slots: Vec<u32>,
     /// Requests due while every worker was busy, in order.
@@ -160,23 +158,26 @@ impl<'a> Engine<'a> {
             .enumerate()
             .map(|(k, node)| (node.id.clone(), k as u32))
             .collect();
-        let cores = (0..setup.replicas)
-            .map(|_| {
-                let mut core = PlacementCore::new(setup.placement.clone());
-                for node in &nodes {
-                    core.add_node(node.id.clone());
-                }
-                core
+        // Seeds as `stampede serve` gives its replicas: `seed + i`.
+        let placers = (0..setup.replicas)
+            .map(|r| {
+                let cfg = PlacerConfig {
+                    placement: setup.placement.clone(),
+                    seed: setup.seed.wrapping_add(r as u64),
+                    request_timeout: to_duration(setup.request_timeout),
+                    retry_backoff: Some(to_duration(setup.retry_backoff)),
+                    defer_retries: true,
+                };
+                Placer::new(cfg, nodes.iter().map(|n| n.id.clone()))
             })
             .collect();
         Engine {
             setup,
             now: 0,
             queue: EventQueue::default(),
-            rng: ChaCha8Rng::seed_from_u64(setup.seed),
             nodes,
             node_index,
-            cores,
+            placers,
             slots: Vec::new(),
             free_slots: Vec::new(),
             backlog: VecDeque::new(),
@@ -281,7 +282,6 @@ impl<'a> Engine<'a> {
     fn handle(&mut self, event: Event) {
         match event {
             Event::Arrival => self.arrival(),
-            Event::Decide { slot } => self.decide(slot),
             Event::Arrive { slot } => self.arrive(slot),
             Event::CreateDone { slot } => self.create_done(slot),
             Event::Reply {
@@ -343,7 +343,8 @@ impl<'a> Engine<'a> {
             started: self.now,
             user,
             replica,
-            attempt: PlacementAttempt::new(sandbox_id(req), self.setup.sandbox.vcpu),
+            sandbox_id: sandbox_id(req),
+            deadline: Nanos::MAX,
             node: 0,
             sent: self.now,
             park: None,
@@ -361,7 +362,13 @@ impl<'a> Engine<'a> {
                 (self.slots.len() - 1) as u32
             }
         };
-        self.decide(slot);
+        let input = Input::Create {
+            req,
+            sandbox_id: sandbox_id(req),
+            vcpu: self.setup.sandbox.vcpu,
+        };
+        let out = self.placers[replica as usize].handle(to_duration(self.now), input);
+        self.act(slot, out);
     }
 
     /// The request in `slot` is answered: free its worker and start a waiting request.
@@ -381,7 +388,7 @@ impl<'a> Engine<'a> {
                 sent: a.started,
                 latency,
                 status,
-                sandbox_id: a.attempt.sandbox_id(),
+                sandbox_id: &a.sandbox_id,
                 node: &self.nodes[a.node as usize].id,
             });
         }

@@ -9,7 +9,7 @@ use super::engine::Engine;
 use super::faults::PlannedFault;
 use super::queue::Nanos;
 use super::setup::{to_duration, SimSetup};
-use crate::placement::{CreateOutcome, CreateStatus};
+use crate::placement::{CreateOutcome, CreateStatus, Placer};
 use crate::report::{
     AccountingError, FaultWindow, LatencySummary, NodeFigures, RetryStorm, RunResult, SendTiming,
     SkewOverTime, SkewStats, TimelinePoint,
@@ -195,7 +195,7 @@ impl Engine<'_> {
     pub(super) fn sample(&mut self) {
         let now = to_duration(self.now);
         let mode = self.setup.placement.mode;
-        let reads = self.nodes.len() as u64 * (1 + self.cores.len() as u64);
+        let reads = self.nodes.len() as u64 * (1 + self.placers.len() as u64);
         self.events = self.events.saturating_add(reads);
         let mut counts = Vec::with_capacity(self.nodes.len());
         let mut allocated = Vec::with_capacity(self.nodes.len());
@@ -206,7 +206,7 @@ impl Engine<'_> {
         }
         let mut err_sum = 0.0;
         let mut err_n = 0u64;
-        for core in &self.cores {
+        for core in self.placers.iter().map(Placer::core) {
             // Every core tracks the nodes in node order (added so in `Engine::new`).
             for (view, truth) in core.nodes().zip(&allocated) {
                 let d = (view.believed_allocated_vcpu(mode) as f64 - truth).abs();
@@ -242,12 +242,12 @@ impl Engine<'_> {
         let now = to_duration(self.now);
         let mode = self.setup.placement.mode;
         let mut believed = vec![0.0; self.nodes.len()];
-        for core in &self.cores {
+        for core in self.placers.iter().map(Placer::core) {
             for (sum, view) in believed.iter_mut().zip(core.nodes()) {
                 *sum += view.believed_allocated_vcpu(mode) as f64;
             }
         }
-        let replicas = self.cores.len() as f64;
+        let replicas = self.placers.len() as f64;
         let mut nodes = Vec::with_capacity(self.nodes.len());
         for (n, believed) in self.nodes.iter_mut().zip(believed) {
             let truth = n.model.truth(now);

@@ -3,14 +3,13 @@
 
 use mock_node::api::FaultKind;
 use mock_node::config::RpcKind;
-use mock_node::model::ServiceStatus;
 
 use super::create::hang_heals_at;
 use super::engine::{Engine, Event};
 use super::faults::effect_of;
 use super::queue::Nanos;
 use super::setup::to_duration;
-use crate::placement::{ChannelState, NodeMetrics, NodeStatus, SyncSnapshot};
+use crate::placement::{status_from_wire, ChannelState, InfoReply, Input, Listed, NodeMetrics};
 
 /// How long one node's sync cycle may take: E2B bounds it by `cacheSyncTime`, 20 s
 /// (`packages/api/internal/orchestrator/cache.go`); the reference service's cycle is
@@ -21,22 +20,20 @@ impl Engine<'_> {
     /// Replica `replica` syncs every node, in node order.
     pub(super) fn sync_all(&mut self, replica: u32) {
         let now = to_duration(self.now);
-        // An id behind lagged metrics that List no longer shows: the service falls back
-        // to the vCPU it recorded for it, which is the workload's for every sandbox.
-        let vcpu = self.setup.sandbox.vcpu;
         self.events = self.events.saturating_add(self.nodes.len() as u64);
-        let core = &mut self.cores[replica as usize];
+        let placer = &mut self.placers[replica as usize];
         let mut failing = Vec::new();
         for (k, n) in self.nodes.iter_mut().enumerate() {
             if n.effect.killed {
                 // The reconnect is refused (TransientFailure) and the cycle fails: E2B
                 // marks the node unhealthy locally.
-                core.set_channel(&n.id, ChannelState::TransientFailure);
-                core.set_status(&n.id, NodeStatus::Unhealthy);
+                let state = ChannelState::TransientFailure;
+                placer.handle(now, channel(&n.id, state));
+                placer.handle(now, sync_failed(&n.id));
                 continue;
             }
             // The sync's RPCs go through: the channel is (or gets) connected.
-            core.set_channel(&n.id, ChannelState::Ready);
+            placer.handle(now, channel(&n.id, ChannelState::Ready));
             if n.effect.hung {
                 // The connection stays up and the cycle's RPCs are held: the cycle
                 // fails at its deadline (then E2B marks the node unhealthy locally)
@@ -58,25 +55,14 @@ impl Engine<'_> {
                 failed |= injected.is_some();
             }
             if failed {
-                core.set_status(&n.id, NodeStatus::Unhealthy);
+                placer.handle(now, sync_failed(&n.id));
                 continue;
             }
-            // Like the reference service: ids behind the (possibly lagged or frozen)
-            // metrics from ServiceInfo's extension, the live ids from List.
+            // What the node's ServiceInfo and List answer, read as the service reads
+            // them off the wire.
             let snap = m.metrics(now);
-            let live: std::collections::BTreeMap<String, u32> = m
-                .list(now)
-                .into_iter()
-                .map(|s| (s.sandbox_id, s.vcpu))
-                .collect();
-            let sandboxes = snap
-                .sandbox_ids
-                .iter()
-                .map(|id| (id.clone(), live.get(id).copied().unwrap_or(vcpu)))
-                .collect();
-            let listed_now = Some(live.into_keys().collect());
-            let snapshot = SyncSnapshot {
-                status: node_status(m.status()),
+            let info = InfoReply {
+                status: status_from_wire(m.status().wire() as i32),
                 metrics: NodeMetrics {
                     cpu_allocated: snap.allocated_vcpu,
                     cpu_count: snap.cpu_count,
@@ -85,10 +71,22 @@ impl Engine<'_> {
                     memory_total_bytes: snap.memory_total_bytes,
                     sandboxes_running: snap.sandboxes_running,
                 },
-                sandboxes: Some(sandboxes),
-                listed_now,
+                ids: Some(snap.sandbox_ids),
             };
-            core.apply_sync(&n.id, snapshot);
+            let listed = m
+                .list(now)
+                .into_iter()
+                .map(|s| Listed {
+                    id: s.sandbox_id,
+                    vcpu: s.vcpu,
+                })
+                .collect();
+            let input = Input::Synced {
+                node: n.id.clone(),
+                info,
+                listed: Some(listed),
+            };
+            placer.handle(now, input);
         }
         for (node, end) in failing {
             self.queue.push(end, Event::SyncCycleEnd { replica, node });
@@ -98,12 +96,13 @@ impl Engine<'_> {
     /// The sync cycle `replica` began on the hung node `node` ran out of time; if the
     /// node still hangs, the cycle failed and the node is unhealthy for that replica.
     pub(super) fn sync_cycle_end(&mut self, replica: u32, node: u32) {
+        let now = to_duration(self.now);
         let Some(n) = self.nodes.get(node as usize) else {
             return;
         };
         if n.effect.hung {
-            if let Some(core) = self.cores.get_mut(replica as usize) {
-                core.set_status(&n.id, NodeStatus::Unhealthy);
+            if let Some(placer) = self.placers.get_mut(replica as usize) {
+                placer.handle(now, sync_failed(&n.id));
             }
         }
     }
@@ -166,19 +165,24 @@ impl Engine<'_> {
             // Connections reset: each replica's channel goes Idle at once (grpc-go's
             // pick_first on a lost connection); the node stays `ready` until an RPC
             // tries to reconnect (a create or a sync).
-            for core in &mut self.cores {
-                core.set_channel(&n.id, ChannelState::Idle);
+            for placer in &mut self.placers {
+                placer.handle(now, channel(&n.id, ChannelState::Idle));
             }
         }
     }
 }
 
-/// `ServiceInfoStatus` as E2B's API maps it to a node status.
-fn node_status(s: ServiceStatus) -> NodeStatus {
-    match s {
-        ServiceStatus::Healthy => NodeStatus::Ready,
-        ServiceStatus::Draining => NodeStatus::Draining,
-        ServiceStatus::Unhealthy => NodeStatus::Unhealthy,
-        ServiceStatus::Standby => NodeStatus::Standby,
+fn channel(node: &str, state: ChannelState) -> Input {
+    Input::Channel {
+        node: node.to_string(),
+        state,
+    }
+}
+
+/// A failed cycle of a node that always answered before (every replica syncs at 0).
+fn sync_failed(node: &str) -> Input {
+    Input::SyncFailed {
+        node: node.to_string(),
+        answered: true,
     }
 }

@@ -44,11 +44,10 @@ impl Engine<'_> {
     /// refusal (counted, parked or stepped), else a real decision.
     pub(super) fn retry_tick(&mut self, slot: u32) {
         let now = self.now;
-        let deadline = self.setup.request_timeout;
         let Some(a) = self.slots.get(slot as usize).and_then(Option::as_ref) else {
             return;
         };
-        if now.saturating_sub(a.intended) >= deadline {
+        if now >= a.deadline {
             self.decide(slot);
             return;
         }
@@ -75,7 +74,7 @@ impl Engine<'_> {
             reason,
         });
         // The tick at which the deadline ends it, if nothing changes before.
-        let end = a.intended.saturating_add(deadline);
+        let end = a.deadline;
         let ticks = end.saturating_sub(now).div_ceil(period.max(1)).max(1);
         let at = now.saturating_add(ticks.saturating_mul(period));
         self.queue.push_late(at, req, Event::Retry { slot, gen });
@@ -155,10 +154,11 @@ impl Engine<'_> {
     /// `None` if some candidate might accept, or if there is no candidate at all.
     fn sure_refusal(&self, slot: u32) -> Option<(u32, &'static str)> {
         let a = self.slots.get(slot as usize)?.as_ref()?;
-        let core = &self.cores[a.replica as usize];
-        let vcpu = a.attempt.vcpu();
+        let placer = &self.placers[a.replica as usize];
+        let attempt = placer.attempt(a.req)?;
+        let vcpu = attempt.vcpu();
         let mut pick: Option<(u32, &'static str)> = None;
-        for id in core.candidates(vcpu, a.attempt.excluded()) {
+        for id in placer.core().candidates(vcpu, attempt.excluded()) {
             let &i = self.node_index.get(id)?;
             let reason = self.node_sure_refusal(i, vcpu)?;
             if pick.is_none() || i == a.node {
