@@ -57,6 +57,17 @@ pub enum Command {
         /// External runs: leave the sandboxes the run created running (no cleanup).
         #[arg(long)]
         keep: bool,
+        /// Embedded runs: record every placement input and output of each replica in
+        /// this directory (JSON lines), for `stampede replay`.
+        #[arg(long, value_name = "DIR")]
+        placement_trace: Option<PathBuf>,
+    },
+    /// Replay a placement trace (`run --placement-trace`, `serve --placement-trace`)
+    /// through the placement core and check that every decision comes out the same.
+    /// Exit 0 = identical, 1 = a difference (printed).
+    Replay {
+        /// The trace file.
+        trace: PathBuf,
     },
     /// Check a profile and list every problem with file:line:col.
     Validate {
@@ -103,6 +114,7 @@ pub async fn dispatch(
             admin_token_env,
             mock_admin,
             keep,
+            placement_trace,
         } => {
             let api = api.map(|url| ApiOverride {
                 url,
@@ -119,6 +131,7 @@ pub async fn dispatch(
                     abort,
                     api,
                     keep,
+                    placement_trace,
                 },
             )
             .await;
@@ -189,6 +202,29 @@ pub async fn dispatch(
         }
         // Printed here with `{e}` like `run` and `validate` do: through anyhow's `{:#}`
         // chain each profile problem would be printed once per wrapping error.
+        Command::Replay { trace } => {
+            let file = std::fs::File::open(&trace)
+                .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", trace.display()))?;
+            let r = crate::placement::replay(std::io::BufReader::new(file))?;
+            println!(
+                "{}: {} inputs, {} outputs ({} creates sent, {} requests answered)",
+                trace.display(),
+                r.inputs,
+                r.outputs,
+                r.decisions,
+                r.answers
+            );
+            match &r.first_mismatch {
+                None => {
+                    println!("identical: every output came out as recorded");
+                    Ok(ExitCode::SUCCESS)
+                }
+                Some((line, want, got)) => {
+                    println!("differs at line {line}:\n  recorded: {want:?}\n  replayed: {got:?}");
+                    Ok(ExitCode::from(1))
+                }
+            }
+        }
         Command::Sim(args) => match crate::sim::run_sim_cli(args) {
             Ok(true) => Ok(ExitCode::SUCCESS),
             Ok(false) => Ok(ExitCode::from(1)),

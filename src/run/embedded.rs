@@ -48,6 +48,15 @@ async fn run_one(
     opts: &RunOptions,
 ) -> Result<RunResult, StageError> {
     let wall = Instant::now();
+    let trace = match &opts.placement_trace {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                StageError::Placement(format!("placement trace {}: {e}", dir.display()))
+            })?;
+            Some(dir.join(format!("{}.jsonl", run.label())))
+        }
+        None => None,
+    };
     let mut cluster = profile.cluster.clone();
     cluster.seed.get_or_insert(profile.seed);
     let key = embedded_key(profile.seed, 0x6b65_7973);
@@ -55,7 +64,7 @@ async fn run_one(
     let fleet = fleet::start(cluster, FleetOptions::default())
         .await
         .map_err(|e| StageError::Fleet(e.to_string()))?;
-    let replicas = match start_replicas(profile, e, run, &fleet, &key, &admin).await {
+    let replicas = match start_replicas(profile, e, run, &fleet, (&key, &admin), trace).await {
         Ok(r) => r,
         Err(err) => {
             fleet.shutdown().await;

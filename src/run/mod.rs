@@ -45,6 +45,9 @@ pub struct RunOptions {
     pub api: Option<ApiOverride>,
     /// Leave the sandboxes an external run created running (no cleanup).
     pub keep: bool,
+    /// Record each embedded replica's placement inputs and outputs in this directory
+    /// (`<run label>.jsonl`, `.jsonl.<i>` with several replicas) for `stampede replay`.
+    pub placement_trace: Option<PathBuf>,
 }
 
 /// A finished (or interrupted) run.

@@ -120,8 +120,8 @@ pub(super) async fn start_replicas(
     e: &EmbeddedPlacement,
     run: RunVariant,
     fleet: &FleetHandle,
-    key: &ApiKey,
-    admin_token: &ApiKey,
+    (key, admin_token): (&ApiKey, &ApiKey),
+    placement_trace: Option<std::path::PathBuf>,
 ) -> Result<Replicas, StageError> {
     let cfg = ServeConfig {
         placement: e.placement_config(run),
@@ -135,6 +135,7 @@ pub(super) async fn start_replicas(
         default_memory_mb: profile.workload.sandbox.ram_mb,
         // Replicas do not share a store: each would kill the others' sandboxes.
         kill_orphans: e.replicas <= 1,
+        placement_trace,
         ..ServeConfig::default()
     };
     let nodes = NodeTarget::all_of(fleet);

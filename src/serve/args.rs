@@ -90,6 +90,10 @@ pub struct ServeArgs {
     /// `legacy` (every one a 500 "Failed to place sandbox", E2B before 2026-08-13).
     #[arg(long, value_enum, default_value_t = FailureAnswers::default())]
     pub failure_answers: FailureAnswers,
+    /// Record every placement input and output to this file (JSON lines; replica `i` of
+    /// several writes `<file>.<i>`), for `stampede replay`.
+    #[arg(long, value_name = "FILE")]
+    pub placement_trace: Option<std::path::PathBuf>,
 }
 
 impl ServeArgs {
@@ -117,6 +121,7 @@ impl ServeArgs {
             kill_orphans: self.kill_orphans || self.replicas <= 1,
             header_read_timeout: self.header_read_timeout.into(),
             idle_timeout: self.idle_timeout.into(),
+            placement_trace: self.placement_trace.clone(),
             ..ServeConfig::default()
         }
     }

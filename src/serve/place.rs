@@ -115,11 +115,19 @@ async fn place(
     }
 }
 
-/// Feed a request's input to the placer, timing the decision it makes.
+/// Feed a request's input to the placer, timing the Best-of-K decision it makes (a
+/// Create to send, or no node to send it to).
 fn decide(shared: &Shared, input: Input) -> Option<Output> {
     let t0 = Instant::now();
     let out = shared.handle(input);
-    shared.telemetry.record_decision(t0.elapsed());
+    let decided = match &out {
+        Some(Output::SendCreate { .. }) => true,
+        Some(Output::Answer(a)) => a.failure.is_some(),
+        _ => false,
+    };
+    if decided {
+        shared.telemetry.record_decision(t0.elapsed());
+    }
     out
 }
 

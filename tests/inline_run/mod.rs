@@ -35,14 +35,25 @@ impl Drop for TempDir {
 /// Writes `yaml` as `<tag>.yaml` in a fresh temp dir and runs it quietly (report under
 /// the same dir), failing the test past `limit` or when no report comes out.
 pub async fn run_inline(tag: &str, yaml: &str, limit: Duration) -> (TempDir, RunOutcome) {
+    run_inline_with(tag, yaml, limit, |_, _| {}).await
+}
+
+/// [`run_inline`], with `adjust` changing the run's options (given the temp dir).
+pub async fn run_inline_with(
+    tag: &str,
+    yaml: &str,
+    limit: Duration,
+    adjust: impl FnOnce(&Path, &mut RunOptions),
+) -> (TempDir, RunOutcome) {
     let dir = TempDir::new(tag);
     let path = dir.path().join(format!("{tag}.yaml"));
     std::fs::write(&path, yaml).expect("profile written");
-    let opts = RunOptions {
+    let mut opts = RunOptions {
         report_dir: Some(dir.path().join("reports")),
         quiet: true,
         ..Default::default()
     };
+    adjust(dir.path(), &mut opts);
     let out = tokio::time::timeout(limit, run_profile(&path, opts))
         .await
         .unwrap_or_else(|_| panic!("the run ends within {limit:?}"))
