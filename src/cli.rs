@@ -97,13 +97,48 @@ pub enum Command {
     Sim(crate::sim::SimArgs),
 }
 
+/// Why a verb could not run (its own failures are exit codes, not errors).
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// `mock-node` failed.
+    #[error("mock nodes")]
+    MockNode(#[from] mock_node::cli::MockNodeError),
+    /// `serve` failed.
+    #[error("placement service")]
+    Serve(#[from] crate::serve::ServeError),
+    /// `collect` failed.
+    #[error("collect")]
+    Collect(#[from] crate::collect_cmd::CollectCmdError),
+    /// A report given to `compare` cannot be read.
+    #[error("compare")]
+    Report(#[from] crate::report::ReadReportError),
+    /// A file given on the command line cannot be opened.
+    #[error("cannot open {path}")]
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// Cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A placement trace cannot be replayed.
+    #[error("replay")]
+    Replay(#[from] crate::placement::TraceError),
+    /// Writing to stdout failed.
+    #[error("writing the output")]
+    Output(#[from] std::io::Error),
+    /// The schema cannot be printed.
+    #[error("printing the schema")]
+    Schema(#[from] serde_json::Error),
+}
+
 /// Runs the parsed command; `cancel` fires on the first signal of a `run`, `abort`
 /// holds what a second one must clean up.
 pub async fn dispatch(
     cli: Cli,
     cancel: CancellationToken,
     abort: AbortState,
-) -> anyhow::Result<ExitCode> {
+) -> Result<ExitCode, CliError> {
     match cli.command {
         Command::Run {
             profile,
@@ -188,7 +223,7 @@ pub async fn dispatch(
             crate::serve::run(args).await?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Collect(args) => crate::collect_cmd::run(args).await,
+        Command::Collect(args) => Ok(crate::collect_cmd::run(args).await?),
         Command::Compare { a, b, tolerance } => {
             let ra = crate::report::read_json(&a)?;
             let rb = crate::report::read_json(&b)?;
@@ -200,11 +235,11 @@ pub async fn dispatch(
                 ExitCode::SUCCESS
             })
         }
-        // Printed here with `{e}` like `run` and `validate` do: through anyhow's `{:#}`
-        // chain each profile problem would be printed once per wrapping error.
         Command::Replay { trace } => {
-            let file = std::fs::File::open(&trace)
-                .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", trace.display()))?;
+            let file = std::fs::File::open(&trace).map_err(|source| CliError::Open {
+                path: trace.clone(),
+                source,
+            })?;
             let r = crate::placement::replay(std::io::BufReader::new(file))?;
             println!(
                 "{}: {} inputs, {} outputs ({} creates sent, {} requests answered)",
@@ -225,6 +260,8 @@ pub async fn dispatch(
                 }
             }
         }
+        // Printed here with `{e}` like `run` and `validate` do: through anyhow's `{:#}`
+        // chain each profile problem would be printed once per wrapping error.
         Command::Sim(args) => match crate::sim::run_sim_cli(args) {
             Ok(true) => Ok(ExitCode::SUCCESS),
             Ok(false) => Ok(ExitCode::from(1)),

@@ -43,7 +43,7 @@ fn main() -> ExitCode {
     let code = match runtime.block_on(stampede::cli::dispatch(cli, cancel, abort)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {:#}", anyhow::Error::from(e));
             ExitCode::from(2)
         }
     };
