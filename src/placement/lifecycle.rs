@@ -410,35 +410,36 @@ impl Placer {
 
     /// The next try of an open request: its deadline, then a Best-of-K decision.
     fn decide(&mut self, now: Duration, req: RequestId) -> Option<Output> {
-        let mut o = self.open.remove(&req)?;
-        if now >= o.deadline {
+        let o = self.open.get_mut(&req)?;
+        let failure = if now >= o.deadline {
             let f = o.attempt.deadline_reached(&mut self.core);
-            return Some(self.fail(req, &o, FailureKind::TimedOut, &f));
-        }
-        match o.attempt.next(&mut self.core, &mut self.rng) {
-            Ok(node) => {
-                let retry = o.rpcs > 0;
-                o.rpcs += 1;
-                let deadline = o.deadline;
-                self.open.insert(req, o);
-                Some(Output::SendCreate {
-                    req,
-                    node,
-                    deadline,
-                    retry,
-                })
+            (FailureKind::TimedOut, f)
+        } else {
+            match o.attempt.next(&mut self.core, &mut self.rng) {
+                Ok(node) => {
+                    let retry = o.rpcs > 0;
+                    o.rpcs += 1;
+                    return Some(Output::SendCreate {
+                        req,
+                        node,
+                        deadline: o.deadline,
+                        retry,
+                    });
+                }
+                Err(f) => {
+                    let kind = match f {
+                        PlacementFailure::CreateFailed { .. } => FailureKind::CreateFailed,
+                        PlacementFailure::Timeout { .. } => FailureKind::TimedOut,
+                        PlacementFailure::NoNodesAvailable | PlacementFailure::NoCandidate(_) => {
+                            FailureKind::Unplaceable
+                        }
+                    };
+                    (kind, f)
+                }
             }
-            Err(f) => {
-                let kind = match f {
-                    PlacementFailure::CreateFailed { .. } => FailureKind::CreateFailed,
-                    PlacementFailure::Timeout { .. } => FailureKind::TimedOut,
-                    PlacementFailure::NoNodesAvailable | PlacementFailure::NoCandidate(_) => {
-                        FailureKind::Unplaceable
-                    }
-                };
-                Some(self.fail(req, &o, kind, &f))
-            }
-        }
+        };
+        let o = self.open.remove(&req)?;
+        Some(self.fail(req, &o, failure.0, &failure.1))
     }
 
     fn fail(&self, req: RequestId, o: &Open, kind: FailureKind, f: &PlacementFailure) -> Output {

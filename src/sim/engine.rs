@@ -364,7 +364,9 @@ impl<'a> Engine<'a> {
         };
         let input = Input::Create {
             req,
-            sandbox_id: sandbox_id(req),
+            sandbox_id: self.slots[slot as usize]
+                .as_ref()
+                .map_or_else(|| sandbox_id(req), |a| a.sandbox_id.clone()),
             vcpu: self.setup.sandbox.vcpu,
         };
         let out = self.placers[replica as usize].handle(to_duration(self.now), input);
