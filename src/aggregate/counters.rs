@@ -44,7 +44,11 @@ impl ServiceCounters {
             self.refusals_per_second
                 .resize_with(other.refusals_per_second.len(), BTreeMap::new);
         }
-        for (acc, row) in self.refusals_per_second.iter_mut().zip(&other.refusals_per_second) {
+        for (acc, row) in self
+            .refusals_per_second
+            .iter_mut()
+            .zip(&other.refusals_per_second)
+        {
             for (node, c) in row {
                 *acc.entry(node.clone()).or_default() += c;
             }

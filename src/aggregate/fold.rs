@@ -8,8 +8,8 @@ use hdrhistogram::Histogram;
 use super::counters::ServiceCounters;
 use super::outcomes::OutcomeFold;
 use crate::report::{
-    AccountingError, LatencySummary, NodeFigures, RetryStorm, RunResult, SendTiming,
-    SkewOverTime, SkewStats, TimelinePoint,
+    AccountingError, LatencySummary, NodeFigures, RetryStorm, RunResult, SendTiming, SkewOverTime,
+    SkewStats, TimelinePoint,
 };
 use crate::workload::Outcome;
 
@@ -97,7 +97,12 @@ impl RunAggregate {
 
     /// A truth sample at `t_ms`: sandboxes per node (node order) and |believed - true|
     /// vCPU of every (replica, node) pair the replicas report.
-    pub fn sample(&mut self, t_ms: f64, sandboxes: Vec<u64>, errors: impl IntoIterator<Item = f64>) {
+    pub fn sample(
+        &mut self,
+        t_ms: f64,
+        sandboxes: Vec<u64>,
+        errors: impl IntoIterator<Item = f64>,
+    ) {
         let mut sum = 0.0;
         let mut n = 0u64;
         for d in errors {
@@ -172,7 +177,12 @@ impl RunAggregate {
 
     /// The report entry of the run, without its fault windows, checker findings and
     /// staging facts (those come from the evidence only a drill or a sim has).
-    pub fn finish(self, label: String, settings: BTreeMap<String, String>, wall_ms: f64) -> RunResult {
+    pub fn finish(
+        self,
+        label: String,
+        settings: BTreeMap<String, String>,
+        wall_ms: f64,
+    ) -> RunResult {
         let counts: Vec<u64> = self.nodes.iter().map(|n| n.sandboxes).collect();
         let requests = self.outcomes.requests();
         let failed = self.outcomes.failed();
@@ -210,7 +220,11 @@ impl RunAggregate {
     }
 }
 
-fn send_timing(shape: RunShape, sent: Option<(f64, f64)>, lateness_us: &Histogram<u64>) -> SendTiming {
+fn send_timing(
+    shape: RunShape,
+    sent: Option<(f64, f64)>,
+    lateness_us: &Histogram<u64>,
+) -> SendTiming {
     match shape {
         RunShape::Burst => SendTiming {
             burst_spread_ms: sent.map(|(lo, hi)| hi - lo),

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 use mock_node::fleet::FleetHandle;
 
 use super::StageError;
-use crate::profile::{EmbeddedPlacement, Profile, RunVariant};
 use crate::aggregate::ServiceCounters;
+use crate::profile::{EmbeddedPlacement, Profile, RunVariant};
 use crate::serve::{
     self, ArrivalWindow, NodeTarget, ServeConfig, ServiceHandle, SyncPhaser, TelemetryReader,
 };

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::serve::TelemetryReader;
 use crate::aggregate::OutcomeSnapshot;
+use crate::serve::TelemetryReader;
 use crate::workload::LiveCounts;
 
 /// Redraw period on a terminal.

@@ -80,7 +80,10 @@ pub(super) fn aggregate(r: RunRecords<'_>) -> RunAggregate {
         agg.landed(k);
     }
     for n in &r.final_truth.nodes {
-        let believed = r.final_believed.iter().filter_map(|b| b.get(&n.id).copied());
+        let believed = r
+            .final_believed
+            .iter()
+            .filter_map(|b| b.get(&n.id).copied());
         agg.final_node(&n.id, n.sandboxes, n.allocated_vcpu, believed);
     }
     agg.service(r.counters);

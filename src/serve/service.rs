@@ -83,7 +83,6 @@ impl TelemetryReader {
     pub fn restart_storm(&self, origin: Instant) {
         self.shared.telemetry.storm.restart(origin);
     }
-
 }
 
 impl ServiceHandle {

@@ -194,7 +194,8 @@ impl Engine<'_> {
         }
         let now = to_duration(self.now);
         let mode = self.setup.placement.mode;
-        let mut believed: Vec<Vec<f64>> = vec![Vec::with_capacity(self.cores.len()); self.nodes.len()];
+        let mut believed: Vec<Vec<f64>> =
+            vec![Vec::with_capacity(self.cores.len()); self.nodes.len()];
         for core in &self.cores {
             for (of_node, view) in believed.iter_mut().zip(core.nodes()) {
                 of_node.push(view.believed_allocated_vcpu(mode) as f64);

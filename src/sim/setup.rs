@@ -11,8 +11,8 @@ use crate::aggregate::needs_set_checker;
 use crate::placement::{AccountingMode, PlacementConfig};
 use crate::profile::limits::{MAX_PLAN_STARTED_USERS, MAX_PLAN_USERS};
 use crate::profile::{
-    parse_test_plan, PlacementSection, Profile, ProfileErrors, RunVariant, SandboxSpec,
-    Shape, Source,
+    parse_test_plan, PlacementSection, Profile, ProfileErrors, RunVariant, SandboxSpec, Shape,
+    Source,
 };
 
 /// Client-visible round trip of an RPC the node answers at once (a refusal, an
