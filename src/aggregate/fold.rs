@@ -49,6 +49,13 @@ fn histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("constant histogram bounds are valid")
 }
 
+impl Default for RunAggregate {
+    /// An empty fold over no nodes.
+    fn default() -> Self {
+        RunAggregate::new(Vec::new(), RunShape::Paced)
+    }
+}
+
 impl RunAggregate {
     /// An empty fold over the nodes `node_ids` (node order: the result's).
     pub fn new(node_ids: Vec<String>, shape: RunShape) -> Self {
@@ -68,11 +75,6 @@ impl RunAggregate {
             refusals: 0,
             nodes: Vec::new(),
         }
-    }
-
-    /// The node ids, in node order.
-    pub fn node_ids(&self) -> &[String] {
-        &self.node_ids
     }
 
     /// A create left at `sent_ms`, `late_us` after its intended time.

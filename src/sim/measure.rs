@@ -233,9 +233,7 @@ impl Engine<'_> {
             let applied = w.applied_at_ms;
             w.time_to_avoid_ms = Some(last.map_or(0.0, |l| (ms(l) - applied).max(0.0)));
         }
-        let ids = t.agg.node_ids().to_vec();
-        let agg = std::mem::replace(&mut t.agg, RunAggregate::new(ids, RunShape::Paced));
-        let mut result = agg.finish(label, settings, ms(self.now));
+        let mut result = std::mem::take(&mut t.agg).finish(label, settings, ms(self.now));
         result.faults = windows;
         result.checker = checker;
         result
