@@ -17,9 +17,9 @@ use crate::workload::Outcome;
 /// The run's aggregate, the simulated service's counters, and the fault windows.
 pub(super) struct Tally {
     agg: RunAggregate,
-    /// Create RPCs after the first of a request (the service's `retries` counter).
+    /// Retries as the simulated service counts them (the report's `retries`).
     pub retries: u64,
-    /// ResourceExhausted refusals (the service's `refusals` counter).
+    /// ResourceExhausted refusals (the report's `refusals`).
     pub refusals: u64,
     pub delete_failures: u64,
     windows: Vec<FaultWindow>,
