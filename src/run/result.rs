@@ -89,3 +89,82 @@ pub(super) fn aggregate(r: RunRecords<'_>) -> RunAggregate {
     agg.service(r.counters);
     agg
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collect::NodeSample;
+    use crate::workload::{LedgerEntry, Outcome};
+
+    fn node(id: &str, sandboxes: u64, vcpu: f64) -> NodeSample {
+        NodeSample {
+            id: id.to_string(),
+            sandboxes,
+            allocated_vcpu: vcpu,
+            ids: None,
+            status: "ready".to_string(),
+            service_id: None,
+        }
+    }
+
+    fn created(index: usize, answered_ms: f64, on: &str) -> LedgerEntry {
+        LedgerEntry {
+            index,
+            target: 0,
+            intended_ms: 0.0,
+            sent_ms: 0.5,
+            latency_us: (answered_ms * 1000.0) as u64,
+            outcome: Outcome::Status(201),
+            sandbox_id: Some(format!("s{index}")),
+            node: Some(on.to_string()),
+            deleted: None,
+        }
+    }
+
+    #[test]
+    fn a_landing_answered_by_a_samples_time_counts_in_it_and_unknown_nodes_do_not() {
+        let mut ledger = Ledger::new();
+        ledger.record(created(0, 10.0, "b"));
+        ledger.record(created(1, 20.0, "a"));
+        ledger.record(created(2, 5.0, "gone"));
+        let truth = |a, b| Truth {
+            nodes: vec![node("a", a, a as f64), node("b", b, b as f64)],
+        };
+        let believed: Vec<BTreeMap<String, f64>> =
+            vec![[("a".to_string(), 1.5), ("b".to_string(), 1.0)].into()];
+        let samples = vec![
+            Sample {
+                t_ms: 10.0,
+                truth: truth(0, 1),
+                believed: believed.clone(),
+                calls: Vec::new(),
+            },
+            Sample {
+                t_ms: 30.0,
+                truth: truth(1, 1),
+                believed: believed.clone(),
+                calls: Vec::new(),
+            },
+        ];
+        let counters = ServiceCounters {
+            retries: 2,
+            ..ServiceCounters::default()
+        };
+        let r = aggregate(RunRecords {
+            ledger: &ledger,
+            samples: &samples,
+            final_truth: &samples[1].truth,
+            final_believed: &believed,
+            shape: RunShape::Paced,
+            counters: &counters,
+        })
+        .finish("run".into(), BTreeMap::new(), 0.0);
+        assert_eq!(r.timeline[0].placed, vec![0, 1]);
+        assert_eq!(r.timeline[1].placed, vec![1, 1]);
+        assert_eq!(r.timeline[0].sandboxes, vec![0, 1]);
+        assert_eq!(r.timeline[0].accounting_error_vcpu, Some(0.75));
+        assert_eq!((r.requests, r.ok, r.retries), (3, 3, 2));
+        assert_eq!(r.nodes[0].believed_vcpu, Some(1.5));
+        assert_eq!(r.send.lateness_max_ms, Some(0.5));
+    }
+}
