@@ -1,6 +1,7 @@
 //! stampede: a load-testing and chaos harness for sandbox placement services.
 #![deny(missing_docs)]
 
+pub mod aggregate;
 pub mod chaos;
 pub mod checker;
 pub mod cli;

@@ -372,3 +372,52 @@ async fn orphans_are_reported_not_killed() {
     other.shutdown().await;
     rig.stop().await;
 }
+
+/// `GET /admin/counters` gives the counters a harness reads as typed JSON, the same
+/// values `/metrics` renders for Prometheus, and only with the admin token.
+#[tokio::test]
+async fn admin_counters_are_the_metrics_as_typed_json() {
+    let rig = Rig::start(attractive_node_00(), serve_config(AccountingMode::Reported)).await;
+    rig.fault(
+        FaultKind::Errors,
+        "node-00",
+        FaultParams {
+            probability: Some(1.0),
+            code: Some(FailureCode::Unavailable),
+            ..FaultParams::default()
+        },
+    )
+    .await;
+    for _ in 0..3 {
+        let (status, body) = rig
+            .create(json!({"templateID": "base", "timeout": 300}))
+            .await;
+        assert_eq!(status, 201, "{body}");
+    }
+    let (status, body) = rig.get_json("/admin/counters").await;
+    assert_eq!(status, 200, "{body}");
+    let c: stampede::aggregate::ServiceCounters =
+        serde_json::from_value(body.clone()).expect("typed counters");
+    assert_eq!(c.creates_ok, 3, "{body}");
+    assert!(
+        c.attempt_failures >= 1,
+        "node-00 failed at least once: {body}"
+    );
+    for (name, value) in [
+        ("stampede_serve_creates_ok_total", c.creates_ok),
+        (
+            "stampede_serve_create_attempt_failures_total",
+            c.attempt_failures,
+        ),
+        ("stampede_serve_create_retries_total", c.retries),
+        ("stampede_serve_create_refusals_total", c.refusals),
+        ("stampede_serve_creates_failed_total", c.creates_failed),
+    ] {
+        assert_eq!(rig.counter(name).await, value, "{name}");
+    }
+    let anonymous = reqwest::get(rig.url("/admin/counters"))
+        .await
+        .expect("answered");
+    assert_eq!(anonymous.status().as_u16(), 401);
+    rig.stop().await;
+}

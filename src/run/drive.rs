@@ -10,8 +10,9 @@ use super::chaos_stage;
 use super::cleanup::Leftovers;
 use super::mute::MutedStdout;
 use super::progress::{Progress, ProgressFeed};
-use super::result::{build_run_result, RunMeasurements};
+use super::result::{aggregate, RunRecords};
 use super::{RunOptions, StageError};
+use crate::aggregate::{needs_set_checker, RunShape, ServiceCounters};
 use crate::collect::{Before, Sampler, TruthSource};
 use crate::profile::{Profile, Shape};
 use crate::report::{Baseline, RunResult, StagingFacts};
@@ -77,13 +78,13 @@ pub(crate) struct Driven {
 }
 
 /// Drives one run; `on_gate` is called when the workload's gate opens, `telemetry`
-/// returns (retries, refusals) at the end.
+/// returns the placement service's counters at the end.
 pub(crate) async fn drive(
     profile: &Profile,
     target: Target,
     opts: &RunOptions,
     on_gate: impl FnOnce(Instant) + Send + 'static,
-    telemetry: impl FnOnce() -> (u64, u64),
+    telemetry: impl FnOnce() -> ServiceCounters,
 ) -> Result<Driven, StageError> {
     let sampler = Sampler {
         source: target.truth.clone(),
@@ -95,9 +96,7 @@ pub(crate) async fn drive(
     let stop_sampling = CancellationToken::new();
     let sampling = tokio::spawn(sampler.clone().run(start, stop_sampling.clone()));
 
-    let judging = !profile.chaos.is_empty()
-        || profile.checks.lost.is_some()
-        || profile.checks.duplicated.is_some();
+    let judging = needs_set_checker(profile);
     let before = if judging {
         chaos_stage::inventory_before(&target).await
     } else {
@@ -125,13 +124,12 @@ pub(crate) async fn drive(
     };
     let watch = target.chaos_outlives_run.then_some(&opts.abort);
     let chaos = chaos_stage::spawn(profile, &target, chaos_gate_rx, watch).await?;
-    let live = (!opts.quiet).then(|| Arc::new(LiveCounts::default()));
+    let live = (!opts.quiet).then(|| Arc::new(LiveCounts::new(&target.node_ids)));
     let progress = live.as_ref().map(|live| {
         Progress::start(ProgressFeed {
             label: target.label.clone(),
             total: pacing.total().map(|n| n as u64),
             live: live.clone(),
-            node_ids: target.node_ids.clone(),
             services: target.services.clone(),
             faults: chaos.windows(),
             gate: gate_seen.clone(),
@@ -205,19 +203,20 @@ pub(crate) async fn drive(
         s.t_ms -= offset_ms;
     }
 
-    let (retries, refusals) = telemetry();
-    let mut result = build_run_result(RunMeasurements {
-        label: target.label.clone(),
-        settings: target.settings.clone(),
+    let counters = telemetry();
+    let shape = match pacing {
+        Pacing::Burst { .. } => RunShape::Burst,
+        _ => RunShape::Paced,
+    };
+    let mut result = aggregate(RunRecords {
         ledger: &workload.ledger,
+        samples: &samples,
         final_truth: &last.truth,
         final_believed: &last.believed,
-        samples: &samples,
-        burst: matches!(pacing, Pacing::Burst { .. }),
-        retries,
-        refusals,
-        wall_ms: 0.0,
-    });
+        shape,
+        counters: &counters,
+    })
+    .finish(target.label.clone(), target.settings.clone(), 0.0);
     if judging {
         chaos_stage::judge(
             &mut result,

@@ -95,15 +95,13 @@ async fn run_one(
         staging: None,
     };
     let result = drive(profile, target, opts, replicas.sync_phasing(), || {
-        replicas.telemetry()
+        replicas.counters()
     })
     .await;
     let arrivals = replicas.arrivals();
-    let retry_storm = replicas.retry_storm(&node_ids);
     replicas.shutdown().await;
     fleet.shutdown().await;
     let mut r = result?.result;
-    r.retry_storm = retry_storm;
     if r.send.burst_spread_ms.is_some() {
         r.send.server_arrival_spread_ms = arrivals.spread().map(|d| d.as_secs_f64() * 1000.0);
         r.send.server_arrivals = Some(arrivals.count);

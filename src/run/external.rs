@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use super::cleanup::{self, CleanupTarget, Leftovers};
 use super::drive::{drive, StagingTarget, Target};
 use super::{RunOptions, StageError};
+use crate::aggregate::ServiceCounters;
 use crate::collect::{Before, TruthSource};
 use crate::error_chain::chain_text;
 use crate::profile::{ExternalPlacement, Profile};
@@ -73,7 +74,7 @@ pub(super) async fn run(
         }),
     };
     opts.abort.watch_sandboxes(&x.url, &tag);
-    let driven = drive(profile, target, opts, |_gate| {}, || (0, 0)).await;
+    let driven = drive(profile, target, opts, |_gate| {}, ServiceCounters::default).await;
     let left = match &driven {
         Ok(d) => d.leftovers.clone(),
         // The ledger is gone: listing by tag finds what the run made.

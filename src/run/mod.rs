@@ -23,7 +23,6 @@ use tokio_util::sync::CancellationToken;
 
 pub use abort::{AbortState, AbortSummary, LeftActive, SandboxesLeft};
 pub use api_override::ApiOverride;
-pub use result::{build_run_result, RunMeasurements};
 
 use crate::profile::{self, PlacementSection, Profile};
 use crate::report::{self, Report};

@@ -6,9 +6,8 @@ use std::time::{Duration, Instant};
 use mock_node::fleet::FleetHandle;
 
 use super::StageError;
+use crate::aggregate::ServiceCounters;
 use crate::profile::{EmbeddedPlacement, Profile, RunVariant};
-use crate::report::RetryStorm;
-use crate::serve::storm::add_rows;
 use crate::serve::{
     self, ArrivalWindow, NodeTarget, ServeConfig, ServiceHandle, SyncPhaser, TelemetryReader,
 };
@@ -25,17 +24,13 @@ impl Replicas {
         self.handles.iter().map(ServiceHandle::url).collect()
     }
 
-    /// (retries, ResourceExhausted refusals) summed over replicas, read from each
-    /// replica's own Prometheus counters.
-    pub(super) fn telemetry(&self) -> (u64, u64) {
-        let mut retries = 0;
-        let mut refusals = 0;
+    /// Every replica's counters, added up (typed values, not Prometheus text).
+    pub(super) fn counters(&self) -> ServiceCounters {
+        let mut sum = ServiceCounters::default();
         for h in &self.handles {
-            let text = h.metrics_text();
-            retries += counter(&text, "stampede_serve_create_retries_total");
-            refusals += counter(&text, "stampede_serve_create_refusals_total");
+            sum.add(&h.telemetry_reader().counters());
         }
-        (retries, refusals)
+        sum
     }
 
     /// Readers of each replica's counters, for the live progress line.
@@ -44,16 +39,6 @@ impl Replicas {
             .iter()
             .map(ServiceHandle::telemetry_reader)
             .collect()
-    }
-
-    /// The retry storm over every replica, binned from the last
-    /// [`TelemetryReader::restart_storm`], per node of `nodes`; `None` without a refusal.
-    pub(super) fn retry_storm(&self, nodes: &[String]) -> Option<RetryStorm> {
-        let mut rows = Vec::new();
-        for h in &self.handles {
-            add_rows(&mut rows, h.telemetry_reader().storm_rows(nodes));
-        }
-        RetryStorm::from_bins(&rows, nodes.len())
     }
 
     /// When the creates reached the replicas, merged over replicas (one clock).
@@ -102,18 +87,6 @@ impl Replicas {
     }
 }
 
-/// Value of a counter in Prometheus text (`name{labels} value`); 0 when absent.
-fn counter(text: &str, name: &str) -> u64 {
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| {
-            let (key, value) = l.rsplit_once(' ')?;
-            let metric = key.split('{').next()?;
-            (metric == name).then(|| value.trim().parse::<u64>().ok())?
-        })
-        .sum()
-}
-
 /// Starts `e.replicas` instances of `run` on free loopback ports, placing on `fleet`.
 pub(super) async fn start_replicas(
     profile: &Profile,
@@ -144,17 +117,4 @@ pub(super) async fn start_replicas(
         .await
         .map_err(|e| StageError::Placement(e.to_string()))?;
     Ok(Replicas { handles })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::counter;
-
-    #[test]
-    fn counters_are_read_from_prometheus_text() {
-        let text =
-            "# HELP x y\nstampede_serve_create_retries_total{accounting=\"reported\"} 7\nother 3\n";
-        assert_eq!(counter(text, "stampede_serve_create_retries_total"), 7);
-        assert_eq!(counter(text, "missing"), 0);
-    }
 }

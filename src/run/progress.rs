@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
+use crate::aggregate::OutcomeSnapshot;
 use crate::serve::TelemetryReader;
-use crate::workload::{LiveCounts, LiveSnapshot};
+use crate::workload::LiveCounts;
 
 /// Redraw period on a terminal.
 const REDRAW_EVERY: Duration = Duration::from_millis(250);
@@ -24,10 +25,8 @@ pub(crate) struct ProgressFeed {
     pub label: String,
     /// Creates the workload will send, when known.
     pub total: Option<u64>,
-    /// The workload's counts so far.
+    /// The workload's counts so far (over the run's nodes, in node order).
     pub live: Arc<LiveCounts>,
-    /// Node ids, in node order (the CV's population).
-    pub node_ids: Vec<String>,
     /// The embedded replicas' counters (none against an external API).
     pub services: Vec<TelemetryReader>,
     /// Planned fault windows `(from, until)` after the gate; `until` none = to the end.
@@ -95,7 +94,7 @@ impl ProgressFeed {
     /// The line at `now`; `retries_per_s` is the rate over the last period.
     fn line(&self, now: Instant, retries_per_s: Option<f64>) -> String {
         let since_gate = self.gate.get().map(|g| now.saturating_duration_since(*g));
-        let s = self.live.snapshot(&self.node_ids);
+        let s = self.live.snapshot();
         let faults = since_gate.map_or(0, |t| faults_in_force(&self.faults, t));
         format_line(
             &self.label,
@@ -121,7 +120,7 @@ fn format_line(
     label: &str,
     elapsed: Duration,
     total: Option<u64>,
-    s: &LiveSnapshot,
+    s: &OutcomeSnapshot,
     retries_per_s: Option<f64>,
     faults: usize,
 ) -> String {
@@ -147,7 +146,7 @@ mod tests {
 
     #[test]
     fn the_line_names_every_figure() {
-        let s = LiveSnapshot {
+        let s = OutcomeSnapshot {
             done: 480,
             created: 470,
             errors: 10,
@@ -169,7 +168,7 @@ mod tests {
             "external",
             Duration::ZERO,
             None,
-            &LiveSnapshot::default(),
+            &OutcomeSnapshot::default(),
             None,
             0,
         );

@@ -1,160 +1,43 @@
-//! Folding one run's ledger and collector samples into a [`RunResult`] (pure).
+//! A real run's records fed into the one [`RunAggregate`] a simulation feeds too: the
+//! client ledger (every answer, and the node when the service named it), the truth
+//! samples, the final truth and beliefs, and the service's typed counters.
 
 use std::collections::BTreeMap;
 
+use crate::aggregate::{RunAggregate, RunShape, ServiceCounters};
 use crate::collect::{Sample, Truth};
-use crate::report::{
-    AccountingError, LatencySummary, NodeFigures, RunResult, SendTiming, SkewOverTime, SkewStats,
-    TimelinePoint,
-};
 use crate::workload::Ledger;
 
-/// Everything a finished run measured, before it becomes a [`RunResult`].
+/// Everything a finished run measured.
 #[derive(Debug)]
-pub struct RunMeasurements<'a> {
-    /// Run label (e.g. the accounting mode).
-    pub label: String,
-    /// Settings that distinguish this run.
-    pub settings: BTreeMap<String, String>,
+pub(super) struct RunRecords<'a> {
     /// The client ledger.
     pub ledger: &'a Ledger,
-    /// Final per-node truth.
+    /// Samples taken during the run (the final read last), timed from the gate.
+    pub samples: &'a [Sample],
+    /// Final per-node truth: its nodes are the result's, in its order.
     pub final_truth: &'a Truth,
     /// Final belief per replica (node id -> believed vCPU).
     pub final_believed: &'a [BTreeMap<String, f64>],
-    /// Samples taken during the run.
-    pub samples: &'a [Sample],
-    /// Whether the workload was a burst (spread) or paced (lateness).
-    pub burst: bool,
-    /// Retries and ResourceExhausted refusals the service counted, if known.
-    pub retries: u64,
-    /// ResourceExhausted answers the service received from nodes.
-    pub refusals: u64,
-    /// Wall time of the run in ms.
-    pub wall_ms: f64,
+    /// How the workload sent.
+    pub shape: RunShape,
+    /// The placement replicas' counters at the end, added up (none against an external
+    /// API).
+    pub counters: &'a ServiceCounters,
 }
 
-/// Builds the report entry of one run.
-pub fn build_run_result(m: RunMeasurements<'_>) -> RunResult {
-    let ids: Vec<String> = m.final_truth.nodes.iter().map(|n| n.id.clone()).collect();
-    let counts: Vec<u64> = m.final_truth.nodes.iter().map(|n| n.sandboxes).collect();
-    let believed_of = |id: &str| -> Option<f64> {
-        let vals: Vec<f64> = m
-            .final_believed
-            .iter()
-            .filter_map(|b| b.get(id).copied())
-            .collect();
-        (!vals.is_empty()).then(|| vals.iter().sum::<f64>() / vals.len() as f64)
-    };
-    let nodes = m
-        .final_truth
-        .nodes
-        .iter()
-        .map(|n| NodeFigures {
-            id: n.id.clone(),
-            sandboxes: n.sandboxes,
-            allocated_vcpu: n.allocated_vcpu,
-            believed_vcpu: believed_of(&n.id),
-        })
-        .collect();
-    let landed = landings(m.ledger, &ids);
-    let placed_by = |t_ms: f64| -> Vec<u64> {
-        let mut placed = vec![0; ids.len()];
-        for &(_, k) in landed.iter().take_while(|(at, _)| *at <= t_ms) {
-            placed[k] += 1;
-        }
-        placed
-    };
-    let timeline: Vec<TimelinePoint> = m
-        .samples
-        .iter()
-        .map(|s| TimelinePoint {
-            t_ms: s.t_ms,
-            sandboxes: ids
-                .iter()
-                .map(|id| {
-                    s.truth
-                        .nodes
-                        .iter()
-                        .find(|n| &n.id == id)
-                        .map_or(0, |n| n.sandboxes)
-                })
-                .collect(),
-            accounting_error_vcpu: s.accounting_error().map(|(mean, _)| mean),
-            placed: placed_by(s.t_ms),
-        })
-        .collect();
-    let placements = placed_by(f64::INFINITY);
-    let pairs = m.samples.iter().flat_map(|s| {
-        s.believed.iter().flat_map(move |b| {
-            s.truth
-                .nodes
-                .iter()
-                .filter_map(move |n| b.get(&n.id).map(|v| (*v, n.allocated_vcpu)))
-        })
-    });
-    let requests = m.ledger.entries.len() as u64;
-    let ok = m.ledger.created() as u64;
-    // A 429 is a limit and a cancelled create was given up on a signal: neither is a
-    // placement failure.
-    let limited = m.ledger.count(|o| o.is_limited()) as u64;
-    let cancelled = m
-        .ledger
-        .count(|o| matches!(o, crate::workload::Outcome::Cancelled)) as u64;
-    let failed = requests - ok - limited - cancelled;
-    let send = if m.burst {
-        SendTiming {
-            burst_spread_ms: m.ledger.send_spread_ms(),
-            ..SendTiming::default()
-        }
-    } else {
-        let late = m.ledger.lateness_ms();
-        SendTiming {
-            burst_spread_ms: None,
-            lateness_p50_ms: late.map(|l| l.0),
-            lateness_p99_ms: late.map(|l| l.1),
-            lateness_max_ms: late.map(|l| l.2),
-            ..SendTiming::default()
-        }
-    };
-    RunResult {
-        label: m.label,
-        settings: m.settings,
-        nodes,
-        skew: SkewStats::from_counts(&counts),
-        skew_over_time: SkewOverTime::from_timeline(&timeline, &placements),
-        retry_storm: None,
-        accounting_error: AccountingError::from_pairs(pairs),
-        latency: LatencySummary::from_histogram(&m.ledger.latency_us),
-        statuses: m.ledger.statuses(),
-        requests,
-        ok,
-        failed,
-        error_rate: if requests == 0 {
-            0.0
-        } else {
-            failed as f64 / requests as f64
-        },
-        retries: m.retries,
-        refusals: m.refusals,
-        send,
-        timeline,
-        faults: Vec::new(),
-        checker: None,
-        wall_ms: m.wall_ms,
-        staging: None,
-    }
-}
-
-/// `(answered at ms, node index)` of every create that landed on a node of `ids`, in
-/// time order: when each placement happened, as the client saw it.
-fn landings(ledger: &Ledger, ids: &[String]) -> Vec<(f64, usize)> {
+/// The run's aggregate, records fed in time order (a create that landed by a sample's
+/// time counts in that sample's placements).
+pub(super) fn aggregate(r: RunRecords<'_>) -> RunAggregate {
+    let ids: Vec<String> = r.final_truth.nodes.iter().map(|n| n.id.clone()).collect();
     let index: BTreeMap<&str, usize> = ids
         .iter()
         .enumerate()
         .map(|(k, id)| (id.as_str(), k))
         .collect();
-    let mut landed: Vec<(f64, usize)> = ledger
+    // When each placement happened, as the client saw it: (answered at ms, node).
+    let mut landed: Vec<(f64, usize)> = r
+        .ledger
         .entries
         .iter()
         .filter(|e| e.outcome.is_created())
@@ -164,5 +47,124 @@ fn landings(ledger: &Ledger, ids: &[String]) -> Vec<(f64, usize)> {
         })
         .collect();
     landed.sort_by(|a, b| a.0.total_cmp(&b.0));
-    landed
+    let mut agg = RunAggregate::new(ids.clone(), r.shape);
+    for e in &r.ledger.entries {
+        let late_us = ((e.sent_ms - e.intended_ms).max(0.0) * 1000.0).round() as u64;
+        agg.sent(e.sent_ms, late_us);
+        agg.answered(&e.outcome, e.latency_us);
+    }
+    let mut landings = landed.into_iter().peekable();
+    for s in r.samples {
+        while let Some((_, k)) = landings.next_if(|(at, _)| *at <= s.t_ms) {
+            agg.landed(k);
+        }
+        let sandboxes = ids
+            .iter()
+            .map(|id| {
+                s.truth
+                    .nodes
+                    .iter()
+                    .find(|n| &n.id == id)
+                    .map_or(0, |n| n.sandboxes)
+            })
+            .collect();
+        let errors = s.believed.iter().flat_map(|b| {
+            s.truth
+                .nodes
+                .iter()
+                .filter_map(move |n| b.get(&n.id).map(|v| (v - n.allocated_vcpu).abs()))
+        });
+        agg.sample(s.t_ms, sandboxes, errors);
+    }
+    for (_, k) in landings {
+        agg.landed(k);
+    }
+    for n in &r.final_truth.nodes {
+        let believed = r
+            .final_believed
+            .iter()
+            .filter_map(|b| b.get(&n.id).copied());
+        agg.final_node(&n.id, n.sandboxes, n.allocated_vcpu, believed);
+    }
+    agg.service(r.counters);
+    agg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collect::NodeSample;
+    use crate::workload::{LedgerEntry, Outcome};
+
+    fn node(id: &str, sandboxes: u64, vcpu: f64) -> NodeSample {
+        NodeSample {
+            id: id.to_string(),
+            sandboxes,
+            allocated_vcpu: vcpu,
+            ids: None,
+            status: "ready".to_string(),
+            service_id: None,
+        }
+    }
+
+    fn created(index: usize, answered_ms: f64, on: &str) -> LedgerEntry {
+        LedgerEntry {
+            index,
+            target: 0,
+            intended_ms: 0.0,
+            sent_ms: 0.5,
+            latency_us: (answered_ms * 1000.0) as u64,
+            outcome: Outcome::Status(201),
+            sandbox_id: Some(format!("s{index}")),
+            node: Some(on.to_string()),
+            deleted: None,
+        }
+    }
+
+    #[test]
+    fn a_landing_answered_by_a_samples_time_counts_in_it_and_unknown_nodes_do_not() {
+        let mut ledger = Ledger::new();
+        ledger.record(created(0, 10.0, "b"));
+        ledger.record(created(1, 20.0, "a"));
+        ledger.record(created(2, 5.0, "gone"));
+        let truth = |a, b| Truth {
+            nodes: vec![node("a", a, a as f64), node("b", b, b as f64)],
+        };
+        let believed: Vec<BTreeMap<String, f64>> =
+            vec![[("a".to_string(), 1.5), ("b".to_string(), 1.0)].into()];
+        let samples = vec![
+            Sample {
+                t_ms: 10.0,
+                truth: truth(0, 1),
+                believed: believed.clone(),
+                calls: Vec::new(),
+            },
+            Sample {
+                t_ms: 30.0,
+                truth: truth(1, 1),
+                believed: believed.clone(),
+                calls: Vec::new(),
+            },
+        ];
+        let counters = ServiceCounters {
+            retries: 2,
+            ..ServiceCounters::default()
+        };
+        let r = aggregate(RunRecords {
+            ledger: &ledger,
+            samples: &samples,
+            final_truth: &samples[1].truth,
+            final_believed: &believed,
+            shape: RunShape::Paced,
+            counters: &counters,
+        })
+        .finish("run".into(), BTreeMap::new(), 0.0);
+        assert_eq!(r.timeline[0].placed, vec![0, 1]);
+        assert_eq!(r.timeline[1].placed, vec![1, 1]);
+        assert_eq!(r.timeline[0].sandboxes, vec![0, 1]);
+        assert_eq!(r.timeline[0].accounting_error_vcpu, Some(0.75));
+        assert_eq!((r.requests, r.ok, r.retries), (3, 3, 2));
+        assert_eq!(r.nodes[0].believed_vcpu, Some(1.5));
+        assert_eq!(r.send.lateness_max_ms, Some(0.5));
+    }
 }

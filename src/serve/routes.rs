@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 use super::error::ApiError;
 use super::limits::{check_metadata, check_size, LargestNode};
-use super::nodes_api::{change_status, node_detail, nodes};
+use super::nodes_api::{change_status, node_detail, nodes, require_admin};
 use super::params::{
     check_template_id, metadata_matches, parse_date_time, parse_metadata_filter, unix_nanos,
 };
@@ -27,6 +27,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .route("/health", get(health))
         .route("/metrics", get(metrics))
+        .route("/admin/counters", get(counters))
         .route("/sandboxes", get(list_v1).post(create))
         .route("/v2/sandboxes", get(list_v2).post(create))
         .route("/sandboxes/{sandbox_id}", get(get_sandbox).delete(delete))
@@ -71,6 +72,16 @@ async fn health() -> StatusCode {
 async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
     let body = shared.telemetry.render(shared.cfg.placement.mode.as_str());
     ([("content-type", "text/plain; version=0.0.4")], body).into_response()
+}
+
+/// `GET /admin/counters`: the counters a harness reads, as typed JSON
+/// ([`ServiceCounters`](crate::aggregate::ServiceCounters)); `/metrics` is for Prometheus.
+async fn counters(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+) -> ApiResult<Json<crate::aggregate::ServiceCounters>> {
+    require_admin(&shared, &headers)?;
+    Ok(Json(shared.telemetry.counters()))
 }
 
 async fn not_found() -> ApiError {

@@ -21,6 +21,7 @@ use super::nodes_api::node_json;
 use super::routes::router;
 use super::state::{lock, NodeConn, NodeInfo, Shared};
 use super::sync::sync_all;
+use crate::aggregate::ServiceCounters;
 use crate::placement::{ChannelCell, PlacementCore, TraceSink};
 
 /// A running instance. Dropping it does not stop it: call [`ServiceHandle::shutdown`].
@@ -72,15 +73,15 @@ impl TelemetryReader {
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Every counter a run reads, as typed values (the storm from its last origin).
+    pub fn counters(&self) -> ServiceCounters {
+        self.shared.telemetry.counters()
+    }
+
     /// Bin the retry storm from `origin` on (a harness's workload gate), forgetting
     /// what came before.
     pub fn restart_storm(&self, origin: Instant) {
         self.shared.telemetry.storm.restart(origin);
-    }
-
-    /// ResourceExhausted refusals per second since that origin, per node of `nodes`.
-    pub fn storm_rows(&self, nodes: &[String]) -> Vec<Vec<u64>> {
-        self.shared.telemetry.storm.rows(nodes)
     }
 }
 

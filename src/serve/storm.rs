@@ -1,7 +1,7 @@
 //! ResourceExhausted refusals per second and per node: the retry storm E2B's no-backoff
 //! loop makes, as typed counts a harness reads directly (no Prometheus text).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -76,6 +76,15 @@ impl StormBins {
             .collect()
     }
 
+    /// One map per second since the origin: refusals per node id.
+    pub fn by_node(&self) -> Vec<BTreeMap<String, u64>> {
+        let b = lock(&self.inner);
+        b.per_second
+            .iter()
+            .map(|row| row.iter().map(|(n, c)| (n.clone(), *c)).collect())
+            .collect()
+    }
+
     /// Refusals counted since the origin, over every node.
     pub fn total(&self) -> u64 {
         lock(&self.inner)
@@ -83,23 +92,6 @@ impl StormBins {
             .iter()
             .flat_map(|row| row.values())
             .sum()
-    }
-}
-
-/// Adds `rows` into `into`, second by second and node by node (replicas of one run).
-pub fn add_rows(into: &mut Vec<Vec<u64>>, rows: Vec<Vec<u64>>) {
-    for (s, row) in rows.into_iter().enumerate() {
-        match into.get_mut(s) {
-            Some(acc) => {
-                if acc.len() < row.len() {
-                    acc.resize(row.len(), 0);
-                }
-                for (a, c) in acc.iter_mut().zip(row) {
-                    *a += c;
-                }
-            }
-            None => into.push(row),
-        }
     }
 }
 
@@ -121,9 +113,7 @@ mod tests {
         let nodes = vec!["a".to_string(), "b".to_string()];
         assert_eq!(bins.rows(&nodes), vec![vec![1, 1], vec![0, 0], vec![2, 0]]);
         assert_eq!(bins.total(), 4);
-        let mut sum = vec![vec![1, 0]];
-        add_rows(&mut sum, bins.rows(&nodes));
-        assert_eq!(sum, vec![vec![2, 1], vec![0, 0], vec![2, 0]]);
+        assert_eq!(bins.by_node()[2].get("a"), Some(&2));
         bins.restart(t0 + Duration::from_secs(3));
         assert_eq!(bins.total(), 0);
     }

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 use super::storm::StormBins;
+use crate::aggregate::ServiceCounters;
 
 /// Upper bounds (seconds) of the decision-time histogram buckets.
 const DECISION_BUCKETS: [f64; 10] = [1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 5e-4, 1e-3, 1e-2];
@@ -60,6 +61,20 @@ impl Telemetry {
             if secs <= le {
                 b.fetch_add(1, Relaxed);
             }
+        }
+    }
+
+    /// The counters a run reads, as typed values.
+    pub fn counters(&self) -> ServiceCounters {
+        ServiceCounters {
+            creates_ok: self.creates_ok.load(Relaxed),
+            creates_failed: self.creates_failed.load(Relaxed),
+            creates_unplaceable: self.creates_unplaceable.load(Relaxed),
+            creates_timed_out: self.creates_timed_out.load(Relaxed),
+            refusals: self.refusals.load(Relaxed),
+            attempt_failures: self.attempt_failures.load(Relaxed),
+            retries: self.retries.load(Relaxed),
+            refusals_per_second: self.storm.by_node(),
         }
     }
 

@@ -11,13 +11,15 @@ use mock_node::fleet::node_seed;
 use mock_node::model::NodeModel;
 use mock_node::node::FaultEffect;
 
-use super::checker::{Answer, SetLedger};
+use super::checker::SetLedger;
 use super::error::SimError;
 use super::measure::Tally;
 use super::queue::{EventQueue, Nanos};
 use super::retry::Park;
 use super::setup::{to_duration, Arrivals, SimSetup};
+use crate::aggregate::EntryAnswer;
 use crate::placement::{CreateOutcome, CreateStatus, Input, Placer, PlacerConfig};
+use crate::workload::Outcome;
 
 /// What can happen at an instant.
 #[derive(Debug, Clone, Copy)]
@@ -383,13 +385,15 @@ impl<'a> Engine<'a> {
         let latency = self.now.saturating_sub(a.intended);
         self.tally.answered(status, latency, a.started);
         if let Some(ledger) = &mut self.set_ledger {
-            ledger.answered(Answer {
+            let outcome = Outcome::from(status);
+            let ms = |t: Nanos| t as f64 / 1e6;
+            ledger.answered(EntryAnswer {
                 req: a.req,
                 replica: a.replica,
-                intended: a.intended,
-                sent: a.started,
-                latency,
-                status,
+                intended_ms: ms(a.intended),
+                sent_ms: ms(a.started),
+                latency_us: latency / 1000,
+                outcome: &outcome,
                 sandbox_id: &a.sandbox_id,
                 node: &self.nodes[a.node as usize].id,
             });

@@ -7,11 +7,12 @@ use mock_node::config::{ClusterConfig, LatencyDist};
 use super::error::SimError;
 use super::faults::{plan_faults, PlannedFault};
 use super::queue::Nanos;
+use crate::aggregate::needs_set_checker;
 use crate::placement::{AccountingMode, PlacementConfig};
 use crate::profile::limits::{MAX_PLAN_STARTED_USERS, MAX_PLAN_USERS};
 use crate::profile::{
-    parse_test_plan, Checks, PlacementSection, Profile, ProfileErrors, RunVariant, SandboxSpec,
-    Shape, Source,
+    parse_test_plan, PlacementSection, Profile, ProfileErrors, RunVariant, SandboxSpec, Shape,
+    Source,
 };
 
 /// Client-visible round trip of an RPC the node answers at once (a refusal, an
@@ -102,8 +103,8 @@ pub struct SimSetup {
     /// Step every retry tick of a refused request as an event instead of parking it
     /// until a state change: the slow reference the parked path is tested against.
     pub step_retries: bool,
-    /// Keep a client ledger and run the set checker (chaos, or `lost`/`duplicated`
-    /// checks); off for plain runs, where it would only cost memory.
+    /// Keep a client ledger and run the set checker ([`needs_set_checker`]); off for
+    /// plain runs, where it would only cost memory.
     pub check_sets: bool,
 }
 
@@ -181,7 +182,7 @@ impl SimSetup {
             sandbox: profile.workload.sandbox.clone(),
             lifetime: profile.workload.lifetime.clone(),
             collect_interval: to_nanos(profile.collect.interval),
-            check_sets: !faults.is_empty() || checks_sets(&profile.checks),
+            check_sets: needs_set_checker(profile),
             faults,
             rpc_round_trip: to_nanos(p.rpc_round_trip),
             retry_backoff: p.retry_backoff.map_or(0, to_nanos),
@@ -196,14 +197,6 @@ impl SimSetup {
             .saturating_add(self.retry_backoff)
             .max(1)
     }
-}
-
-/// Whether `checks` (or a per-mode override) needs the set checker.
-fn checks_sets(c: &Checks) -> bool {
-    c.lost.is_some()
-        || c.duplicated.is_some()
-        || c.per_mode.values().any(checks_sets)
-        || c.per_k.values().any(checks_sets)
 }
 
 /// The runs a profile asks for, in its order (a sim runs each once).

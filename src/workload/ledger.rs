@@ -60,6 +60,13 @@ impl LimitKind {
     }
 }
 
+impl From<crate::placement::CreateStatus> for Outcome {
+    /// The answer a placement service gives as the client sees it.
+    fn from(s: crate::placement::CreateStatus) -> Self {
+        Outcome::Status(s.code())
+    }
+}
+
 impl Outcome {
     /// Key used in status breakdowns (`"201"`, `"503"`, `"timeout"`, `"transport_error"`,
     /// `"cancelled"`, `"429_team_limit"`, `"429_rate_limit"`, `"429"`).

@@ -17,7 +17,7 @@ mod secret;
 pub use driver::{run_workload, WorkloadError, WorkloadOutput, WorkloadRun};
 pub use ledger::{Ledger, LedgerEntry, Limit, LimitKind, Outcome};
 pub use limited::LimitRetry;
-pub use live::{LiveCounts, LiveSnapshot};
+pub use live::LiveCounts;
 pub use pacing::Pacing;
 pub use request::{NODE_HEADER, RUN_TAG_KEY};
 pub use secret::ApiKey;

@@ -1,0 +1,304 @@
+//! [`RunAggregate`]: the running fold of one run's records, and the one builder of its
+//! [`RunResult`].
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+
+use super::counters::ServiceCounters;
+use super::outcomes::OutcomeFold;
+use crate::report::{
+    AccountingError, LatencySummary, NodeFigures, RetryStorm, RunResult, SendTiming, SkewOverTime,
+    SkewStats, TimelinePoint,
+};
+use crate::workload::Outcome;
+
+/// How the workload sent: which send figure the result reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunShape {
+    /// All at once: the spread between the first and the last send.
+    Burst,
+    /// Paced (a rate or a test plan): how late sends were against their intended time.
+    Paced,
+}
+
+/// Everything one run measured, folded record by record in time order: a landing fed
+/// before a sample of the same instant counts in that sample's `placed`.
+#[derive(Debug)]
+pub struct RunAggregate {
+    node_ids: Vec<String>,
+    shape: RunShape,
+    outcomes: OutcomeFold,
+    latency_us: Histogram<u64>,
+    lateness_us: Histogram<u64>,
+    /// (first, last) send, ms.
+    sent: Option<(f64, f64)>,
+    timeline: Vec<TimelinePoint>,
+    err_sum: f64,
+    err_max: f64,
+    err_samples: u64,
+    /// Refusals per second per node (node order), from the run's own records.
+    storm: Vec<Vec<u64>>,
+    retries: u64,
+    refusals: u64,
+    nodes: Vec<NodeFigures>,
+}
+
+fn histogram() -> Histogram<u64> {
+    // 1 us .. 1 h, 3 significant digits: as the workload's ledger.
+    Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("constant histogram bounds are valid")
+}
+
+impl Default for RunAggregate {
+    /// An empty fold over no nodes.
+    fn default() -> Self {
+        RunAggregate::new(Vec::new(), RunShape::Paced)
+    }
+}
+
+impl RunAggregate {
+    /// An empty fold over the nodes `node_ids` (node order: the result's).
+    pub fn new(node_ids: Vec<String>, shape: RunShape) -> Self {
+        RunAggregate {
+            outcomes: OutcomeFold::new(node_ids.len()),
+            node_ids,
+            shape,
+            latency_us: histogram(),
+            lateness_us: histogram(),
+            sent: None,
+            timeline: Vec::new(),
+            err_sum: 0.0,
+            err_max: 0.0,
+            err_samples: 0,
+            storm: Vec::new(),
+            retries: 0,
+            refusals: 0,
+            nodes: Vec::new(),
+        }
+    }
+
+    /// A create left at `sent_ms`, `late_us` after its intended time.
+    pub fn sent(&mut self, sent_ms: f64, late_us: u64) {
+        self.sent = Some(match self.sent {
+            None => (sent_ms, sent_ms),
+            Some((lo, hi)) => (lo.min(sent_ms), hi.max(sent_ms)),
+        });
+        self.lateness_us.saturating_record(late_us);
+    }
+
+    /// A create was answered `outcome`, `latency_us` after its intended time.
+    pub fn answered(&mut self, outcome: &Outcome, latency_us: u64) {
+        self.outcomes.answered(outcome);
+        self.latency_us.saturating_record(latency_us.max(1));
+    }
+
+    /// A sandbox landed on node `node` (index in node order).
+    pub fn landed(&mut self, node: usize) {
+        self.outcomes.landed(node);
+    }
+
+    /// A truth sample at `t_ms`: sandboxes per node (node order) and |believed - true|
+    /// vCPU of every (replica, node) pair the replicas report.
+    pub fn sample(
+        &mut self,
+        t_ms: f64,
+        sandboxes: Vec<u64>,
+        errors: impl IntoIterator<Item = f64>,
+    ) {
+        let mut sum = 0.0;
+        let mut n = 0u64;
+        for d in errors {
+            sum += d;
+            n += 1;
+            self.err_max = self.err_max.max(d);
+        }
+        self.err_sum += sum;
+        self.err_samples += n;
+        self.timeline.push(TimelinePoint {
+            t_ms,
+            sandboxes,
+            accounting_error_vcpu: (n > 0).then(|| sum / n as f64),
+            placed: self.outcomes.placed().to_vec(),
+        });
+    }
+
+    /// When the last truth sample was taken.
+    pub fn last_sample_ms(&self) -> Option<f64> {
+        self.timeline.last().map(|p| p.t_ms)
+    }
+
+    /// `n` ResourceExhausted refusals by node `node` in whole second `second` of the run.
+    pub fn refused(&mut self, node: usize, second: usize, n: u64) {
+        if self.storm.len() <= second {
+            self.storm.resize_with(second + 1, Vec::new);
+        }
+        let row = &mut self.storm[second];
+        if row.is_empty() {
+            row.resize(self.node_ids.len(), 0);
+        }
+        if let Some(c) = row.get_mut(node) {
+            *c += n;
+        }
+    }
+
+    /// The placement service's counters at the end of the run (every replica's, added
+    /// up): its retries and refusals, and its own storm bins.
+    pub fn service(&mut self, c: &ServiceCounters) {
+        self.retries += c.retries;
+        self.refusals += c.refusals;
+        for (second, row) in c.storm_rows(&self.node_ids).into_iter().enumerate() {
+            for (node, n) in row.into_iter().enumerate() {
+                self.refused(node, second, n);
+            }
+        }
+    }
+
+    /// Final figures of node `id`: its truth and each replica's belief of its vCPU.
+    pub fn final_node(
+        &mut self,
+        id: &str,
+        sandboxes: u64,
+        allocated_vcpu: f64,
+        believed: impl IntoIterator<Item = f64>,
+    ) {
+        let (sum, n) = believed
+            .into_iter()
+            .fold((0.0, 0u32), |(s, n), b| (s + b, n + 1));
+        self.nodes.push(NodeFigures {
+            id: id.to_string(),
+            sandboxes,
+            allocated_vcpu,
+            believed_vcpu: (n > 0).then(|| sum / f64::from(n)),
+        });
+    }
+
+    /// The outcome part of the fold.
+    pub fn outcomes(&self) -> &OutcomeFold {
+        &self.outcomes
+    }
+
+    /// The report entry of the run, without its fault windows, checker findings and
+    /// staging facts (those come from the evidence only a drill or a sim has).
+    pub fn finish(
+        self,
+        label: String,
+        settings: BTreeMap<String, String>,
+        wall_ms: f64,
+    ) -> RunResult {
+        let counts: Vec<u64> = self.nodes.iter().map(|n| n.sandboxes).collect();
+        let requests = self.outcomes.requests();
+        let failed = self.outcomes.failed();
+        RunResult {
+            label,
+            settings,
+            skew: SkewStats::from_counts(&counts),
+            nodes: self.nodes,
+            skew_over_time: SkewOverTime::from_timeline(&self.timeline, self.outcomes.placed()),
+            retry_storm: RetryStorm::from_bins(&self.storm, self.node_ids.len()),
+            accounting_error: (self.err_samples > 0).then(|| AccountingError {
+                mean_abs_vcpu: self.err_sum / self.err_samples as f64,
+                max_abs_vcpu: self.err_max,
+                samples: self.err_samples,
+            }),
+            latency: LatencySummary::from_histogram(&self.latency_us),
+            statuses: self.outcomes.statuses(),
+            requests,
+            ok: self.outcomes.created(),
+            failed,
+            error_rate: if requests == 0 {
+                0.0
+            } else {
+                failed as f64 / requests as f64
+            },
+            retries: self.retries,
+            refusals: self.refusals,
+            send: send_timing(self.shape, self.sent, &self.lateness_us),
+            timeline: self.timeline,
+            faults: Vec::new(),
+            checker: None,
+            wall_ms,
+            staging: None,
+        }
+    }
+}
+
+fn send_timing(
+    shape: RunShape,
+    sent: Option<(f64, f64)>,
+    lateness_us: &Histogram<u64>,
+) -> SendTiming {
+    match shape {
+        RunShape::Burst => SendTiming {
+            burst_spread_ms: sent.map(|(lo, hi)| hi - lo),
+            ..SendTiming::default()
+        },
+        RunShape::Paced if lateness_us.is_empty() => SendTiming::default(),
+        RunShape::Paced => {
+            let q = |x: f64| lateness_us.value_at_quantile(x) as f64 / 1000.0;
+            SendTiming {
+                burst_spread_ms: None,
+                lateness_p50_ms: Some(q(0.5)),
+                lateness_p99_ms: Some(q(0.99)),
+                lateness_max_ms: Some(lateness_us.max() as f64 / 1000.0),
+                ..SendTiming::default()
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids() -> Vec<String> {
+        vec!["a".to_string(), "b".to_string()]
+    }
+
+    #[test]
+    fn a_landing_counts_in_the_samples_after_it() {
+        let mut agg = RunAggregate::new(ids(), RunShape::Burst);
+        agg.sent(0.0, 0);
+        agg.sent(4.0, 0);
+        agg.answered(&Outcome::Status(201), 1500);
+        agg.answered(&Outcome::Status(503), 800);
+        agg.sample(1.0, vec![0, 0], [1.0, 3.0]);
+        agg.landed(1);
+        agg.sample(2.0, vec![0, 1], []);
+        agg.final_node("a", 0, 0.0, [0.0, 2.0]);
+        agg.final_node("b", 1, 2.0, []);
+        let r = agg.finish("optimistic".into(), BTreeMap::new(), 7.0);
+        assert_eq!(r.timeline[0].placed, vec![0, 0]);
+        assert_eq!(r.timeline[1].placed, vec![0, 1]);
+        assert_eq!(r.timeline[0].accounting_error_vcpu, Some(2.0));
+        assert_eq!(r.timeline[1].accounting_error_vcpu, None);
+        let e = r.accounting_error.expect("two pairs");
+        assert_eq!((e.mean_abs_vcpu, e.max_abs_vcpu, e.samples), (2.0, 3.0, 2));
+        assert_eq!((r.requests, r.ok, r.failed), (2, 1, 1));
+        assert_eq!(r.error_rate, 0.5);
+        assert_eq!(r.send.burst_spread_ms, Some(4.0));
+        assert_eq!(r.nodes[0].believed_vcpu, Some(1.0));
+        assert_eq!(r.nodes[1].believed_vcpu, None);
+        assert_eq!(r.wall_ms, 7.0);
+    }
+
+    #[test]
+    fn the_storm_adds_the_runs_own_records_and_the_services_bins() {
+        let mut agg = RunAggregate::new(ids(), RunShape::Paced);
+        agg.refused(0, 1, 3);
+        let mut bins = vec![BTreeMap::new(), BTreeMap::new()];
+        bins[1].insert("b".to_string(), 2);
+        bins[0].insert("zz".to_string(), 9);
+        agg.service(&ServiceCounters {
+            retries: 5,
+            refusals: 5,
+            refusals_per_second: bins,
+            ..ServiceCounters::default()
+        });
+        agg.sent(0.0, 2_000);
+        let r = agg.finish("x".into(), BTreeMap::new(), 0.0);
+        assert_eq!((r.retries, r.refusals), (5, 5));
+        let storm = r.retry_storm.expect("refusals were binned");
+        assert_eq!(storm.node_total, vec![3, 2]);
+        assert_eq!(r.send.lateness_max_ms, Some(2.0));
+    }
+}

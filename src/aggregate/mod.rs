@@ -1,0 +1,25 @@
+//! One measurement fold for a run, real or simulated.
+//!
+//! A real run and a simulation feed the same records into one [`RunAggregate`]: every
+//! create's answer (typed [`Outcome`](crate::workload::Outcome), times, the node when
+//! known), every landing of a sandbox on a node, every truth sample, the final node
+//! figures, and the placement service's counters as a typed [`ServiceCounters`]
+//! snapshot (never Prometheus text). [`RunAggregate::finish`] is the one builder of a
+//! run's [`RunResult`](crate::report::RunResult). The outcome part of the fold,
+//! [`OutcomeFold`], is also what the live progress view reads while a run goes on.
+//! [`needs_set_checker`] is the one place that decides whether a run keeps its client
+//! ledger for the set checker; [`Entries`] is that checker's ledger, fed per answer.
+//!
+//! Pure: no I/O, no clock. Times are ms after the workload's gate, as the ledger's.
+
+mod counters;
+mod entries;
+mod fold;
+mod outcomes;
+mod sets;
+
+pub use counters::ServiceCounters;
+pub use entries::{Entries, EntryAnswer};
+pub use fold::{RunAggregate, RunShape};
+pub use outcomes::{OutcomeFold, OutcomeSnapshot};
+pub use sets::needs_set_checker;
