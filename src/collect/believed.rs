@@ -65,19 +65,19 @@ pub async fn fetch_api_nodes(
     admin_token: Option<&ApiKey>,
 ) -> Result<Vec<ApiNode>, CollectError> {
     let url = format!("{}/nodes", base.trim_end_matches('/'));
-    let http = |message: String| CollectError::Http {
+    let http = |source: Box<dyn std::error::Error + Send + Sync>| CollectError::Http {
         url: url.clone(),
-        message,
+        source,
     };
     let mut req = client.get(&url).timeout(Duration::from_secs(10));
     if let Some(t) = admin_token {
         req = req.header("X-Admin-Token", t.expose());
     }
-    let resp = req.send().await.map_err(|e| http(e.to_string()))?;
+    let resp = req.send().await.map_err(|e| http(e.into()))?;
     if !resp.status().is_success() {
-        return Err(http(format!("status {}", resp.status())));
+        return Err(http(format!("status {}", resp.status()).into()));
     }
-    resp.json().await.map_err(|e| http(e.to_string()))
+    resp.json().await.map_err(|e| http(e.into()))
 }
 
 /// Believed allocated vCPU per node id, summed over several placement instances'

@@ -15,22 +15,24 @@ pub use truth::{fetch_truth, list_over_grpc, NodeSample, Truth, TruthSource};
 #[derive(Debug, thiserror::Error)]
 pub enum CollectError {
     /// The HTTP call failed.
-    #[error("GET {url}: {message}")]
+    #[error("GET {url}: {source}")]
     Http {
         /// The URL read.
         url: String,
-        /// What went wrong.
-        message: String,
+        /// What went wrong (the transport error, or the status answered).
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// A mock-node fleet's `GET /nodes` failed.
     #[error("cannot read the fleet's node list")]
     MockAdmin(#[from] crate::mock_admin::MockAdminError),
     /// A gRPC `List` failed.
-    #[error("List on {addr}: {message}")]
+    #[error("List on {addr}: {source}")]
     Grpc {
         /// The orchestrator address.
         addr: String,
-        /// What went wrong.
-        message: String,
+        /// What went wrong (the address, the connection or the call).
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
 }

@@ -108,19 +108,19 @@ async fn fetch_mock(client: &reqwest::Client, base: &str) -> Result<Vec<NodeSamp
 
 /// Reads one orchestrator's running sandboxes with `SandboxService/List`.
 pub async fn list_over_grpc(addr: &str) -> Result<NodeSample, CollectError> {
-    let grpc = |message: String| CollectError::Grpc {
+    let grpc = |source: Box<dyn std::error::Error + Send + Sync>| CollectError::Grpc {
         addr: addr.to_string(),
-        message,
+        source,
     };
     let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
-        .map_err(|e| grpc(e.to_string()))?
+        .map_err(|e| grpc(e.into()))?
         .connect_timeout(Duration::from_secs(5))
         .timeout(Duration::from_secs(10));
-    let channel = endpoint.connect().await.map_err(|e| grpc(e.to_string()))?;
+    let channel = endpoint.connect().await.map_err(|e| grpc(e.into()))?;
     let list = SandboxServiceClient::new(channel)
         .list(())
         .await
-        .map_err(|e| grpc(e.to_string()))?
+        .map_err(|e| grpc(e.into()))?
         .into_inner();
     let vcpu: i64 = list.sandboxes.iter().map(|s| s.vcpu).sum();
     Ok(NodeSample {

@@ -50,8 +50,9 @@ async fn run_one(
     let wall = Instant::now();
     let trace = match &opts.placement_trace {
         Some(dir) => {
-            std::fs::create_dir_all(dir).map_err(|e| {
-                StageError::Placement(format!("placement trace {}: {e}", dir.display()))
+            std::fs::create_dir_all(dir).map_err(|source| StageError::TraceDir {
+                path: dir.clone(),
+                source,
             })?;
             Some(dir.join(format!("{}.jsonl", run.label())))
         }
@@ -63,7 +64,7 @@ async fn run_one(
     let admin = embedded_key(profile.seed, 0x6164_6d69);
     let fleet = fleet::start(cluster, FleetOptions::default())
         .await
-        .map_err(|e| StageError::Fleet(e.to_string()))?;
+        .map_err(StageError::Fleet)?;
     let replicas = match start_replicas(profile, e, run, &fleet, (&key, &admin), trace).await {
         Ok(r) => r,
         Err(err) => {

@@ -77,10 +77,18 @@ pub enum RunError {
 pub enum StageError {
     /// The mock-node fleet did not start.
     #[error("starting mock nodes: {0}")]
-    Fleet(String),
+    Fleet(#[source] mock_node::fleet::FleetError),
     /// The placement service did not start.
     #[error("starting the placement service: {0}")]
-    Placement(String),
+    Placement(#[source] crate::serve::ServeError),
+    /// The placement trace directory cannot be created.
+    #[error("placement trace {}: {source}", path.display())]
+    TraceDir {
+        /// The directory.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
     /// The workload failed.
     #[error("workload: {0}")]
     Workload(#[from] crate::workload::WorkloadError),

@@ -115,6 +115,6 @@ pub(super) async fn start_replicas(
     let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
     let handles = serve::start_replicas(cfg, nodes, listen, e.replicas.max(1) as usize)
         .await
-        .map_err(|e| StageError::Placement(e.to_string()))?;
+        .map_err(StageError::Placement)?;
     Ok(Replicas { handles })
 }

@@ -77,7 +77,10 @@ pub enum WorkloadError {
     NoTargets,
     /// goose refused the configuration or failed.
     #[error("goose: {0}")]
-    Goose(String),
+    Goose(#[source] Box<GooseError>),
+    /// A task of the workload (goose's, or the ledger's fold) panicked or was dropped.
+    #[error("workload task: {0}")]
+    Task(#[source] tokio::task::JoinError),
 }
 
 enum Event {
@@ -182,8 +185,8 @@ pub async fn run_workload(
     let mut exec = tokio::spawn(attack.execute());
     let goose = |r: Result<Result<_, GooseError>, tokio::task::JoinError>| match r {
         Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => Err(WorkloadError::Goose(e.to_string())),
-        Err(e) => Err(WorkloadError::Goose(e.to_string())),
+        Ok(Err(e)) => Err(WorkloadError::Goose(Box::new(e))),
+        Err(e) => Err(WorkloadError::Task(e)),
     };
     let result = tokio::select! {
         r = &mut exec => goose(r),
@@ -203,9 +206,7 @@ pub async fn run_workload(
     let gate = shared.gate.get().copied();
     let _ = shared.events.send(Event::Close);
     drop(shared);
-    let mut ledger = fold
-        .await
-        .map_err(|e| WorkloadError::Goose(e.to_string()))?;
+    let mut ledger = fold.await.map_err(WorkloadError::Task)?;
     ledger.finish();
     result?;
     Ok(WorkloadOutput {
@@ -244,7 +245,7 @@ async fn stop_goose<T>(
 }
 
 fn build_attack(shared: Arc<Shared>) -> Result<GooseAttack, WorkloadError> {
-    let g = |e: GooseError| WorkloadError::Goose(e.to_string());
+    let g = |e: GooseError| WorkloadError::Goose(Box::new(e));
     let mut config = GooseConfiguration::default();
     config.host = Some(shared.run.targets[0].clone());
     config.no_print_metrics = true;
