@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use crate::api::FaultKind;
 use crate::config::FailureCode;
 use crate::model::{NodeModel, ServiceStatus};
 
@@ -32,24 +33,18 @@ pub struct FaultEffect {
 }
 
 impl FaultEffect {
-    /// Adds fault `id` of `kind` with `params`; a later fault wins on conflicts. The one
-    /// rule both the fleet's fault book and the simulator apply.
-    pub fn add(&mut self, id: u64, kind: crate::api::FaultKind, p: &crate::api::FaultParams) {
-        use crate::api::FaultKind;
+    /// Adds fault `id` of `kind`; a later fault wins on conflicts. The one rule both
+    /// the fleet's fault book and the simulator apply.
+    pub fn add(&mut self, id: u64, kind: FaultKind) {
         self.fault_ids.push(id);
         match kind {
             FaultKind::Kill => self.killed = true,
             FaultKind::Hang => self.hung = true,
-            FaultKind::Slow => self.slow = p.latency,
-            FaultKind::Errors => {
-                self.errors = Some((
-                    p.probability.unwrap_or(1.0),
-                    p.code.unwrap_or(FailureCode::Unavailable),
-                ))
-            }
+            FaultKind::Slow { latency } => self.slow = Some(latency),
+            FaultKind::Errors { probability, code } => self.errors = Some((probability, code)),
             FaultKind::Exhaust => self.exhaust = true,
             FaultKind::FreezeMetrics => self.frozen = true,
-            FaultKind::Status => self.status = p.status,
+            FaultKind::Status { status } => self.status = Some(status),
             FaultKind::Restart => {}
         }
     }
