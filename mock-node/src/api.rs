@@ -431,3 +431,70 @@ pub struct ApiError {
     /// What went wrong.
     pub error: String,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wire_json_of_a_typed_fault_is_the_flat_one() {
+        let req = FaultRequest {
+            kind: FaultKind::Slow {
+                latency: Duration::from_millis(200),
+            },
+            nodes: vec!["node-03".into()],
+            duration: Some(Duration::from_secs(10)),
+        };
+        let json = serde_json::to_value(&req).expect("serialises");
+        assert_eq!(
+            json,
+            serde_json::json!({"kind": "slow", "nodes": ["node-03"], "duration": "10s", "latency": "200ms"})
+        );
+        let back: FaultRequest = serde_json::from_value(json).expect("parses");
+        assert_eq!(back, req);
+        let errors: FaultRequest = serde_json::from_value(
+            serde_json::json!({"kind": "errors", "nodes": ["n"], "probability": 0.5}),
+        )
+        .expect("parses");
+        assert_eq!(
+            errors.kind,
+            FaultKind::Errors {
+                probability: 0.5,
+                code: FailureCode::Unavailable
+            },
+            "code defaults to unavailable"
+        );
+    }
+
+    #[test]
+    fn a_missing_or_out_of_range_parameter_is_refused_naming_it() {
+        for (body, param) in [
+            (
+                serde_json::json!({"kind": "slow", "nodes": ["n"]}),
+                "latency",
+            ),
+            (
+                serde_json::json!({"kind": "errors", "nodes": ["n"], "probability": 1.5}),
+                "probability",
+            ),
+            (
+                serde_json::json!({"kind": "status", "nodes": ["n"]}),
+                "status",
+            ),
+        ] {
+            let e = serde_json::from_value::<FaultRequest>(body.clone()).unwrap_err();
+            assert!(e.to_string().contains(param), "{body}: {e}");
+        }
+        for name in FaultName::ALL {
+            let p = FaultParams {
+                latency: Some(Duration::from_millis(1)),
+                probability: Some(0.1),
+                code: None,
+                status: Some(ServiceStatus::Standby),
+            };
+            let kind = FaultKind::from_wire(name, &p).expect("every kind with its params");
+            assert_eq!(kind.name(), name);
+            assert_eq!(FaultKind::from_wire(name, &kind.params()), Ok(kind));
+        }
+    }
+}
