@@ -3,7 +3,6 @@
 
 mod serve_common;
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use mock_node::api::{FaultKind, ServiceStatus};
@@ -11,16 +10,15 @@ use serde_json::json;
 use serve_common::{cluster, serve_config, Rig, TEST_ADMIN_TOKEN};
 use stampede::chaos::{ChaosClient, FaultPlan};
 use stampede::placement::AccountingMode;
-use stampede::profile::{ChaosStep, NodeSelector};
+use stampede::profile::{ChaosFault, ChaosStep, NodeSelector, ProfileError, Source};
 use stampede::workload::ApiKey;
 
-fn drain_step(params: BTreeMap<String, serde_json::Value>) -> ChaosStep {
+fn drain_step() -> ChaosStep {
     ChaosStep {
         at: Duration::ZERO,
-        fault: "drain".into(),
+        fault: ChaosFault::Drain,
         nodes: NodeSelector::Ids(vec!["node-00".into()]),
         duration: Some(Duration::from_secs(60)),
-        params,
     }
 }
 
@@ -29,15 +27,23 @@ fn drain_step(params: BTreeMap<String, serde_json::Value>) -> ChaosStep {
 #[test]
 fn drain_plans_a_draining_status_through_the_api() {
     let ids = vec!["node-00".to_string(), "node-01".to_string()];
-    let plan = FaultPlan::resolve(&[drain_step(BTreeMap::new())], &ids, 1).expect("plan");
+    let plan = FaultPlan::resolve(&[drain_step()], &ids, 1).expect("plan");
     let f = &plan.faults[0];
     assert!(f.through_api);
     assert_eq!(f.name(), "drain");
-    assert_eq!(f.kind, FaultKind::Status);
-    assert_eq!(f.params.status, Some(ServiceStatus::Draining));
-    let bad = BTreeMap::from([("status".to_string(), json!("standby"))]);
-    let e = FaultPlan::resolve(&[drain_step(bad)], &ids, 1).unwrap_err();
-    assert_eq!(e.field, "params.status");
+    assert_eq!(
+        f.kind,
+        FaultKind::Status {
+            status: ServiceStatus::Draining
+        }
+    );
+    let text = "name: t\nworkload: {shape: {burst: {count: 1}}}\nchaos:\n  \
+        - {at: 1s, fault: drain, nodes: [node-00], params: {status: standby}}\n";
+    let Err(ProfileError::Parse(e)) = stampede::profile::parse(&Source::inline("t.yaml", text))
+    else {
+        panic!("a drain with parameters parsed");
+    };
+    assert_eq!(e.field, "chaos[0].params.status", "{e}");
 }
 
 /// Applied, the drained node takes no new sandbox from the next sync on; healed, it is
@@ -46,7 +52,7 @@ fn drain_plans_a_draining_status_through_the_api() {
 async fn drain_through_post_nodes_then_ready_at_heal() {
     let rig = Rig::start(cluster(2, &[]), serve_config(AccountingMode::Optimistic)).await;
     let ids = vec!["node-00".to_string(), "node-01".to_string()];
-    let plan = FaultPlan::resolve(&[drain_step(BTreeMap::new())], &ids, 1).expect("plan");
+    let plan = FaultPlan::resolve(&[drain_step()], &ids, 1).expect("plan");
     let client = ChaosClient::new(&rig.fleet.admin_url(), None).with_api(
         vec![rig.svc.url().to_string()],
         Some(ApiKey::new(TEST_ADMIN_TOKEN)),
@@ -72,7 +78,7 @@ async fn drain_through_post_nodes_then_ready_at_heal() {
 async fn drain_without_an_api_is_an_error() {
     let rig = Rig::start(cluster(2, &[]), serve_config(AccountingMode::Optimistic)).await;
     let ids = vec!["node-00".to_string(), "node-01".to_string()];
-    let plan = FaultPlan::resolve(&[drain_step(BTreeMap::new())], &ids, 1).expect("plan");
+    let plan = FaultPlan::resolve(&[drain_step()], &ids, 1).expect("plan");
     let client = ChaosClient::new(&rig.fleet.admin_url(), None);
     assert!(client.apply(&plan.faults[0]).await.is_err());
     rig.stop().await;

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use mock_node::api::{FaultKind, FaultParams};
+use mock_node::api::FaultKind;
 use mock_node::config::ClusterConfig;
 use mock_node::fleet::{self, FleetHandle, FleetOptions};
 use stampede::chaos::{run_schedule, ChaosClient, ChaosError, FaultPlan, PlannedFault};
@@ -26,7 +26,6 @@ fn planned(kind: FaultKind, nodes: &[&str], at_ms: u64, dur_ms: Option<u64>) -> 
         kind,
         nodes: nodes.iter().map(|n| n.to_string()).collect(),
         duration: dur_ms.map(Duration::from_millis),
-        params: FaultParams::default(),
         through_api: false,
     }
 }

@@ -1,33 +1,34 @@
 //! Fault plans resolve deterministically from the seed, name the bad field of a bad
 //! step, and every shipped drill profile parses, validates and resolves.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
 use mock_node::api::{FailureCode, FaultKind};
 use stampede::chaos::{FaultPlan, PlanError};
-use stampede::profile::{self, ChaosStep, NodeSelector, PlacementSection, Profile};
+use stampede::profile::{self, ChaosFault, ChaosStep, NodeSelector, PlacementSection, Profile};
 
 fn ids(n: usize) -> Vec<String> {
     (0..n).map(|k| format!("node-{k:02}")).collect()
 }
 
-fn step(fault: &str, nodes: NodeSelector) -> ChaosStep {
+fn step(kind: FaultKind, nodes: NodeSelector) -> ChaosStep {
     ChaosStep {
         at: Duration::from_secs(1),
-        fault: fault.into(),
+        fault: ChaosFault::Node(kind),
         nodes,
         duration: Some(Duration::from_secs(5)),
-        params: BTreeMap::new(),
     }
 }
 
 #[test]
 fn same_seed_same_plan_other_seeds_other_picks() {
     let steps = vec![
-        step("kill", NodeSelector::Random { random: 3 }),
-        step("exhaust", NodeSelector::Fraction { fraction: 0.25 }),
+        step(FaultKind::Kill, NodeSelector::Random { random: 3 }),
+        step(
+            FaultKind::Exhaust,
+            NodeSelector::Fraction { fraction: 0.25 },
+        ),
     ];
     let nodes = ids(20);
     let a = FaultPlan::resolve(&steps, &nodes, 77).unwrap();
@@ -53,8 +54,8 @@ fn same_seed_same_plan_other_seeds_other_picks() {
 
 #[test]
 fn a_step_keeps_its_picks_when_another_step_is_added() {
-    let one = vec![step("kill", NodeSelector::Random { random: 2 })];
-    let mut two = vec![step("hang", NodeSelector::Random { random: 2 })];
+    let one = vec![step(FaultKind::Kill, NodeSelector::Random { random: 2 })];
+    let mut two = vec![step(FaultKind::Hang, NodeSelector::Random { random: 2 })];
     two.extend(one.clone());
     let nodes = ids(10);
     let p1 = FaultPlan::resolve(&one, &nodes, 5).unwrap();
@@ -69,10 +70,10 @@ fn a_step_keeps_its_picks_when_another_step_is_added() {
 fn fraction_rounds_up_and_ids_keep_node_order() {
     let nodes = ids(10);
     let steps = vec![
-        step("kill", NodeSelector::Fraction { fraction: 0.01 }),
-        step("kill", NodeSelector::Fraction { fraction: 1.0 }),
+        step(FaultKind::Kill, NodeSelector::Fraction { fraction: 0.01 }),
+        step(FaultKind::Kill, NodeSelector::Fraction { fraction: 1.0 }),
         step(
-            "kill",
+            FaultKind::Kill,
             NodeSelector::Ids(vec!["node-07".into(), "node-02".into()]),
         ),
     ];
@@ -83,55 +84,126 @@ fn fraction_rounds_up_and_ids_keep_node_order() {
 }
 
 #[test]
-fn params_become_typed_and_restart_has_no_duration() {
-    let mut errors = step("errors", NodeSelector::Random { random: 1 });
-    errors.params.insert("probability".into(), 0.3.into());
-    errors.params.insert("code".into(), "internal".into());
-    let mut slow = step("slow", NodeSelector::Random { random: 1 });
-    slow.params.insert("delay".into(), "250ms".into());
-    let restart = step("restart", NodeSelector::Random { random: 1 });
+fn typed_params_pass_through_and_restart_has_no_duration() {
+    let errors = step(
+        FaultKind::Errors {
+            probability: 0.3,
+            code: FailureCode::Internal,
+        },
+        NodeSelector::Random { random: 1 },
+    );
+    let slow = step(
+        FaultKind::Slow {
+            latency: Duration::from_millis(250),
+        },
+        NodeSelector::Random { random: 1 },
+    );
+    let restart = step(FaultKind::Restart, NodeSelector::Random { random: 1 });
     let p = FaultPlan::resolve(&[errors, slow, restart], &ids(4), 3).unwrap();
-    assert_eq!(p.faults[0].params.probability, Some(0.3));
-    assert_eq!(p.faults[0].params.code, Some(FailureCode::Internal));
-    assert_eq!(p.faults[1].params.latency, Some(Duration::from_millis(250)));
+    assert_eq!(
+        p.faults[0].kind,
+        FaultKind::Errors {
+            probability: 0.3,
+            code: FailureCode::Internal
+        }
+    );
+    assert_eq!(
+        p.faults[1].kind,
+        FaultKind::Slow {
+            latency: Duration::from_millis(250)
+        }
+    );
     assert_eq!(p.faults[2].duration, None);
     assert_eq!(p.span(), Duration::from_secs(6));
 }
 
+/// The profile's text becomes the typed fault: `delay` is `latency`, `code` defaults
+/// to `unavailable`.
+#[test]
+fn profile_text_becomes_the_typed_fault() {
+    let text = "name: t\nworkload: {shape: {burst: {count: 1}}}\nchaos:\n  \
+        - {at: 1s, fault: slow, nodes: [node-00], params: {delay: 250ms}}\n  \
+        - {at: 1s, fault: errors, nodes: [node-00], params: {probability: 0.5}}\n  \
+        - {at: 1s, fault: drain, nodes: [node-00]}\n";
+    let p = profile::parse(&profile::Source::inline("t.yaml", text)).expect("parses");
+    let faults: Vec<ChaosFault> = p.chaos.iter().map(|s| s.fault).collect();
+    assert_eq!(
+        faults,
+        vec![
+            ChaosFault::Node(FaultKind::Slow {
+                latency: Duration::from_millis(250)
+            }),
+            ChaosFault::Node(FaultKind::Errors {
+                probability: 0.5,
+                code: FailureCode::Unavailable
+            }),
+            ChaosFault::Drain,
+        ]
+    );
+}
+
 fn resolve_err(s: ChaosStep) -> PlanError {
-    let ok = step("kill", NodeSelector::Random { random: 1 });
+    let ok = step(FaultKind::Kill, NodeSelector::Random { random: 1 });
     FaultPlan::resolve(&[ok, s], &ids(4), 0).unwrap_err()
 }
 
 #[test]
 fn bad_steps_name_their_index_and_field() {
-    let e = resolve_err(step("explode", NodeSelector::Random { random: 1 }));
-    assert_eq!((e.step, e.field.as_str()), (1, "fault"));
-    assert!(
-        e.to_string()
-            .starts_with("chaos[1].fault: unknown fault `explode`"),
-        "{e}"
-    );
-
     let e = resolve_err(step(
-        "kill",
+        FaultKind::Kill,
         NodeSelector::Ids(vec!["node-00".into(), "node-99".into()]),
     ));
-    assert_eq!(e.field, "nodes[1]");
+    assert_eq!((e.step, e.field.as_str()), (1, "nodes[1]"));
     assert!(e.message.contains("node-99"));
 
-    let e = resolve_err(step("kill", NodeSelector::Random { random: 5 }));
+    let e = resolve_err(step(FaultKind::Kill, NodeSelector::Random { random: 5 }));
     assert_eq!(e.field, "nodes.random");
-    let e = resolve_err(step("kill", NodeSelector::Fraction { fraction: 1.5 }));
+    let e = resolve_err(step(
+        FaultKind::Kill,
+        NodeSelector::Fraction { fraction: 1.5 },
+    ));
     assert_eq!(e.field, "nodes.fraction");
-    let e = resolve_err(step("slow", NodeSelector::Random { random: 1 }));
-    assert_eq!(e.field, "params.latency");
-    let mut typo = step("errors", NodeSelector::Random { random: 1 });
-    typo.params.insert("probabilty".into(), 0.3.into());
-    assert_eq!(resolve_err(typo).field, "params.probabilty");
-    let mut bad = step("errors", NodeSelector::Random { random: 1 });
-    bad.params.insert("probability".into(), 3.0.into());
-    assert_eq!(resolve_err(bad).field, "params.probability");
+}
+
+/// A bad fault or parameter cannot reach a plan: the profile does not parse, and the
+/// error names the step's field.
+#[test]
+fn bad_faults_and_params_are_parse_errors_at_their_field() {
+    let cases = [
+        (
+            "{at: 1s, fault: explode, nodes: [node-00]}",
+            "chaos[1].fault",
+            "unknown fault `explode`",
+        ),
+        (
+            "{at: 1s, fault: slow, nodes: [node-00]}",
+            "chaos[1].params.latency",
+            "`slow` needs `latency`",
+        ),
+        (
+            "{at: 1s, fault: errors, nodes: [node-00], params: {probabilty: 0.3}}",
+            "chaos[1].params.probabilty",
+            "unknown field",
+        ),
+        (
+            "{at: 1s, fault: errors, nodes: [node-00], params: {probability: 3.0}}",
+            "chaos[1].params.probability",
+            "[0, 1]",
+        ),
+    ];
+    for (bad, field, message) in cases {
+        let text = format!(
+            "name: t\nworkload: {{shape: {{burst: {{count: 1}}}}}}\nchaos:\n  \
+             - {{at: 1s, fault: kill, nodes: [node-00]}}\n  - {bad}\n"
+        );
+        let Err(profile::ProfileError::Parse(i)) =
+            profile::parse(&profile::Source::inline("t.yaml", &text))
+        else {
+            panic!("{bad}: parsed");
+        };
+        assert_eq!((i.field.as_str(), i.line), (field, 5), "{bad}: {i}");
+        assert!(i.message.contains(message), "{bad}: {i}");
+    }
 }
 
 const DRILLS: [&str; 5] = [
@@ -189,12 +261,16 @@ fn drill_specifics() {
         unreachable!()
     };
     assert!(e.create_rpc_timeout.is_none());
-    assert_eq!(hang.chaos[0].fault, "hang");
+    assert_eq!(hang.chaos[0].fault, ChaosFault::Node(FaultKind::Hang));
 
     let flaky = drill("chaos-flaky");
     let plan = FaultPlan::resolve(&flaky.chaos, &ids(12), flaky.seed).unwrap();
     assert_eq!(plan.faults[0].nodes.len(), 4, "a third of 12");
-    assert_eq!(plan.faults[0].params.probability, Some(0.3));
+    assert!(
+        matches!(plan.faults[0].kind, FaultKind::Errors { probability, .. } if probability == 0.3),
+        "{:?}",
+        plan.faults[0].kind
+    );
 
     let stale = drill("chaos-stale-heartbeat");
     let plan = FaultPlan::resolve(&stale.chaos, &ids(10), stale.seed).unwrap();
@@ -210,5 +286,5 @@ fn drill_specifics() {
     assert!(stale.checks.per_mode.values().all(|c| c.cv.is_some()));
 
     let restart = drill("chaos-restart");
-    assert_eq!(restart.chaos[0].fault, "restart");
+    assert_eq!(restart.chaos[0].fault, ChaosFault::Node(FaultKind::Restart));
 }

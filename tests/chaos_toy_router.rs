@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use mock_node::api::{FaultKind, FaultParams};
+use mock_node::api::FaultKind;
 use mock_node::config::ClusterConfig;
 use mock_node::fleet::{self, FleetHandle, FleetOptions};
 use stampede::chaos::{
@@ -167,7 +167,6 @@ fn fault(kind: FaultKind, node: &str, at_ms: u64, dur_ms: Option<u64>) -> Planne
         kind,
         nodes: vec![node.into()],
         duration: dur_ms.map(Duration::from_millis),
-        params: FaultParams::default(),
         through_api: false,
     }
 }

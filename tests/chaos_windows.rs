@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use mock_node::api::{FaultKind, FaultParams};
+use mock_node::api::FaultKind;
 use stampede::chaos::{fault_windows, AppliedFault, PlannedFault};
 use stampede::collect::{NodeSample, Sample, Truth};
 use stampede::workload::{Ledger, LedgerEntry, Outcome};
@@ -15,7 +15,6 @@ fn applied(kind: FaultKind, nodes: &[&str], at: f64, healed: Option<f64>) -> App
             kind,
             nodes: nodes.iter().map(|n| n.to_string()).collect(),
             duration: healed.map(|h| Duration::from_millis((h - at) as u64)),
-            params: FaultParams::default(),
             through_api: false,
         },
         id: "1".into(),
@@ -115,7 +114,14 @@ fn a_killed_node_gets_nothing_then_work_again_after_the_heal() {
 fn placements_that_go_on_during_the_window_are_counted_and_never_avoided() {
     let b = |t: f64| (t / 500.0) as usize; // one new sandbox per sample, always
     let w = &fault_windows(
-        &[applied(FaultKind::Slow, &["b"], 2_000.0, Some(5_000.0))],
+        &[applied(
+            FaultKind::Slow {
+                latency: std::time::Duration::from_millis(200),
+            },
+            &["b"],
+            2_000.0,
+            Some(5_000.0),
+        )],
         &ledger(|_| None),
         &samples(b),
     )[0];
@@ -134,7 +140,15 @@ fn the_ledger_node_is_used_when_the_service_names_it() {
         Some(if b { "b" } else { "a" }.to_string())
     };
     let w = &fault_windows(
-        &[applied(FaultKind::Errors, &["b"], 2_000.0, Some(5_000.0))],
+        &[applied(
+            FaultKind::Errors {
+                probability: 1.0,
+                code: mock_node::api::FailureCode::Unavailable,
+            },
+            &["b"],
+            2_000.0,
+            Some(5_000.0),
+        )],
         &ledger(node_of),
         &samples(|_| 0),
     )[0];

@@ -4,7 +4,7 @@ mod serve_common;
 
 use std::time::Duration;
 
-use mock_node::api::{FailureCode, FaultKind, FaultParams, ServiceStatus};
+use mock_node::api::{FailureCode, FaultKind, ServiceStatus};
 use serde_json::json;
 use serve_common::{cluster, serve_config, Rig};
 use stampede::placement::AccountingMode;
@@ -19,13 +19,11 @@ fn attractive_node_00() -> mock_node::config::ClusterConfig {
 async fn unavailable_node_is_excluded_and_the_create_lands_elsewhere() {
     let rig = Rig::start(attractive_node_00(), serve_config(AccountingMode::Reported)).await;
     rig.fault(
-        FaultKind::Errors,
-        "node-00",
-        FaultParams {
-            probability: Some(1.0),
-            code: Some(FailureCode::Unavailable),
-            ..FaultParams::default()
+        FaultKind::Errors {
+            probability: 1.0,
+            code: FailureCode::Unavailable,
         },
+        "node-00",
     )
     .await;
     for _ in 0..5 {
@@ -55,8 +53,7 @@ async fn unavailable_node_is_excluded_and_the_create_lands_elsewhere() {
 #[tokio::test]
 async fn killed_node_is_excluded_then_marked_unhealthy_by_the_sync() {
     let rig = Rig::start(attractive_node_00(), serve_config(AccountingMode::Reported)).await;
-    rig.fault(FaultKind::Kill, "node-00", FaultParams::default())
-        .await;
+    rig.fault(FaultKind::Kill, "node-00").await;
     let (status, body) = rig.create(json!({"templateID": "base"})).await;
     assert_eq!(status, 201, "{body}");
     assert_ne!(
@@ -81,8 +78,7 @@ async fn killed_node_is_excluded_then_marked_unhealthy_by_the_sync() {
 async fn a_killed_node_is_unroutable_from_its_channel_state_before_any_sync() {
     let rig = Rig::start(attractive_node_00(), serve_config(AccountingMode::Reported)).await;
     assert_eq!(rig.nodes().await["node-00"]["stampede"]["channel"], "ready");
-    rig.fault(FaultKind::Kill, "node-00", FaultParams::default())
-        .await;
+    rig.fault(FaultKind::Kill, "node-00").await;
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     loop {
         let nodes = rig.nodes().await;
@@ -127,9 +123,7 @@ async fn hung_node_holds_the_request_until_its_deadline() {
     let mut cfg = serve_config(AccountingMode::Reported);
     cfg.request_timeout = Duration::from_millis(700);
     let rig = Rig::start(cluster(1, &[]), cfg).await;
-    let hang = rig
-        .fault(FaultKind::Hang, "node-00", FaultParams::default())
-        .await;
+    let hang = rig.fault(FaultKind::Hang, "node-00").await;
     let t0 = std::time::Instant::now();
     let (status, body) = rig.create(json!({"templateID": "base"})).await;
     let took = t0.elapsed();
@@ -157,9 +151,7 @@ async fn a_client_hanging_up_stops_the_placement() {
     let mut cfg = serve_config(AccountingMode::Reported);
     cfg.request_timeout = Duration::from_secs(60);
     let rig = Rig::start(cluster(1, &[]), cfg).await;
-    let hang = rig
-        .fault(FaultKind::Hang, "node-00", FaultParams::default())
-        .await;
+    let hang = rig.fault(FaultKind::Hang, "node-00").await;
     let impatient = reqwest::Client::builder()
         .timeout(Duration::from_millis(300))
         .build()
@@ -214,7 +206,6 @@ async fn resource_exhausted_is_retried_on_the_same_node() {
         kind: FaultKind::Exhaust,
         nodes: vec!["node-00".into()],
         duration: Some(Duration::from_millis(300)),
-        params: FaultParams::default(),
     });
     fault.await.expect("fault applied");
     let (status, body) = rig.create(json!({"templateID": "base"})).await;
@@ -249,8 +240,7 @@ async fn endless_resource_exhausted_ends_at_the_deadline_as_e2b_answers() {
     let mut cfg = serve_config(AccountingMode::Reported);
     cfg.request_timeout = Duration::from_millis(500);
     let rig = Rig::start(attractive_node_00(), cfg).await;
-    rig.fault(FaultKind::Exhaust, "node-00", FaultParams::default())
-        .await;
+    rig.fault(FaultKind::Exhaust, "node-00").await;
     let (status, body) = rig.create(json!({"templateID": "base"})).await;
     let expected = match status {
         503 => json!({"code": 503, "error_code": "sandbox_capacity_unavailable",
@@ -271,13 +261,11 @@ async fn three_failures_end_in_create_failed() {
     let rig = Rig::start(cluster(4, &[]), cfg).await;
     for k in 0..4 {
         rig.fault(
-            FaultKind::Errors,
-            &format!("node-0{k}"),
-            FaultParams {
-                probability: Some(1.0),
-                code: Some(FailureCode::Internal),
-                ..FaultParams::default()
+            FaultKind::Errors {
+                probability: 1.0,
+                code: FailureCode::Internal,
             },
+            &format!("node-0{k}"),
         )
         .await;
     }
@@ -304,12 +292,10 @@ async fn no_ready_node_is_503_no_compatible_node() {
     let rig = Rig::start(cluster(2, &[]), serve_config(AccountingMode::Optimistic)).await;
     for node in ["node-00", "node-01"] {
         rig.fault(
-            FaultKind::Status,
-            node,
-            FaultParams {
-                status: Some(ServiceStatus::Draining),
-                ..FaultParams::default()
+            FaultKind::Status {
+                status: ServiceStatus::Draining,
             },
+            node,
         )
         .await;
     }
@@ -379,13 +365,11 @@ async fn orphans_are_reported_not_killed() {
 async fn admin_counters_are_the_metrics_as_typed_json() {
     let rig = Rig::start(attractive_node_00(), serve_config(AccountingMode::Reported)).await;
     rig.fault(
-        FaultKind::Errors,
-        "node-00",
-        FaultParams {
-            probability: Some(1.0),
-            code: Some(FailureCode::Unavailable),
-            ..FaultParams::default()
+        FaultKind::Errors {
+            probability: 1.0,
+            code: FailureCode::Unavailable,
         },
+        "node-00",
     )
     .await;
     for _ in 0..3 {

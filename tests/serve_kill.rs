@@ -5,7 +5,7 @@ mod serve_common;
 
 use std::time::Duration;
 
-use mock_node::api::{FailureCode, FaultKind, FaultParams};
+use mock_node::api::{FailureCode, FaultKind};
 use serde_json::json;
 use serve_common::{cluster, serve_config, Rig};
 use stampede::placement::{AccountingMode, FailureAnswers};
@@ -20,8 +20,7 @@ async fn kill_of_a_sandbox_the_node_lost_is_204() {
         .await;
     assert_eq!(status, 201, "{body}");
     let id = body["sandboxID"].as_str().unwrap().to_string();
-    rig.fault(FaultKind::Restart, "node-00", FaultParams::default())
-        .await;
+    rig.fault(FaultKind::Restart, "node-00").await;
     assert_eq!(rig.truth_node_of(&id), None, "the restart lost it");
     assert_eq!(rig.delete(&id).await, 204);
     assert_eq!(rig.delete(&id).await, 404);
@@ -40,13 +39,11 @@ async fn kill_with_a_node_error_is_500_and_forgets_the_sandbox() {
     assert_eq!(status, 201, "{body}");
     let id = body["sandboxID"].as_str().unwrap().to_string();
     rig.fault(
-        FaultKind::Errors,
-        "node-00",
-        FaultParams {
-            probability: Some(1.0),
-            code: Some(FailureCode::Internal),
-            ..FaultParams::default()
+        FaultKind::Errors {
+            probability: 1.0,
+            code: FailureCode::Internal,
         },
+        "node-00",
     )
     .await;
     assert_eq!(rig.delete(&id).await, 500);
@@ -65,8 +62,7 @@ async fn legacy_answers_are_500_failed_to_place() {
     cfg.placement.failure_answers = FailureAnswers::Legacy;
     cfg.request_timeout = Duration::from_millis(400);
     let rig = Rig::start(cluster(1, &[]), cfg).await;
-    rig.fault(FaultKind::Exhaust, "node-00", FaultParams::default())
-        .await;
+    rig.fault(FaultKind::Exhaust, "node-00").await;
     let (status, body) = rig.create(json!({"templateID": "base"})).await;
     assert_eq!(status, 500, "{body}");
     assert_eq!(body["message"], "Failed to place sandbox");

@@ -114,7 +114,7 @@ impl FaultBook {
             if !f.nodes.iter().any(|n| n == node) {
                 continue;
             }
-            e.add(f.id, f.kind, &f.params);
+            e.add(f.id, f.kind);
         }
         e
     }
@@ -129,24 +129,16 @@ fn check(req: &FaultRequest, fleet: &FleetShared) -> Result<(), FaultError> {
     if let Some(n) = req.nodes.iter().find(|n| fleet.node(n).is_none()) {
         return Err(FaultError::UnknownNode(n.clone()));
     }
-    let p = &req.params;
-    for (field, d) in [("duration", req.duration), ("latency", p.latency)] {
+    let latency = match req.kind {
+        FaultKind::Slow { latency } => Some(latency),
+        _ => None,
+    };
+    for (field, d) in [("duration", req.duration), ("latency", latency)] {
         if let Some(value) = d.filter(|d| *d > MAX_FAULT_DURATION) {
             return Err(FaultError::DurationTooLong { field, value });
         }
     }
-    match req.kind {
-        FaultKind::Slow if p.latency.is_none() => Err(FaultError::BadRequest(
-            "`slow` needs `latency`, e.g. \"200ms\"".into(),
-        )),
-        FaultKind::Errors if !p.probability.is_some_and(|x| (0.0..=1.0).contains(&x)) => Err(
-            FaultError::BadRequest("`errors` needs `probability` in [0, 1]".into()),
-        ),
-        FaultKind::Status if p.status.is_none() => Err(FaultError::BadRequest(
-            "`status` needs `status`: draining | unhealthy | standby | healthy".into(),
-        )),
-        _ => Ok(()),
-    }
+    Ok(())
 }
 
 /// Applies a fault; returns its id. A fault with a duration heals itself. A node named
@@ -156,7 +148,7 @@ pub async fn add(fleet: &Arc<FleetShared>, mut req: FaultRequest) -> Result<u64,
     req.nodes.retain(|n| seen.insert(n.clone()));
     check(&req, fleet)?;
     let now = SystemTime::now();
-    let instant = req.kind == FaultKind::Restart;
+    let instant = req.kind.is_instant();
     let expires_at = match req.duration.filter(|_| !instant) {
         Some(d) => Some(now.checked_add(d).ok_or(FaultError::DurationTooLong {
             field: "duration",
@@ -175,7 +167,6 @@ pub async fn add(fleet: &Arc<FleetShared>, mut req: FaultRequest) -> Result<u64,
         id,
         kind: req.kind,
         nodes: req.nodes.clone(),
-        params: req.params.clone(),
         applied_at: now,
         expires_at,
         active: !instant,

@@ -1,6 +1,7 @@
 //! The E2B orchestrator gRPC surface of one node: `SandboxService` and `InfoService`.
 //!
-//! Every RPC first passes the node's fault gate (hang, slow, injected errors), then
+//! Every RPC first passes the node's fault gate ([`gate`](crate::gate): kill, hang, slow,
+//! injected errors, sampled failures, and for a Create `exhaust` and admission), then
 //! calls the sans-IO [`NodeModel`](crate::model::NodeModel). `Pause` behaves like
 //! `Delete` (E2B's pause snapshots the sandbox and removes it from the node): the
 //! sandbox leaves the node, unknown ids get NotFound.
@@ -18,12 +19,14 @@ use stampede_proto::sandbox_service_server::SandboxService;
 use stampede_proto::{
     MachineInfo, RunningSandbox, SandboxConfig, SandboxCreateRequest, SandboxCreateResponse,
     SandboxDeleteRequest, SandboxIdList, SandboxListResponse, SandboxPauseRequest,
-    SandboxUpdateRequest, ServiceInfoResponse, ServiceInfoRole, ServiceInfoStatus,
+    SandboxUpdateRequest, ServiceInfoResponse, ServiceInfoRole,
 };
 use tonic::{Request, Response, Status};
 
 use crate::config::{FailureCode, RpcKind};
-use crate::model::{CreateRejection, CreateRequest, Sandbox, ServiceStatus, MAX_ID_BYTES};
+use crate::effect::FaultEffect;
+use crate::gate::{on_send, Arrival, CreateArrival, Sent};
+use crate::model::{CreateRejection, CreateRequest, Sandbox, MAX_ID_BYTES};
 use crate::node::NodeRuntime;
 use crate::serve::NodeConnInfo;
 
@@ -62,24 +65,32 @@ impl NodeRpcs {
         }
     }
 
-    /// Applies slow and injected errors (hang is the [`HangLayer`](crate::hang::HangLayer)) (fault and configured rules) to one call.
-    async fn gate(&self, rpc: RpcKind) -> Result<(), Status> {
-        let mut eff = self.node.effect();
-        if let Some(d) = eff.slow {
-            tokio::time::sleep(d).await;
-            // Faults may have changed while this call was held.
-            eff = self.node.effect();
-        }
-        let mut m = self.node.model();
-        let fault = eff.errors.and_then(|(p, code)| m.chance(p).then_some(code));
-        match fault.or_else(|| m.sample_failure(rpc)) {
-            Some(code) => {
-                if rpc == RpcKind::Create {
-                    m.count_failed_create();
-                }
-                Err(injected(code))
+    /// The gate of one RPC as it is sent ([`on_send`]): the faults in force once it
+    /// reaches the node (a hang is mostly held earlier, by the
+    /// [`HangLayer`](crate::hang::HangLayer)).
+    async fn send(&self) -> Result<FaultEffect, Status> {
+        let eff = self.node.effect();
+        match on_send(&eff) {
+            Sent::Refused => Err(Status::unavailable("node killed")),
+            Sent::Arrives => Ok(eff),
+            Sent::Held => {
+                self.node.wait_unhung().await;
+                Ok(self.node.effect())
             }
-            None => Ok(()),
+            Sent::Delayed(d) => {
+                tokio::time::sleep(d).await;
+                // Faults may have changed while this call was held.
+                Ok(self.node.effect())
+            }
+        }
+    }
+
+    /// The whole gate of one RPC other than Create ([`NodeModel::gate`](crate::model::NodeModel::gate)).
+    async fn gate(&self, rpc: RpcKind) -> Result<(), Status> {
+        let eff = self.send().await?;
+        match self.node.model().gate(&eff, rpc) {
+            Arrival::Failed(code) => Err(injected(code)),
+            Arrival::Passed => Ok(()),
         }
     }
 
@@ -150,7 +161,6 @@ impl NodeRpcs {
     ) -> Result<Response<SandboxCreateResponse>, Status> {
         self.guarded(async move {
             let req = request.into_inner();
-            self.gate(RpcKind::Create).await?;
             let clock = self.node.clock;
             let lifetime = check_lifetime(req.start_time.as_ref(), req.end_time.as_ref());
             let cfg = req.sandbox.unwrap_or_default();
@@ -164,18 +174,15 @@ impl NodeRpcs {
                 team_id: cfg.team_id,
                 execution_id: cfg.execution_id,
             };
-            let exhaust = self.node.effect().exhaust;
-            let latency = {
-                let mut m = self.node.model();
-                if exhaust {
-                    return Err(rejection(&m.reject(CreateRejection::Exhausted)));
-                }
-                if let Err(r) = lifetime {
-                    return Err(rejection(&m.reject(r)));
-                }
-                m.begin_create(create, clock.now())
-                    .map_err(|r| rejection(&r))?;
-                m.sample_create_latency()
+            let eff = self.send().await?;
+            let arrival =
+                self.node
+                    .model()
+                    .gate_create(&eff, lifetime.map(|()| create), clock.now());
+            let latency = match arrival {
+                CreateArrival::Failed(code) => return Err(injected(code)),
+                CreateArrival::Refused(r) => return Err(rejection(&r)),
+                CreateArrival::Admitted { latency } => latency,
             };
             let mut guard = StartingGuard {
                 node: &self.node,
@@ -260,12 +267,7 @@ impl NodeRpcs {
                 let snap = m.metrics(clock.now());
                 (snap, m.status(), m.service_id().to_string(), m.started_at())
             };
-            let status = match status {
-                ServiceStatus::Healthy => ServiceInfoStatus::Healthy,
-                ServiceStatus::Draining => ServiceInfoStatus::Draining,
-                ServiceStatus::Unhealthy => ServiceInfoStatus::Unhealthy,
-                ServiceStatus::Standby => ServiceInfoStatus::Standby,
-            };
+            let status = status.wire();
             Ok(Response::new(ServiceInfoResponse {
                 node_id: self.node.id.clone(),
                 service_id,

@@ -2,60 +2,15 @@
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::FleetClock;
-use crate::config::FailureCode;
-use crate::model::{NodeModel, ServiceStatus};
+pub use crate::effect::FaultEffect;
+use crate::effect::Listener;
+use crate::model::NodeModel;
 use crate::serve::{ServerTask, Stack};
-
-/// The effect of every fault in force on one node, recomputed whenever one changes.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct FaultEffect {
-    /// Listener closed.
-    pub killed: bool,
-    /// RPCs never answered.
-    pub hung: bool,
-    /// Added latency per RPC.
-    pub slow: Option<Duration>,
-    /// Probability and code of injected errors.
-    pub errors: Option<(f64, FailureCode)>,
-    /// Every create refused.
-    pub exhaust: bool,
-    /// ServiceInfo frozen.
-    pub frozen: bool,
-    /// Reported status override.
-    pub status: Option<ServiceStatus>,
-    /// Ids of the faults in force.
-    pub fault_ids: Vec<u64>,
-}
-
-impl FaultEffect {
-    /// Adds fault `id` of `kind` with `params`; a later fault wins on conflicts. The one
-    /// rule both the fleet's fault book and the simulator apply.
-    pub fn add(&mut self, id: u64, kind: crate::api::FaultKind, p: &crate::api::FaultParams) {
-        use crate::api::FaultKind;
-        self.fault_ids.push(id);
-        match kind {
-            FaultKind::Kill => self.killed = true,
-            FaultKind::Hang => self.hung = true,
-            FaultKind::Slow => self.slow = p.latency,
-            FaultKind::Errors => {
-                self.errors = Some((
-                    p.probability.unwrap_or(1.0),
-                    p.code.unwrap_or(FailureCode::Unavailable),
-                ))
-            }
-            FaultKind::Exhaust => self.exhaust = true,
-            FaultKind::FreezeMetrics => self.frozen = true,
-            FaultKind::Status => self.status = p.status,
-            FaultKind::Restart => {}
-        }
-    }
-}
 
 /// A node of the fleet as the servers and the admin API share it.
 #[derive(Debug)]
@@ -163,30 +118,24 @@ impl NodeRuntime {
         }
     }
 
-    /// Installs a new fault effect, applying its edges (kill/heal, freeze/unfreeze, status).
+    /// Installs a new fault effect, applying its [edges](NodeModel::fault_edges).
     pub async fn apply(self: &Arc<Self>, new: FaultEffect) -> std::io::Result<()> {
-        let old = {
+        let listener = {
             // The model lock first: RPCs that commit a change read the effect under it,
             // so each change commits either before the new effect holds or under it.
-            let _model = self.model();
-            let mut e = self.effect.lock().unwrap_or_else(|p| p.into_inner());
-            std::mem::replace(&mut *e, new.clone())
-        };
-        {
             let now = self.clock.now();
             let mut m = self.model();
-            m.set_status(new.status.unwrap_or_default());
-            if new.frozen && !old.frozen {
-                m.freeze_metrics(now);
-            } else if !new.frozen && old.frozen {
-                m.unfreeze_metrics();
-            }
-        }
+            let old = {
+                let mut e = self.effect.lock().unwrap_or_else(|p| p.into_inner());
+                std::mem::replace(&mut *e, new.clone())
+            };
+            m.fault_edges(&old, &new, now)
+        };
         self.hung.send_replace(new.hung);
-        if new.killed && !old.killed {
-            self.stop_serving().await;
-        } else if !new.killed && old.killed {
-            self.start_serving().await?;
+        match listener {
+            Listener::Close => self.stop_serving().await,
+            Listener::Reopen => self.start_serving().await?,
+            Listener::Keep => {}
         }
         Ok(())
     }

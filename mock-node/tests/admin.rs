@@ -206,7 +206,6 @@ async fn fault_book_is_bounded_healed_faults_forgotten_and_active_ones_capped() 
         kind,
         nodes: vec!["node-00".into()],
         duration: None,
-        params: Default::default(),
     };
     let extra = 10;
     for _ in 0..MAX_HEALED_FAULTS_KEPT + extra {

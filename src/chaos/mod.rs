@@ -11,6 +11,6 @@ mod windows;
 
 pub use client::{ChaosClient, ChaosError, FaultGuard};
 pub use edge_calls::{CallProbe, EdgeCalls};
-pub use plan::{check_fault, FaultPlan, PlanError, PlannedFault};
+pub use plan::{FaultPlan, PlanError, PlannedFault};
 pub use schedule::{run_schedule, AppliedFault};
 pub use windows::fault_windows;

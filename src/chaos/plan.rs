@@ -4,15 +4,14 @@
 //! with a ChaCha8 RNG seeded from the profile seed and the step index, so adding a step
 //! never changes the picks of the others.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
-use mock_node::api::{FaultKind, FaultParams, FaultRequest};
+use mock_node::api::{FaultKind, FaultRequest};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::profile::{ChaosStep, NodeSelector};
+use crate::profile::{ChaosFault, ChaosStep, NodeSelector};
 
 /// One fault of a plan, ready to apply.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -22,15 +21,13 @@ pub struct PlannedFault {
     /// Offset from the workload's start gate.
     #[serde(with = "humantime_serde")]
     pub at: Duration,
-    /// What to do.
+    /// What to do, with its parameters.
     pub kind: FaultKind,
     /// Target node ids, in node order.
     pub nodes: Vec<String>,
     /// How long it lasts; none = until the workload ends (always none for `restart`).
     #[serde(default, with = "humantime_serde")]
     pub duration: Option<Duration>,
-    /// Kind-specific parameters.
-    pub params: FaultParams,
     /// A `drain` step: applied through the placement API's `POST /nodes/{nodeID}`
     /// (`draining`, healed with `ready`), not the mock-node admin API. Its `kind` is
     /// `status` with `status: draining`, what the node then reports, which is what the
@@ -39,14 +36,11 @@ pub struct PlannedFault {
     pub through_api: bool,
 }
 
-/// The step name of a drain through the placement API.
-pub const DRAIN: &str = "drain";
-
 impl PlannedFault {
     /// The step's fault name: `drain` for a drain, else the mock-node kind.
     pub fn name(&self) -> &'static str {
         if self.through_api {
-            DRAIN
+            ChaosFault::Drain.name()
         } else {
             self.kind.as_str()
         }
@@ -59,7 +53,6 @@ impl PlannedFault {
             kind: self.kind,
             nodes: self.nodes.clone(),
             duration: self.duration,
-            params: self.params.clone(),
         }
     }
 }
@@ -122,76 +115,24 @@ fn err(step: usize, field: impl Into<String>, message: impl Into<String>) -> Pla
     }
 }
 
-/// The checks of step `i` that need no node ids, as [`FaultPlan::resolve`] makes them:
-/// the fault kind, then its parameters (unknown keys, bad values, a required one
-/// missing). Profile validation calls this so that what validates also resolves.
-pub fn check_fault(i: usize, s: &ChaosStep) -> Result<(FaultKind, FaultParams), PlanError> {
-    let kind = fault_kind(i, s)?;
-    if s.fault == DRAIN {
-        return Ok((kind, drain_params(i, &s.params)?));
-    }
-    Ok((kind, params(i, kind, &s.params)?))
-}
-
-/// A drain takes no parameters; it is the `status: draining` the node then reports.
-fn drain_params(
-    i: usize,
-    raw: &BTreeMap<String, serde_json::Value>,
-) -> Result<FaultParams, PlanError> {
-    if let Some(key) = raw.keys().next() {
-        return Err(err(
-            i,
-            format!("params.{key}"),
-            "`drain` takes no parameters",
-        ));
-    }
-    Ok(FaultParams {
-        status: Some(mock_node::api::ServiceStatus::Draining),
-        ..FaultParams::default()
-    })
-}
-
-fn fault_kind(i: usize, s: &ChaosStep) -> Result<FaultKind, PlanError> {
-    if s.fault == DRAIN {
-        return Ok(FaultKind::Status);
-    }
-    serde_json::from_value(serde_json::Value::String(s.fault.clone())).map_err(|_| {
-        err(
-            i,
-            "fault",
-            format!(
-                "unknown fault `{}` (expected one of {})",
-                s.fault,
-                crate::profile::FAULT_KINDS.join(", ")
-            ),
-        )
-    })
-}
-
 fn resolve_step(
     i: usize,
     s: &ChaosStep,
     node_ids: &[String],
     seed: u64,
 ) -> Result<PlannedFault, PlanError> {
-    let kind = fault_kind(i, s)?;
+    let kind = s.fault.node_kind();
     if s.duration.is_some_and(|d| d.is_zero()) {
         return Err(err(i, "duration", "must be > 0"));
     }
     let nodes = pick_nodes(i, &s.nodes, node_ids, step_seed(seed, i))?;
-    let (_, params) = check_fault(i, s)?;
     Ok(PlannedFault {
         step: i,
         at: s.at,
         kind,
         nodes,
-        duration: if kind == FaultKind::Restart {
-            None
-        } else {
-            s.duration
-        },
-        params,
-        through_api: s.fault == DRAIN,
+        duration: if kind.is_instant() { None } else { s.duration },
+        through_api: s.fault == ChaosFault::Drain,
     })
 }
 
@@ -257,43 +198,4 @@ fn pick_nodes(
     let mut picked = rand::seq::index::sample(&mut rng, n, count).into_vec();
     picked.sort_unstable();
     Ok(picked.into_iter().map(|k| node_ids[k].clone()).collect())
-}
-
-fn params(
-    i: usize,
-    kind: FaultKind,
-    raw: &BTreeMap<String, serde_json::Value>,
-) -> Result<FaultParams, PlanError> {
-    let mut obj = serde_json::Map::new();
-    for (key, val) in raw {
-        let name = match key.as_str() {
-            // `delay` is accepted as a synonym of `latency`, as `validate` does.
-            "latency" | "delay" => "latency",
-            "probability" | "code" | "status" => key.as_str(),
-            _ => {
-                return Err(err(
-                    i,
-                    format!("params.{key}"),
-                    "unknown parameter (expected latency, probability, code or status)",
-                ))
-            }
-        };
-        obj.insert(name.to_string(), val.clone());
-    }
-    let p: FaultParams = serde_json::from_value(serde_json::Value::Object(obj))
-        .map_err(|e| err(i, "params", e.to_string()))?;
-    let missing = |field: &str, msg: &str| Err(err(i, format!("params.{field}"), msg));
-    match kind {
-        FaultKind::Slow if p.latency.is_none() => {
-            missing("latency", "`slow` needs `latency`, e.g. 200ms")
-        }
-        FaultKind::Errors if !p.probability.is_some_and(|x| (0.0..=1.0).contains(&x)) => {
-            missing("probability", "`errors` needs `probability` in [0, 1]")
-        }
-        FaultKind::Status if p.status.is_none() => missing(
-            "status",
-            "`status` needs `status`: draining | unhealthy | standby | healthy",
-        ),
-        _ => Ok(p),
-    }
 }

@@ -107,13 +107,22 @@ pub fn parse(source: &Source) -> Result<Profile, ProfileError> {
     }
     let de = serde_yaml_ng::Deserializer::from_str(&source.text);
     serde_path_to_error::deserialize(de).map_err(|e| {
-        let field = field_path(e.path());
+        let mut field = field_path(e.path());
         let inner = e.into_inner();
-        let (line, col) = match inner.location() {
-            Some(l) => (l.line(), l.column()),
-            None => locator.find(&field).map_or((0, 0), |p| (p.line, p.col)),
+        let (message, inside) = bare_message(&inner.to_string(), &field);
+        let serde_pos = inner.location().map(|l| (l.line(), l.column()));
+        let (line, col) = match inside {
+            // A field named by the message (a chaos step's `params.latency`): at its key
+            // when the text has it, else where serde stopped.
+            Some(sub) => {
+                field = format!("{field}.{sub}");
+                let pos = locator.find(&field).map(|p| (p.line, p.col));
+                pos.or(serde_pos).unwrap_or((0, 0))
+            }
+            None => serde_pos
+                .or_else(|| locator.find(&field).map(|p| (p.line, p.col)))
+                .unwrap_or((0, 0)),
         };
-        let message = bare_message(&inner.to_string(), &field);
         ProfileError::Parse(ProfileIssue {
             file: source.file.clone(),
             line,
@@ -184,14 +193,17 @@ fn push_key(out: &mut String, key: &str) {
 }
 
 /// serde_yaml_ng's message without its own `path: ` prefixes and ` at line L column C`
-/// suffix, which we print in the `file:line:col: field:` form instead.
-fn bare_message(display: &str, field: &str) -> String {
+/// suffix, which we print in the `file:line:col: field:` form instead; and the field
+/// inside `field` the message names, if it names one (a [`StepError`](super::StepError):
+/// `params.latency: ...`), which is not one of those prefixes.
+fn bare_message(display: &str, field: &str) -> (String, Option<String>) {
     let mut msg = display;
     if let Some(cut) = msg.rfind(" at line ") {
         if msg[cut..].contains(" column ") {
             msg = &msg[..cut];
         }
     }
+    let mut inside = None;
     while let Some((head, rest)) = msg.split_once(": ") {
         let is_path = !head.is_empty()
             && head
@@ -201,7 +213,10 @@ fn bare_message(display: &str, field: &str) -> String {
         if !is_path {
             break;
         }
+        if !field.starts_with(head) && !field.ends_with(head) {
+            inside = Some(head.to_string());
+        }
         msg = rest;
     }
-    msg.to_string()
+    (msg.to_string(), inside)
 }

@@ -5,6 +5,7 @@
 //! [`load_and_validate`] does both. [`json_schema`] describes the format for editors.
 //! Every bound a profile must stay within is in [`limits`].
 
+mod chaos_step;
 mod issue;
 pub mod limits;
 mod load;
@@ -16,13 +17,14 @@ mod types;
 mod validate;
 mod variants;
 
+pub use chaos_step::{ChaosFault, ChaosStep, StepError};
 pub use issue::{ProfileError, ProfileErrors, ProfileIssue};
 pub use load::{load, load_and_validate, parse, Source};
 pub use locate::{Locator, Position, ShapeProblem};
 pub use targets::{check_targets, check_targets_in, host_of_address, is_loopback_host};
 pub use test_plan::{parse_test_plan, PlanStep};
 pub use types::*;
-pub use validate::{validate, FAULT_KINDS};
+pub use validate::validate;
 pub use variants::RunVariant;
 
 /// JSON Schema (draft 2020-12) of the profile format, for editors (`stampede schema`).

@@ -49,7 +49,7 @@ pub struct Profile {
     pub report: ReportSpec,
     /// Scheduled faults (chaos drills). Default none.
     #[serde(default)]
-    pub chaos: Vec<ChaosStep>,
+    pub chaos: Vec<super::ChaosStep>,
 }
 
 /// The system under test: stampede's embedded reference service, or an external API.
@@ -391,30 +391,6 @@ impl Default for ReportSpec {
             goose_html: true,
         }
     }
-}
-
-/// One scheduled fault of a chaos drill.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ChaosStep {
-    /// Offset from the workload's start.
-    #[serde(with = "humantime_serde")]
-    #[schemars(with = "String")]
-    pub at: Duration,
-    /// Fault kind, as the mock-node admin API names it (kill, hang, slow, errors,
-    /// exhaust, freeze-metrics, status, restart), or `drain`: `POST /nodes/{nodeID}`
-    /// `draining` on the placement API (healed with `ready`), as an operator drains a
-    /// node in E2B.
-    pub fault: String,
-    /// Which nodes.
-    pub nodes: NodeSelector,
-    /// How long before it heals; none = until the end of the workload.
-    #[serde(default, with = "humantime_serde")]
-    #[schemars(with = "Option<String>")]
-    pub duration: Option<Duration>,
-    /// Fault parameters (e.g. `latency: 200ms`, `probability: 0.3`).
-    #[serde(default)]
-    pub params: BTreeMap<String, serde_json::Value>,
 }
 
 /// Nodes a fault applies to.

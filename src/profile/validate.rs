@@ -6,7 +6,6 @@
 
 use std::time::Duration;
 
-use mock_node::api::{FailureCode, FaultKind, ServiceStatus};
 use mock_node::config::{ClusterConfig, LatencyDist, NodeSpec};
 
 use super::issue::ProfileIssue;
@@ -15,26 +14,13 @@ use super::load::Source;
 use super::locate::Locator;
 use super::test_plan::parse_test_plan;
 use super::types::*;
+use super::ChaosStep;
 
 /// Why `placement.embedded.create_rpc_timeout` is refused: the field was removed.
 pub const REMOVED_CREATE_RPC_TIMEOUT: &str = "create_rpc_timeout was removed: E2B puts no \
      deadline on a single Create RPC, only the request's (request_timeout, E2B 70 s), so a \
      hung node holds the request until then; delete the field (shorten request_timeout \
      for a faster drill)";
-
-/// Fault kinds the mock-node admin API knows (design.md 2.1), and `drain` (through the
-/// placement API).
-pub const FAULT_KINDS: [&str; 9] = [
-    "kill",
-    "hang",
-    "slow",
-    "errors",
-    "exhaust",
-    "freeze-metrics",
-    "status",
-    "restart",
-    "drain",
-];
 
 /// Every semantic problem of `profile`, located in `source` (the text it was parsed
 /// from). Empty means the profile is runnable. At most [`MAX_ISSUES`] are listed, the
@@ -769,62 +755,16 @@ fn bound(v: &mut Problems, p: &str, b: &Bound, hi: Option<f64>) {
     }
 }
 
-/// One chaos step: its fault and parameters as the run resolves them
-/// ([`check_fault`](crate::chaos::check_fault)), its times, and its nodes against the
-/// embedded `fleet` (unknown for an external placement).
+/// One chaos step: its times and its nodes against the embedded `fleet` (unknown for an
+/// external placement). Its fault and parameters were checked as it was parsed.
 fn chaos_step(v: &mut Problems, i: usize, s: &ChaosStep, fleet: Option<&ClusterConfig>) {
     let p = format!("chaos[{i}]");
-    let before = v.0.len();
-    // Parameters with their own field, before the plan's coarser `params` messages.
-    for (key, val) in &s.params {
-        let problem = match key.as_str() {
-            "probability" if !val.as_f64().is_some_and(|x| (0.0..=1.0).contains(&x)) => {
-                Some("must be a number in [0, 1]".to_string())
-            }
-            "latency" | "delay" => match val.as_str().map(humantime::parse_duration) {
-                Some(Ok(d)) if d > MAX_LATENCY => Some(format!(
-                    "must be at most {}",
-                    humantime::format_duration(MAX_LATENCY)
-                )),
-                Some(Ok(_)) => None,
-                _ => Some("must be a duration such as `200ms`".to_string()),
-            },
-            "code" if serde_json::from_value::<FailureCode>(val.clone()).is_err() => Some(format!(
-                "unknown code {val} (expected one of unavailable, internal, \
-                     resource_exhausted, deadline_exceeded, unknown)"
-            )),
-            "status" if serde_json::from_value::<ServiceStatus>(val.clone()).is_err() => Some(
-                format!("unknown status {val} (expected draining, unhealthy, standby or healthy)"),
-            ),
-            _ => None,
-        };
-        if let Some(m) = problem {
-            v.add(&format!("{p}.params.{key}"), &m);
-        }
+    if s.fault.node_kind().is_instant() && s.duration.is_some() {
+        v.add(
+            &format!("{p}.duration"),
+            "`restart` is instantaneous and has no duration; remove it",
+        );
     }
-    let param_problems = v.0.split_off(before);
-    match crate::chaos::check_fault(i, s) {
-        Err(e) => {
-            let field = format!("{p}.{}", e.field);
-            let params = format!("{p}.params");
-            let seen = param_problems.iter().any(|(f, _)| {
-                f.strip_prefix(&params)
-                    .is_some_and(|r| r.is_empty() || r.starts_with('.'))
-            });
-            if !(seen && field.starts_with(&params)) {
-                v.add(&field, &e.message);
-            }
-        }
-        Ok((kind, _)) => {
-            if kind == FaultKind::Restart && s.duration.is_some() {
-                v.add(
-                    &format!("{p}.duration"),
-                    "`restart` is instantaneous and has no duration; remove it",
-                );
-            }
-        }
-    }
-    v.0.extend(param_problems);
     if s.at > MAX_WORKLOAD_DURATION {
         v.add(
             &format!("{p}.at"),

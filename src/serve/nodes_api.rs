@@ -45,17 +45,20 @@ pub fn node_json(shared: &Shared) -> Vec<NodeJson> {
     for r in sandboxes.values() {
         *per_node.entry(r.node.as_str()).or_default() += 1;
     }
+    // Each node's info before the core: a failed sync holds a node's info while it takes
+    // the core (`sync.rs`), so holding the core while taking an info would deadlock.
+    let mut infos: BTreeMap<&str, _> = shared
+        .nodes
+        .iter()
+        .map(|(id, n)| (id.as_str(), lock(&n.info).clone()))
+        .collect();
     let placer = lock(&shared.placer);
     let core = placer.core();
     let mode = core.config().mode;
     let mut out: Vec<NodeJson> = core
         .nodes()
         .map(|view| {
-            let info = shared
-                .nodes
-                .get(view.id())
-                .map(|n| lock(&n.info).clone())
-                .unwrap_or_default();
+            let info = infos.remove(view.id()).unwrap_or_default();
             let m = view.metrics();
             let [family, model, model_name, arch] = info.machine;
             let changed_at = info.status_seen.map_or_else(SystemTime::now, |(_, at)| at);

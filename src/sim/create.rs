@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use mock_node::config::{FailureCode, LatencyDist, RpcKind};
-use mock_node::model::{CreateRejection, CreateRequest};
+use mock_node::gate::{on_send, Arrival, CreateArrival, Sent};
+use mock_node::model::CreateRequest;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -72,40 +73,40 @@ impl Engine<'_> {
         a.epoch = n.epoch;
         a.deadline = deadline;
         a.faults.clone_from(&n.active);
-        let eff = &n.effect;
-        if eff.killed {
-            // The reconnect this create triggers is refused: the channel goes to
-            // TransientFailure and the node is `connecting` for this replica from now on
-            // (E2B's `nodemanager/status.go`).
-            let input = Input::Channel {
-                node: n.id.clone(),
-                state: ChannelState::TransientFailure,
-            };
-            self.placers[a.replica as usize].handle(to_duration(now), input);
-            self.reply_after(slot, CreateOutcome::Failed);
-        } else if eff.hung {
-            // No deadline on the RPC itself (E2B, `packages/api/main.go`): the hung node
-            // holds the create until the hang heals or the request's deadline passes.
-            let heal = hang_heals_at(&self.setup.faults, &n.active);
-            if heal < deadline {
-                self.queue.push(heal, Event::Arrive { slot });
-            } else {
-                self.queue.push(
-                    deadline,
-                    Event::Reply {
-                        slot,
-                        outcome: CreateOutcome::Failed,
-                        abort: false,
-                    },
-                );
+        match on_send(&n.effect) {
+            Sent::Refused => {
+                // The reconnect this create triggers is refused: the channel goes to
+                // TransientFailure and the node is `connecting` for this replica from now
+                // on (E2B's `nodemanager/status.go`).
+                let input = Input::Channel {
+                    node: n.id.clone(),
+                    state: ChannelState::TransientFailure,
+                };
+                self.placers[a.replica as usize].handle(to_duration(now), input);
+                self.reply_after(slot, CreateOutcome::Failed);
             }
-        } else {
-            match eff.slow.map(to_nanos).filter(|d| *d > 0) {
-                Some(d) => self
-                    .queue
-                    .push(now.saturating_add(d), Event::Arrive { slot }),
-                None => self.arrive(slot),
+            Sent::Held => {
+                // No deadline on the RPC itself (E2B, `packages/api/main.go`): the hung
+                // node holds the create until the hang heals or the request's deadline
+                // passes.
+                let heal = hang_heals_at(&self.setup.faults, &n.active);
+                if heal < deadline {
+                    self.queue.push(heal, Event::Arrive { slot });
+                } else {
+                    self.queue.push(
+                        deadline,
+                        Event::Reply {
+                            slot,
+                            outcome: CreateOutcome::Failed,
+                            abort: false,
+                        },
+                    );
+                }
             }
+            Sent::Delayed(d) => self
+                .queue
+                .push(now.saturating_add(to_nanos(d)), Event::Arrive { slot }),
+            Sent::Arrives => self.arrive(slot),
         }
     }
 
@@ -116,27 +117,6 @@ impl Engine<'_> {
             return;
         };
         let n = &mut self.nodes[a.node as usize];
-        let m = &mut n.model;
-        let injected = n
-            .effect
-            .errors
-            .and_then(|(p, code)| m.chance(p).then_some(code))
-            .or_else(|| m.sample_failure(RpcKind::Create));
-        if let Some(code) = injected {
-            m.count_failed_create();
-            let outcome = if code == FailureCode::ResourceExhausted {
-                CreateOutcome::ResourceExhausted
-            } else {
-                CreateOutcome::Failed
-            };
-            self.reply_after(slot, outcome);
-            return;
-        }
-        if n.effect.exhaust {
-            m.reject(CreateRejection::Exhausted);
-            self.reply_after(slot, CreateOutcome::ResourceExhausted);
-            return;
-        }
         let s = &self.setup.sandbox;
         let req = CreateRequest {
             sandbox_id: a.sandbox_id.clone(),
@@ -147,30 +127,39 @@ impl Engine<'_> {
             team_id: String::new(),
             execution_id: String::new(),
         };
-        match m.begin_create(req, to_duration(now)) {
-            Err(r) => {
+        let latency = match n.model.gate_create(&n.effect, Ok(req), to_duration(now)) {
+            CreateArrival::Failed(code) => {
+                let outcome = if code == FailureCode::ResourceExhausted {
+                    CreateOutcome::ResourceExhausted
+                } else {
+                    CreateOutcome::Failed
+                };
+                self.reply_after(slot, outcome);
+                return;
+            }
+            CreateArrival::Refused(r) => {
                 let outcome = if r.is_resource_exhausted() {
                     CreateOutcome::ResourceExhausted
                 } else {
                     CreateOutcome::Failed
                 };
                 self.reply_after(slot, outcome);
+                return;
             }
-            Ok(()) => {
-                let done = now.saturating_add(to_nanos(m.sample_create_latency()));
-                // The request's deadline is the RPC's (E2B has no per-RPC one).
-                let deadline = a.deadline;
-                if done > deadline {
-                    let event = Event::Reply {
-                        slot,
-                        outcome: CreateOutcome::Failed,
-                        abort: true,
-                    };
-                    self.queue.push(deadline, event);
-                } else {
-                    self.queue.push(done, Event::CreateDone { slot });
-                }
-            }
+            CreateArrival::Admitted { latency } => latency,
+        };
+        let done = now.saturating_add(to_nanos(latency));
+        // The request's deadline is the RPC's (E2B has no per-RPC one).
+        let deadline = a.deadline;
+        if done > deadline {
+            let event = Event::Reply {
+                slot,
+                outcome: CreateOutcome::Failed,
+                abort: true,
+            };
+            self.queue.push(deadline, event);
+        } else {
+            self.queue.push(done, Event::CreateDone { slot });
         }
     }
 
@@ -386,17 +375,13 @@ pub(super) fn hang_heals_at(
 /// killed node or a failing Delete is a failure (nothing released), a NotFound is a
 /// success that releases the `requested` vCPU, a deletion releases the sandbox's own.
 fn kill_on_node(n: &mut SimNode, id: &str, now: Duration, requested: u32) -> (DeleteOutcome, u32) {
-    let m = &mut n.model;
-    let failed = n.effect.killed
-        || n.effect
-            .errors
-            .and_then(|(p, code)| m.chance(p).then_some(code))
-            .or_else(|| m.sample_failure(RpcKind::Delete))
-            .is_some();
+    // A Delete's `slow` delay is not modelled (nor its latency): it arrives at once.
+    let failed = on_send(&n.effect) == Sent::Refused
+        || n.model.gate(&n.effect, RpcKind::Delete) != Arrival::Passed;
     if failed {
         return (DeleteOutcome::Failed, 0);
     }
-    match m.delete(id, now) {
+    match n.model.delete(id, now) {
         Ok(sb) => (DeleteOutcome::Deleted, sb.vcpu),
         Err(_) => (DeleteOutcome::NotOnNode, requested),
     }

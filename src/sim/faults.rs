@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use mock_node::api::{FaultKind, FaultParams};
+use mock_node::api::FaultKind;
 use mock_node::config::ClusterConfig;
 use mock_node::node::FaultEffect;
 
@@ -21,7 +21,7 @@ use crate::profile::ChaosStep;
 pub struct PlannedFault {
     /// Position in the profile's `chaos:` list (the fault's id in the report).
     pub index: usize,
-    /// What it does.
+    /// What it does, with its parameters.
     pub kind: FaultKind,
     /// Indices of the nodes it applies to, ascending.
     pub nodes: Vec<u32>,
@@ -29,8 +29,6 @@ pub struct PlannedFault {
     pub at: Nanos,
     /// When it heals by itself; `None` = at the end of the workload.
     pub until: Option<Nanos>,
-    /// Kind-specific parameters.
-    pub params: FaultParams,
     /// The step's name in reports (`drain` is a `status: draining` here).
     pub name: &'static str,
 }
@@ -72,7 +70,6 @@ pub fn plan_faults(
                     FaultKind::Restart => Some(at),
                     _ => f.duration.map(|d| at.saturating_add(to_nanos(d))),
                 },
-                params: f.params,
             }
         })
         .collect())
@@ -84,7 +81,7 @@ pub fn effect_of(plan: &[PlannedFault], active: &[usize]) -> FaultEffect {
     let mut e = FaultEffect::default();
     for &i in active {
         let Some(f) = plan.get(i) else { continue };
-        e.add(f.index as u64, f.kind, &f.params);
+        e.add(f.index as u64, f.kind);
     }
     e
 }

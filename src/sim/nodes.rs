@@ -3,6 +3,8 @@
 
 use mock_node::api::FaultKind;
 use mock_node::config::RpcKind;
+use mock_node::effect::Listener;
+use mock_node::gate::{on_send, Arrival, Sent};
 
 use super::create::hang_heals_at;
 use super::engine::{Engine, Event};
@@ -24,7 +26,8 @@ impl Engine<'_> {
         let placer = &mut self.placers[replica as usize];
         let mut failing = Vec::new();
         for (k, n) in self.nodes.iter_mut().enumerate() {
-            if n.effect.killed {
+            let sent = on_send(&n.effect);
+            if sent == Sent::Refused {
                 // The reconnect is refused (TransientFailure) and the cycle fails: E2B
                 // marks the node unhealthy locally.
                 let state = ChannelState::TransientFailure;
@@ -34,7 +37,7 @@ impl Engine<'_> {
             }
             // The sync's RPCs go through: the channel is (or gets) connected.
             placer.handle(now, channel(&n.id, ChannelState::Ready));
-            if n.effect.hung {
+            if sent == Sent::Held {
                 // The connection stays up and the cycle's RPCs are held: the cycle
                 // fails at its deadline (then E2B marks the node unhealthy locally)
                 // unless the hang heals first and the held RPCs are answered.
@@ -45,14 +48,11 @@ impl Engine<'_> {
                 continue;
             }
             let m = &mut n.model;
+            // Both RPCs are sent (and drawn for) whatever the first answers; a `slow`
+            // delay is not modelled for them.
             let mut failed = false;
             for rpc in [RpcKind::ServiceInfo, RpcKind::List] {
-                let injected = n
-                    .effect
-                    .errors
-                    .and_then(|(p, code)| m.chance(p).then_some(code))
-                    .or_else(|| m.sample_failure(rpc));
-                failed |= injected.is_some();
+                failed |= m.gate(&n.effect, rpc) != Arrival::Passed;
             }
             if failed {
                 placer.handle(now, sync_failed(&n.id));
@@ -153,14 +153,7 @@ impl Engine<'_> {
         let n = &mut self.nodes[k];
         let new = effect_of(&setup.faults, &n.active);
         let old = std::mem::replace(&mut n.effect, new);
-        let new = &n.effect;
-        n.model.set_status(new.status.unwrap_or_default());
-        if new.frozen && !old.frozen {
-            n.model.freeze_metrics(now);
-        } else if !new.frozen && old.frozen {
-            n.model.unfreeze_metrics();
-        }
-        if new.killed && !old.killed {
+        if n.model.fault_edges(&old, &n.effect, now) == Listener::Close {
             n.epoch += 1;
             // Connections reset: each replica's channel goes Idle at once (grpc-go's
             // pick_first on a lost connection); the node stays `ready` until an RPC

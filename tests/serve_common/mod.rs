@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use mock_node::api::{FaultKind, FaultParams, FaultRequest};
+use mock_node::api::{FaultKind, FaultRequest};
 use mock_node::config::{ClusterConfig, NodeOverride, NodeSpec, VcpuRange};
 use mock_node::fleet::{FleetHandle, FleetOptions};
 use serde_json::Value;
@@ -145,13 +145,12 @@ impl Rig {
             .map(|n| n.id)
     }
 
-    pub async fn fault(&self, kind: FaultKind, node: &str, params: FaultParams) -> u64 {
+    pub async fn fault(&self, kind: FaultKind, node: &str) -> u64 {
         self.fleet
             .apply_fault(FaultRequest {
                 kind,
                 nodes: vec![node.to_string()],
                 duration: None,
-                params,
             })
             .await
             .expect("fault applied")
