@@ -324,3 +324,202 @@ fn service_calls(f: &FaultRecord, start: f64, end: f64) -> Option<ServiceCalls> 
 fn answered(c: &NodeCalls) -> u64 {
     c.ok + c.failed
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fault(applied: f64, healed: Option<f64>) -> FaultRecord {
+        FaultRecord {
+            id: "1".into(),
+            kind: "kill".into(),
+            nodes: vec!["b".into()],
+            applied_at_ms: applied,
+            in_force_at_ms: Some(applied),
+            healed_at_ms: healed,
+            ..FaultRecord::default()
+        }
+    }
+
+    fn req(sent: f64, done: f64, created: bool, node: Option<&str>) -> RequestRecord<'_> {
+        RequestRecord {
+            sent_ms: sent,
+            done_ms: done,
+            latency_ms: done - sent,
+            created,
+            timed_out: false,
+            node,
+        }
+    }
+
+    fn calls(ok: u64, failed: u64, starting: u64) -> NodeCalls {
+        NodeCalls {
+            ok,
+            failed,
+            starting,
+        }
+    }
+
+    /// Counters sampled every 100 ms from 0 to 1000: `at(t)` each time.
+    fn sampled(at: impl Fn(f64) -> NodeCalls) -> Vec<CallSample> {
+        (0..=10)
+            .map(|k| {
+                let t = k as f64 * 100.0;
+                CallSample {
+                    t_ms: t,
+                    calls: at(t),
+                }
+            })
+            .collect()
+    }
+
+    fn one(f: FaultRecord, requests: &[RequestRecord<'_>], last: f64) -> FaultWindow {
+        fault_windows(&[f], requests, last).remove(0)
+    }
+
+    #[test]
+    fn a_create_in_flight_at_any_point_of_the_window_counts() {
+        let mut timed_out = req(150.0, 450.0, false, None);
+        timed_out.timed_out = true;
+        let requests = [
+            req(50.0, 99.0, true, None),  // answered before the fault
+            req(90.0, 110.0, true, None), // sent before, answered during: counts
+            req(200.0, 210.0, false, None),
+            timed_out,
+            req(300.0, 310.0, true, None),
+            req(401.0, 410.0, true, None), // sent after the heal
+        ];
+        let w = one(fault(100.0, Some(400.0)), &requests, 1000.0);
+        assert_eq!((w.attempted, w.ok, w.failed), (4, 2, 2));
+        assert_eq!(w.timed_out, 1);
+        assert_eq!(w.timed_out_min_ms, Some(300.0));
+        assert_eq!(w.timed_out_max_ms, Some(300.0));
+        // An unhealed fault's window runs to the last observation.
+        let w = one(fault(100.0, None), &requests, 1000.0);
+        assert_eq!(w.attempted, 5);
+        assert_eq!(w.healed_at_ms, None);
+    }
+
+    #[test]
+    fn counters_at_the_edges_give_the_rpcs_answered_between_them() {
+        let mut f = fault(100.0, Some(400.0));
+        f.edges = Some((calls(10, 2, 3), calls(14, 7, 0)));
+        // Sampled counters disagree on purpose: the edges win for the counts.
+        f.calls = sampled(|_| calls(0, 0, 0));
+        let w = one(f, &[], 1000.0);
+        assert_eq!(w.placements_to_faulty, 9);
+        assert_eq!(w.failed_on_faulty, Some(5));
+        assert_eq!(w.in_flight_at_fault, Some(3));
+    }
+
+    #[test]
+    fn sampled_counters_alone_bracket_the_window_by_samples() {
+        let mut f = fault(150.0, Some(450.0));
+        // One answered create per 100 ms, every third failed.
+        f.calls = sampled(|t| {
+            let n = (t / 100.0) as u64;
+            calls(n - n / 3, n / 3, 0)
+        });
+        let w = one(f, &[], 1000.0);
+        // Samples at or before the edges: 100 (1 answered) and 400 (4 answered, 1 failed).
+        assert_eq!(w.placements_to_faulty, 3);
+        assert_eq!(w.failed_on_faulty, Some(1));
+        assert_eq!(w.in_flight_at_fault, None);
+    }
+
+    #[test]
+    fn avoidance_is_the_last_sampled_interval_the_service_sent_to_the_node() {
+        let mut f = fault(100.0, Some(800.0));
+        // Creates sent to the node until 300, none after.
+        f.calls = sampled(|t| calls(0, 0, (t.min(300.0) / 100.0) as u64));
+        f.edges = Some((calls(0, 0, 1), calls(0, 0, 3)));
+        assert_eq!(one(f.clone(), &[], 1000.0).time_to_avoid_ms, Some(200.0));
+        // A failed create of the window sent later is a later sign.
+        let late = [req(550.0, 560.0, false, None)];
+        assert_eq!(one(f.clone(), &late, 1000.0).time_to_avoid_ms, Some(450.0));
+        // Never chosen during the window: 0.
+        f.calls = sampled(|_| calls(0, 0, 0));
+        assert_eq!(one(f.clone(), &[], 1000.0).time_to_avoid_ms, Some(0.0));
+        // Still chosen at the end of a fault that never healed: none.
+        f.healed_at_ms = None;
+        f.calls = sampled(|t| calls(0, 0, (t / 100.0) as u64));
+        assert_eq!(one(f, &[], 1000.0).time_to_avoid_ms, None);
+    }
+
+    #[test]
+    fn reuse_is_the_first_sampled_interval_with_a_success_after_the_heal() {
+        let mut f = fault(100.0, Some(450.0));
+        f.calls = sampled(|t| calls(u64::from(t >= 700.0), 0, 0));
+        assert_eq!(one(f.clone(), &[], 1000.0).time_to_reuse_ms, Some(250.0));
+        f.calls = sampled(|_| calls(0, 0, 0));
+        assert_eq!(one(f.clone(), &[], 1000.0).time_to_reuse_ms, None);
+        f.healed_at_ms = None;
+        f.calls = sampled(|t| calls(t as u64, 0, 0));
+        assert_eq!(one(f, &[], 1000.0).time_to_reuse_ms, None);
+    }
+
+    #[test]
+    fn without_counters_the_ledger_names_the_placements() {
+        let requests = [
+            req(120.0, 130.0, true, Some("b")),
+            req(200.0, 260.0, true, Some("b")),
+            req(220.0, 230.0, true, Some("a")),
+            req(250.0, 255.0, false, Some("b")), // failed: not a placement
+            req(500.0, 520.0, true, Some("b")),  // after the heal
+        ];
+        let w = one(fault(100.0, Some(400.0)), &requests, 1000.0);
+        assert_eq!(w.placements_to_faulty, 2);
+        assert_eq!(w.failed_on_faulty, None);
+        assert_eq!(w.in_flight_at_fault, None);
+        // The last placement answered at 260; the failure was sent at 250.
+        assert_eq!(w.time_to_avoid_ms, Some(160.0));
+        assert_eq!(w.time_to_reuse_ms, Some(120.0));
+        // Counters, once there, come first: the ledger's nodes are not read.
+        let mut f = fault(100.0, Some(400.0));
+        f.edges = Some((calls(0, 0, 0), calls(0, 0, 0)));
+        assert_eq!(one(f, &requests, 1000.0).placements_to_faulty, 0);
+    }
+
+    #[test]
+    fn without_counters_or_ledger_nodes_the_truth_samples_count() {
+        let mut f = fault(100.0, Some(700.0));
+        let landed = |from: f64| match from as u64 {
+            0 | 200 | 800 => 1,
+            _ => 0,
+        };
+        f.growth = (0..10)
+            .map(|k| {
+                let from = k as f64 * 100.0;
+                Growth {
+                    from_ms: from,
+                    to_ms: from + 100.0,
+                    landed: landed(from),
+                }
+            })
+            .collect();
+        // Only intervals entirely inside [100, 700]: the one from 200.
+        let w = one(f.clone(), &[req(1.0, 2.0, true, None)], 1000.0);
+        assert_eq!(w.placements_to_faulty, 1);
+        assert_eq!(w.time_to_avoid_ms, Some(200.0));
+        assert_eq!(w.time_to_reuse_ms, Some(200.0));
+        assert_eq!(w.failed_on_faulty, None);
+        // Still landing in the window's last interval of an unhealed fault: none.
+        f.healed_at_ms = None;
+        f.growth[9].landed = 1;
+        assert_eq!(one(f.clone(), &[], 1000.0).time_to_avoid_ms, None);
+        // No sample inside the window: only a failure of the window says anything.
+        f.growth.clear();
+        assert_eq!(one(f.clone(), &[], 1000.0).time_to_avoid_ms, None);
+        let failed = [req(300.0, 900.0, false, None)];
+        assert_eq!(one(f, &failed, 1000.0).time_to_avoid_ms, Some(200.0));
+    }
+
+    #[test]
+    fn one_window_per_record_in_order() {
+        let mut second = fault(500.0, None);
+        second.id = "2".into();
+        let w = fault_windows(&[fault(100.0, Some(200.0)), second], &[], 1000.0);
+        let ids: Vec<&str> = w.iter().map(|w| w.id.as_str()).collect();
+        assert_eq!(ids, ["1", "2"]);
+    }
+}
