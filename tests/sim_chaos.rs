@@ -135,3 +135,26 @@ fn frozen_metrics_herd_reported_but_not_reconciled() {
     assert!(cv("reconciled") <= 0.2, "reconciled {}", cv("reconciled"));
     assert!(report.passed, "{:?}", report.checks);
 }
+
+/// The simulator measures a window as a real run does (`aggregate::fault_windows`): the
+/// placement services' counters read at the fault's edges (so the creates in flight at
+/// the fault and the failed RPCs are known, 0 included) and at every sample (so a
+/// healed node's reuse is seen at a sample, not at the landing's exact instant).
+#[test]
+fn simulated_windows_come_from_the_counters_a_real_run_reads() {
+    let p = load_and_validate(Path::new("profiles/chaos-node-kill.yaml")).unwrap();
+    let interval = p.collect.interval.as_secs_f64() * 1000.0;
+    let report = simulate_profile(&p).unwrap();
+    let run = &report.runs[0];
+    let w = &run.faults[0];
+    assert!(w.in_flight_at_fault.is_some(), "{w:?}");
+    assert!(w.failed_on_faulty.is_some(), "{w:?}");
+    let healed = w.healed_at_ms.expect("the kill heals");
+    let reuse = w.time_to_reuse_ms.expect("healed nodes get work again");
+    let seen_at = (healed + reuse) / interval;
+    assert!(
+        (seen_at - seen_at.round()).abs() < 1e-6,
+        "reuse seen at {} ms, not a sample time (every {interval} ms)",
+        healed + reuse
+    );
+}

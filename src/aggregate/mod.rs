@@ -9,6 +9,8 @@
 //! [`OutcomeFold`], is also what the live progress view reads while a run goes on.
 //! [`needs_set_checker`] is the one place that decides whether a run keeps its client
 //! ledger for the set checker; [`Entries`] is that checker's ledger, fed per answer.
+//! [`fault_windows`] is the one definition of the chaos fault windows, fed typed
+//! [`FaultRecord`]s and [`RequestRecord`]s by both.
 //!
 //! Pure: no I/O, no clock. Times are ms after the workload's gate, as the ledger's.
 
@@ -17,9 +19,11 @@ mod entries;
 mod fold;
 mod outcomes;
 mod sets;
+mod windows;
 
 pub use counters::ServiceCounters;
 pub use entries::{Entries, EntryAnswer};
 pub use fold::{RunAggregate, RunShape};
 pub use outcomes::{OutcomeFold, OutcomeSnapshot};
 pub use sets::needs_set_checker;
+pub use windows::{fault_windows, CallSample, FaultRecord, Growth, RequestRecord};

@@ -13,7 +13,7 @@ use mock_node::node::FaultEffect;
 
 use super::checker::SetLedger;
 use super::error::SimError;
-use super::measure::Tally;
+use super::measure::{Edge, Tally};
 use super::queue::{EventQueue, Nanos};
 use super::retry::Park;
 use super::setup::{to_duration, Arrivals, SimSetup};
@@ -299,8 +299,14 @@ impl<'a> Engine<'a> {
                 self.queue.push(next, Event::Sync { replica });
             }
             Event::SyncCycleEnd { replica, node } => self.sync_cycle_end(replica, node),
-            Event::FaultStart { fault } => self.fault_start(fault as usize),
-            Event::FaultEnd { fault } => self.fault_end(fault as usize),
+            Event::FaultStart { fault } => {
+                self.fault_start(fault as usize);
+                self.fault_edge(fault as usize, Edge::InForce);
+            }
+            Event::FaultEnd { fault } => {
+                self.fault_edge(fault as usize, Edge::BeforeHeal);
+                self.fault_end(fault as usize);
+            }
             Event::UserSend { user } => {
                 self.user_sends -= 1;
                 if self.user_active(user) {
@@ -383,7 +389,9 @@ impl<'a> Engine<'a> {
         self.free_slots.push(slot);
         self.open -= 1;
         let latency = self.now.saturating_sub(a.intended);
-        self.tally.answered(status, latency, a.started);
+        let landed = (status == CreateStatus::Created).then_some(a.node);
+        self.tally
+            .answered(status, latency, a.started, self.now, landed);
         if let Some(ledger) = &mut self.set_ledger {
             let outcome = Outcome::from(status);
             let ms = |t: Nanos| t as f64 / 1e6;

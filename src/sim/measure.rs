@@ -1,6 +1,8 @@
 //! What a simulated run records and how: the run's measurements go into the one
-//! [`RunAggregate`] a real run feeds too; the fault windows are folded here from the
-//! simulator's exact events (the service's choice of a faulty node, each landing).
+//! [`RunAggregate`] a real run feeds too, and the fault windows come from the one
+//! [`fault_windows`] a real run uses, fed the records a real run measures: the
+//! services' per-node create counters read at each fault's edges and at every sample
+//! (from the simulated placement cores), and every request's times and outcome.
 
 use std::collections::BTreeMap;
 
@@ -9,12 +11,15 @@ use super::engine::Engine;
 use super::faults::PlannedFault;
 use super::queue::Nanos;
 use super::setup::{to_duration, SimSetup};
-use crate::aggregate::{RunAggregate, RunShape, ServiceCounters};
+use crate::aggregate::{
+    fault_windows, CallSample, FaultRecord, RequestRecord, RunAggregate, RunShape, ServiceCounters,
+};
+use crate::collect::NodeCalls;
 use crate::placement::{CreateOutcome, CreateStatus, Placer};
 use crate::report::{FaultWindow, RunResult};
 use crate::workload::Outcome;
 
-/// The run's aggregate, the simulated service's counters, and the fault windows.
+/// The run's aggregate, the simulated service's counters, and the fault windows' records.
 pub(super) struct Tally {
     agg: RunAggregate,
     /// Retries as the simulated service counts them (the report's `retries`).
@@ -22,10 +27,35 @@ pub(super) struct Tally {
     /// ResourceExhausted refusals (the report's `refusals`).
     pub refusals: u64,
     pub delete_failures: u64,
-    windows: Vec<FaultWindow>,
-    spans: Vec<(Nanos, Option<Nanos>)>,
-    /// Per chaos step: when the service last sent a create to one of its nodes.
-    last_chosen: Vec<Option<Nanos>>,
+    /// Per chaos step: its window's record; `applied` says whether it ever started.
+    faults: Vec<FaultRecord>,
+    applied: Vec<bool>,
+    /// Per chaos step: the services' counters on its nodes once it held, and just
+    /// before its heal.
+    in_force: Vec<Option<NodeCalls>>,
+    before_heal: Vec<Option<NodeCalls>>,
+    /// Every answered request, kept only when the run has chaos steps.
+    requests: Option<Vec<SimRequest>>,
+}
+
+/// One answered request, for the fault windows.
+#[derive(Clone, Copy)]
+struct SimRequest {
+    sent: Nanos,
+    done: Nanos,
+    latency: Nanos,
+    status: CreateStatus,
+    /// Where it landed (created only), as the service names it.
+    node: Option<u32>,
+}
+
+/// Which edge of a fault the counters are read at.
+#[derive(Clone, Copy)]
+pub(super) enum Edge {
+    /// Right after the fault took hold.
+    InForce,
+    /// Right before it heals.
+    BeforeHeal,
 }
 
 fn ms(t: Nanos) -> f64 {
@@ -41,15 +71,16 @@ impl Tally {
         let ids = (0..setup.cluster.nodes)
             .map(|k| setup.cluster.node_id(k))
             .collect();
+        let n = setup.faults.len();
         Tally {
             agg: RunAggregate::new(ids, shape),
             retries: 0,
             refusals: 0,
             delete_failures: 0,
-            windows: setup
+            faults: setup
                 .faults
                 .iter()
-                .map(|f| FaultWindow {
+                .map(|f| FaultRecord {
                     id: f.index.to_string(),
                     kind: f.name.to_string(),
                     nodes: f
@@ -57,11 +88,13 @@ impl Tally {
                         .iter()
                         .map(|&k| setup.cluster.node_id(k as usize))
                         .collect(),
-                    ..FaultWindow::default()
+                    ..FaultRecord::default()
                 })
                 .collect(),
-            spans: setup.faults.iter().map(|f| (f.at, None)).collect(),
-            last_chosen: vec![None; setup.faults.len()],
+            applied: vec![false; n],
+            in_force: vec![None; n],
+            before_heal: vec![None; n],
+            requests: (n > 0).then(Vec::new),
         }
     }
 
@@ -84,73 +117,63 @@ impl Tally {
         self.agg.sent(ms(now), late / 1000);
     }
 
-    /// A request sent at `sent` was answered `status` after `latency` (from its
-    /// intended time).
-    pub fn answered(&mut self, status: CreateStatus, latency: Nanos, sent: Nanos) {
+    /// A request sent at `sent` was answered `status` at `now`, `latency` after its
+    /// intended time; `node`: where it landed, when it was created.
+    pub fn answered(
+        &mut self,
+        status: CreateStatus,
+        latency: Nanos,
+        sent: Nanos,
+        now: Nanos,
+        node: Option<u32>,
+    ) {
         self.agg.answered(&Outcome::from(status), latency / 1000);
-        let ok = status == CreateStatus::Created;
-        for (w, (at, until)) in self.windows.iter_mut().zip(&self.spans) {
-            if sent >= *at && until.is_none_or(|u| sent <= u) {
-                w.attempted += 1;
-                if ok {
-                    w.ok += 1;
-                } else {
-                    w.failed += 1;
-                }
-                if status == CreateStatus::GatewayTimeout {
-                    w.note_timed_out(ms(latency));
-                }
-            }
+        if let Some(requests) = &mut self.requests {
+            requests.push(SimRequest {
+                sent,
+                done: now,
+                latency,
+                status,
+                node,
+            });
         }
     }
 
-    /// A create sent at `sent` to a node with the chaos steps `faults` in force ended
-    /// with `outcome`: the service chose a faulty node.
-    pub fn create_outcome(&mut self, faults: &[usize], sent: Nanos, outcome: CreateOutcome) {
-        for &f in faults {
-            if let Some(w) = self.windows.get_mut(f) {
-                w.placements_to_faulty += 1;
-                if outcome == CreateOutcome::Failed {
-                    *w.failed_on_faulty.get_or_insert(0) += 1;
-                }
-                let last = &mut self.last_chosen[f];
-                *last = Some(last.map_or(sent, |l| l.max(sent)));
-            }
-        }
-    }
+    /// A create RPC to a node with the chaos steps `faults` in force ended with
+    /// `outcome`. The fault windows no longer read it: they take the placement cores'
+    /// own per-node counters, as a real run reads the service's. Kept for its caller.
+    pub fn create_outcome(&mut self, _faults: &[usize], _sent: Nanos, _outcome: CreateOutcome) {}
 
-    /// A sandbox landed on node `node` at `now`: a healed node receiving work again.
-    pub fn created_on(&mut self, plan: &[PlannedFault], node: u32, now: Nanos) {
+    /// A sandbox landed on node `node` at `now` (`plan` is no longer read: when a
+    /// healed node is used again comes from the counters too).
+    pub fn created_on(&mut self, _plan: &[PlannedFault], node: u32, _now: Nanos) {
         self.agg.landed(node as usize);
-        for (f, w) in self.windows.iter_mut().enumerate() {
-            let Some(healed) = self.spans[f].1 else {
-                continue;
-            };
-            if w.time_to_reuse_ms.is_none()
-                && now >= healed
-                && plan
-                    .get(f)
-                    .is_some_and(|p| p.nodes.binary_search(&node).is_ok())
-            {
-                w.time_to_reuse_ms = Some(ms(now - healed));
-            }
-        }
     }
 
-    /// Chaos step `f` started at `now`.
+    /// Chaos step `f` started at `now` (it holds at once).
     pub fn fault_applied(&mut self, f: usize, now: Nanos) {
-        if let Some(w) = self.windows.get_mut(f) {
+        if let Some(w) = self.faults.get_mut(f) {
             w.applied_at_ms = ms(now);
+            w.in_force_at_ms = Some(ms(now));
+            self.applied[f] = true;
         }
     }
 
     /// Chaos step `f` healed at `now`.
     pub fn fault_healed(&mut self, f: usize, now: Nanos) {
-        if let Some(w) = self.windows.get_mut(f) {
+        if let Some(w) = self.faults.get_mut(f) {
             w.healed_at_ms = Some(ms(now));
         }
-        if let Some(s) = self.spans.get_mut(f) {
-            s.1 = Some(now);
+    }
+
+    /// The services' counters on chaos step `f`'s nodes at one of its edges.
+    pub fn fault_edge(&mut self, f: usize, edge: Edge, calls: NodeCalls) {
+        let slot = match edge {
+            Edge::InForce => self.in_force.get_mut(f),
+            Edge::BeforeHeal => self.before_heal.get_mut(f),
+        };
+        if let Some(slot) = slot {
+            *slot = Some(calls);
         }
     }
 }
@@ -176,6 +199,86 @@ impl Engine<'_> {
                 .map(move |(view, truth)| (view.believed_allocated_vcpu(mode) as f64 - truth).abs())
         });
         self.tally.agg.sample(ms(self.now), counts, errors);
+        // The services' counters, as a real run's sampler reads them from `GET /nodes`.
+        for f in 0..self.setup.faults.len() {
+            let calls = self.fault_calls(f);
+            if let Some(w) = self.tally.faults.get_mut(f) {
+                w.calls.push(CallSample {
+                    t_ms: ms(self.now),
+                    calls,
+                });
+            }
+        }
+    }
+
+    /// Every replica's create counters on chaos step `f`'s nodes now, summed (E2B's
+    /// `createSuccesses`, `createFails` and `sandboxStartingCount`, which a real run
+    /// reads from each service's `GET /nodes`).
+    fn fault_calls(&self, f: usize) -> NodeCalls {
+        let mut total = NodeCalls::default();
+        let Some(fault) = self.setup.faults.get(f) else {
+            return total;
+        };
+        // Every core tracks the nodes in node order (added so in `Engine::new`).
+        for core in self.placers.iter().map(Placer::core) {
+            for (k, view) in core.nodes().enumerate() {
+                if fault.nodes.binary_search(&(k as u32)).is_ok() {
+                    total.ok += view.counters().create_successes;
+                    total.failed += view.counters().create_fails;
+                    total.starting += view.in_flight() as u64;
+                }
+            }
+        }
+        total
+    }
+
+    /// Reads the counters at one edge of chaos step `f`, as a real run's chaos stage
+    /// does right after a fault holds and right before its heal.
+    pub(super) fn fault_edge(&mut self, f: usize, edge: Edge) {
+        let calls = self.fault_calls(f);
+        self.tally.fault_edge(f, edge, calls);
+    }
+
+    /// The fault windows at the run's end. As a real run heals every fault still in
+    /// force when its workload ends, reading the counters just before, so does this.
+    fn windows(&mut self) -> Vec<FaultWindow> {
+        let end = ms(self.now);
+        for f in 0..self.tally.faults.len() {
+            if self.tally.applied[f] && self.tally.faults[f].healed_at_ms.is_none() {
+                self.fault_edge(f, Edge::BeforeHeal);
+                self.tally.fault_healed(f, self.now);
+            }
+        }
+        let t = &mut self.tally;
+        let nodes = &self.nodes;
+        let requests: Vec<RequestRecord<'_>> = t
+            .requests
+            .iter()
+            .flatten()
+            .map(|r| RequestRecord {
+                sent_ms: ms(r.sent),
+                done_ms: ms(r.done),
+                latency_ms: ms(r.latency),
+                created: r.status == CreateStatus::Created,
+                timed_out: Outcome::from(r.status) == Outcome::Status(504),
+                node: r
+                    .node
+                    .and_then(|k| nodes.get(k as usize))
+                    .map(|n| n.id.as_str()),
+            })
+            .collect();
+        let faults: Vec<FaultRecord> = t
+            .faults
+            .iter_mut()
+            .enumerate()
+            .filter(|(f, _)| t.applied[*f])
+            .map(|(f, w)| {
+                let mut w = std::mem::take(w);
+                w.edges = t.in_force[f].zip(t.before_heal[f]);
+                w
+            })
+            .collect();
+        fault_windows(&faults, &requests, end)
     }
 
     /// The run's figures at its end (`end` = when the workload finished).
@@ -227,14 +330,9 @@ impl Engine<'_> {
             refusals: t.refusals,
             ..ServiceCounters::default()
         });
-        let mut windows = std::mem::take(&mut t.windows);
-        for (w, last) in windows.iter_mut().zip(&t.last_chosen) {
-            w.healed_at_ms.get_or_insert(ms(self.now));
-            let applied = w.applied_at_ms;
-            w.time_to_avoid_ms = Some(last.map_or(0.0, |l| (ms(l) - applied).max(0.0)));
-        }
-        let mut result = std::mem::take(&mut t.agg).finish(label, settings, ms(self.now));
-        result.faults = windows;
+        let end = ms(self.now);
+        let mut result = std::mem::take(&mut t.agg).finish(label, settings, end);
+        result.faults = self.windows();
         result.checker = checker;
         result
     }
