@@ -69,10 +69,8 @@ impl Engine<'_> {
         };
         let n = &self.nodes[k as usize];
         a.node = k;
-        a.sent = now;
         a.epoch = n.epoch;
         a.deadline = deadline;
-        a.faults.clone_from(&n.active);
         match on_send(&n.effect) {
             Sent::Refused => {
                 // The reconnect this create triggers is refused: the channel goes to
@@ -220,9 +218,8 @@ impl Engine<'_> {
             self.tally.refusals += 1;
             self.tally.retries_on(a.node, now, 1, 1);
         }
-        self.tally.create_outcome(&a.faults, a.sent, outcome);
         if outcome == CreateOutcome::Created {
-            self.tally.created_on(&self.setup.faults, a.node, now);
+            self.tally.created_on(a.node);
         }
         let reply = match outcome {
             CreateOutcome::Created => CreateReply::Created,

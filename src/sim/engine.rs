@@ -85,12 +85,8 @@ pub(super) struct Active {
     pub deadline: Nanos,
     /// Node of the create in flight.
     pub node: u32,
-    /// When that create was sent.
-    pub sent: Nanos,
     /// Node epoch when it was sent.
     pub epoch: u64,
-    /// Chaos steps in force on that node when it was sent (empty: no allocation).
-    pub faults: Vec<usize>,
     /// Set while its retries wait for a state change.
     pub park: Option<Park>,
     /// Generation of its retry tick: a `Retry` event with another one is stale.
@@ -354,11 +350,9 @@ impl<'a> Engine<'a> {
             sandbox_id: sandbox_id(req),
             deadline: Nanos::MAX,
             node: 0,
-            sent: self.now,
             park: None,
             gen: 0,
             epoch: 0,
-            faults: Vec::new(),
         };
         let slot = match self.free_slots.pop() {
             Some(s) => {

@@ -8,14 +8,13 @@ use std::collections::BTreeMap;
 
 use super::checker::check_sets;
 use super::engine::Engine;
-use super::faults::PlannedFault;
 use super::queue::Nanos;
 use super::setup::{to_duration, SimSetup};
 use crate::aggregate::{
     fault_windows, CallSample, FaultRecord, RequestRecord, RunAggregate, RunShape, ServiceCounters,
 };
 use crate::collect::NodeCalls;
-use crate::placement::{CreateOutcome, CreateStatus, Placer};
+use crate::placement::{CreateStatus, Placer};
 use crate::report::{FaultWindow, RunResult};
 use crate::workload::Outcome;
 
@@ -139,14 +138,8 @@ impl Tally {
         }
     }
 
-    /// A create RPC to a node with the chaos steps `faults` in force ended with
-    /// `outcome`. The fault windows no longer read it: they take the placement cores'
-    /// own per-node counters, as a real run reads the service's. Kept for its caller.
-    pub fn create_outcome(&mut self, _faults: &[usize], _sent: Nanos, _outcome: CreateOutcome) {}
-
-    /// A sandbox landed on node `node` at `now` (`plan` is no longer read: when a
-    /// healed node is used again comes from the counters too).
-    pub fn created_on(&mut self, _plan: &[PlannedFault], node: u32, _now: Nanos) {
+    /// A sandbox landed on node `node`.
+    pub fn created_on(&mut self, node: u32) {
         self.agg.landed(node as usize);
     }
 
