@@ -60,6 +60,9 @@ impl NodeRpcs {
     ) -> Result<Response<T>, Status> {
         let killed = self.node.rpc_cancel();
         tokio::select! {
+            // The RPC first: most answer on their first poll, before the kill's future is
+            // ever polled (which registers a waiter on the token, and deregisters it).
+            biased;
             r = rpc => r,
             _ = killed.cancelled() => Err(Status::unavailable("node killed")),
         }
@@ -164,6 +167,10 @@ impl NodeRpcs {
             let clock = self.node.clock;
             let lifetime = check_lifetime(req.start_time.as_ref(), req.end_time.as_ref());
             let cfg = req.sandbox.unwrap_or_default();
+            let mut guard = StartingGuard {
+                node: &self.node,
+                sandbox_id: None,
+            };
             let sandbox_id = cfg.sandbox_id.clone();
             let create = CreateRequest {
                 sandbox_id: cfg.sandbox_id,
@@ -184,10 +191,7 @@ impl NodeRpcs {
                 CreateArrival::Refused(r) => return Err(rejection(&r)),
                 CreateArrival::Admitted { latency } => latency,
             };
-            let mut guard = StartingGuard {
-                node: &self.node,
-                sandbox_id: Some(sandbox_id.clone()),
-            };
+            guard.sandbox_id = Some(sandbox_id);
             if !latency.is_zero() {
                 tokio::time::sleep(latency).await;
             }
@@ -195,11 +199,14 @@ impl NodeRpcs {
                 let mut m = self.node.model();
                 // Decided under the model lock, which a kill takes to install itself: a
                 // create commits before the kill holds or not at all (the guard aborts it).
-                if self.node.effect().killed {
-                    None
-                } else {
-                    guard.sandbox_id = None;
-                    Some(m.finish_create(&sandbox_id, clock.now()).map(|_| ()))
+                match guard.sandbox_id.take() {
+                    Some(id) if !self.node.is_killed() => {
+                        Some(m.finish_create(&id, clock.now()).map(|_| ()))
+                    }
+                    kept => {
+                        guard.sandbox_id = kept;
+                        None
+                    }
                 }
             };
             let Some(done) = done else {
@@ -260,10 +267,14 @@ impl NodeRpcs {
         _request: Request<()>,
     ) -> Result<Response<ServiceInfoResponse>, Status> {
         self.guarded(async move {
-            self.gate(RpcKind::ServiceInfo).await?;
+            let eff = self.send().await?;
             let clock = self.node.clock;
             let (snap, status, service_id, started) = {
+                // The gate and the reading under one lock of the model.
                 let mut m = self.node.model();
+                if let Arrival::Failed(code) = m.gate(&eff, RpcKind::ServiceInfo) {
+                    return Err(injected(code));
+                }
                 let snap = m.metrics(clock.now());
                 (snap, m.status(), m.service_id().to_string(), m.started_at())
             };

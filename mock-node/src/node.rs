@@ -67,6 +67,11 @@ impl NodeRuntime {
             .clone()
     }
 
+    /// Whether the node is killed now (the effect's flag, without copying the effect).
+    pub fn is_killed(&self) -> bool {
+        self.effect.lock().unwrap_or_else(|p| p.into_inner()).killed
+    }
+
     /// Token cancelled when the current server incarnation is killed.
     pub fn rpc_cancel(&self) -> CancellationToken {
         self.rpc_cancel
