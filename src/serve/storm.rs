@@ -61,21 +61,6 @@ impl StormBins {
         }
     }
 
-    /// One row per second since the origin, each with the count of every node of
-    /// `nodes` in that order (a node not listed is left out).
-    pub fn rows(&self, nodes: &[String]) -> Vec<Vec<u64>> {
-        let b = lock(&self.inner);
-        b.per_second
-            .iter()
-            .map(|row| {
-                nodes
-                    .iter()
-                    .map(|n| row.get(n).copied().unwrap_or(0))
-                    .collect()
-            })
-            .collect()
-    }
-
     /// One map per second since the origin: refusals per node id.
     pub fn by_node(&self) -> Vec<BTreeMap<String, u64>> {
         let b = lock(&self.inner);
@@ -110,10 +95,14 @@ mod tests {
         bins.record_at("b", t0 + Duration::from_millis(999));
         bins.record_at("a", t0 + Duration::from_millis(2500));
         bins.record_at("a", t0 + Duration::from_millis(2600));
-        let nodes = vec!["a".to_string(), "b".to_string()];
-        assert_eq!(bins.rows(&nodes), vec![vec![1, 1], vec![0, 0], vec![2, 0]]);
+        let per_second = bins.by_node();
+        assert_eq!(per_second.len(), 3);
+        assert_eq!(per_second[0].get("a"), Some(&1));
+        assert_eq!(per_second[0].get("b"), Some(&1));
+        assert!(per_second[1].is_empty());
+        assert_eq!(per_second[2].get("a"), Some(&2));
+        assert_eq!(per_second[2].get("b"), None);
         assert_eq!(bins.total(), 4);
-        assert_eq!(bins.by_node()[2].get("a"), Some(&2));
         bins.restart(t0 + Duration::from_secs(3));
         assert_eq!(bins.total(), 0);
     }

@@ -305,12 +305,7 @@ impl Engine<'_> {
             Outcome::Timeout
         } else {
             let (ended, vcpu) = kill_on_node(n, &id, now, self.setup.sandbox.vcpu);
-            let input = Input::DeleteEnded {
-                node: n.id.clone(),
-                sandbox_id: id,
-                vcpu,
-                released: ended.releases_vcpu(),
-            };
+            let input = delete_ended(&n.id, id, vcpu, ended);
             self.placers[replica as usize].handle(now, input);
             Outcome::Status(ended.status())
         };
@@ -337,14 +332,20 @@ impl Engine<'_> {
         } else {
             kill_on_node(n, &id, now, self.setup.sandbox.vcpu)
         };
-        let input = Input::DeleteEnded {
-            node: n.id.clone(),
-            sandbox_id: id,
-            vcpu,
-            released: outcome.releases_vcpu(),
-        };
+        let input = delete_ended(&n.id, id, vcpu, outcome);
         self.placers[replica as usize].handle(now, input);
         self.evicted.insert(req);
+    }
+}
+
+/// What the placer learns from a Delete of `sandbox_id` (`vcpu`) on `node` that ended
+/// with `outcome`.
+fn delete_ended(node: &str, sandbox_id: String, vcpu: u32, outcome: DeleteOutcome) -> Input {
+    Input::DeleteEnded {
+        node: node.to_string(),
+        sandbox_id,
+        vcpu,
+        released: outcome.releases_vcpu(),
     }
 }
 
