@@ -17,12 +17,14 @@ use tokio_util::sync::CancellationToken;
 mod inline_run;
 use inline_run::run_inline;
 
-/// What a bare target saw: when each connection was accepted, and for each create, the
-/// connection it came on and whether a request had already been served there.
+/// What a bare target saw: when each connection was accepted, for each create the
+/// connection it came on and whether a request had already been served there, and
+/// when each create's body was complete.
 #[derive(Debug, Default)]
 struct Seen {
     accepts: Vec<Instant>,
     creates: Vec<(usize, bool)>,
+    bodies_complete: Vec<Instant>,
 }
 
 /// A bare HTTP/1 target: `GET /health` 204, `POST /sandboxes` 201 with a sandbox id.
@@ -49,7 +51,14 @@ async fn bare_target(seen: Arc<Mutex<Seen>>, stop: CancellationToken) -> String 
                     if create {
                         seen.lock().unwrap().creates.push((conn, before > 0));
                     }
+                    let seen = seen.clone();
                     async move {
+                        if create {
+                            use http_body_util::BodyExt;
+                            let body = req.into_body().collect().await;
+                            assert!(body.is_ok_and(|b| !b.to_bytes().is_empty()));
+                            seen.lock().unwrap().bodies_complete.push(Instant::now());
+                        }
                         let resp = if create {
                             Response::builder()
                                 .status(201)
@@ -114,6 +123,11 @@ async fn burst_connections_are_open_before_the_gate_on_every_target() {
         for &(conn, warm) in &s.creates {
             assert!(warm, "a create was the first request of connection {conn}");
         }
+        // Held by its final byte: no create is whole at the target before the gate.
+        assert_eq!(s.bodies_complete.len(), count / 2);
+        for at in &s.bodies_complete {
+            assert!(*at >= gate, "a create's body was complete before the gate");
+        }
     }
     assert_eq!(creates, count);
 }
@@ -142,6 +156,9 @@ async fn embedded_burst_reports_the_server_side_arrival_spread() {
     let run = &out.report.runs[0];
     assert_eq!(run.ok, 30, "{:?}", run.statuses);
     assert_eq!(run.send.server_arrivals, Some(30));
+    // Every arrival is the kernel's receive time of the create's last byte.
+    assert_eq!(run.send.server_arrivals_kernel_stamped, Some(30));
+    assert!(run.send.burst_release_realtime.is_some(), "{:?}", run.send);
     let server = run.send.server_arrival_spread_ms.expect("server spread");
     let client = run.send.burst_spread_ms.expect("client spread");
     assert!(server.is_finite() && server >= 0.0, "{server}");

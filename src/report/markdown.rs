@@ -209,10 +209,18 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
     let t = &run.send;
     if let Some(spread) = t.burst_spread_ms {
         writeln!(w, "Burst send spread (first to last send): {}.", ms(spread))?;
+        if t.burst_release_realtime == Some(false) {
+            writeln!(
+                w,
+                "The final bytes were released at normal priority (no real-time privilege); \
+                 a preempted release loop stretches the spread by a scheduler tick."
+            )?;
+        }
         if let Some(arrival) = t.server_arrival_spread_ms {
             writeln!(
                 w,
-                "Burst arrival spread at the service (first to last create received): {}.",
+                "Burst arrival spread at the service (first to last create's last byte \
+                 received, kernel time): {}.",
                 ms(arrival)
             )?;
         }

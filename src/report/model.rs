@@ -188,16 +188,26 @@ impl AccountingError {
 /// Send precision: burst spread or open-model lateness.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SendTiming {
-    /// Burst: time between the first and the last send (client side).
+    /// Burst: time between the first and the last send (client side): the first and
+    /// the last final byte written by the release loop.
     #[serde(default)]
     pub burst_spread_ms: Option<f64>,
+    /// Burst: whether that loop ran at real-time priority (`SCHED_FIFO`; without the
+    /// privilege a loop the scheduler preempts stretches the spread by a tick).
+    #[serde(default)]
+    pub burst_release_realtime: Option<bool>,
     /// Burst: time between the first and the last create arriving at the placement
-    /// service, as the service saw them (embedded runs only; replicas merged).
+    /// service, a create arriving when the last byte of its body reached the service's
+    /// socket (the kernel's receive timestamp; embedded runs only; replicas merged).
     #[serde(default)]
     pub server_arrival_spread_ms: Option<f64>,
     /// Burst: creates the placement service received (embedded runs only).
     #[serde(default)]
     pub server_arrivals: Option<u64>,
+    /// Burst: of those, the ones whose arrival the kernel stamped; the others were
+    /// stamped by the service's clock when it read their last byte.
+    #[serde(default)]
+    pub server_arrivals_kernel_stamped: Option<u64>,
     /// Rate: median delay of a send after its intended time.
     #[serde(default)]
     pub lateness_p50_ms: Option<f64>,

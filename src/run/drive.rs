@@ -217,6 +217,7 @@ pub(crate) async fn drive(
         counters: &counters,
     })
     .finish(target.label.clone(), target.settings.clone(), 0.0);
+    result.send.burst_release_realtime = workload.release_realtime;
     if judging {
         chaos_stage::judge(
             &mut result,

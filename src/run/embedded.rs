@@ -106,6 +106,7 @@ async fn run_one(
     if r.send.burst_spread_ms.is_some() {
         r.send.server_arrival_spread_ms = arrivals.spread().map(|d| d.as_secs_f64() * 1000.0);
         r.send.server_arrivals = Some(arrivals.count);
+        r.send.server_arrivals_kernel_stamped = Some(arrivals.kernel_stamped);
     }
     r.wall_ms = wall.elapsed().as_secs_f64() * 1000.0;
     Ok(r)

@@ -1,30 +1,40 @@
 //! When creates reach the service: the first and the last arrival of `POST /sandboxes`
-//! (and `/v2/sandboxes`) as this instance sees them, a create arriving when the last
-//! byte of its body has been read (what a handler waits for). A harness compares this
-//! server-side spread with the client's own send spread to see how together a burst
-//! really arrived.
+//! (and `/v2/sandboxes`) as this instance sees them. A create arrives when the last
+//! byte of its body does: the kernel's receive time of the segment that carried it
+//! (see [`super::rx_stamp`]), read when the handler has the whole body. A harness
+//! compares this server-side spread with the client's own send spread to see how
+//! together a burst really arrived.
 //!
-//! Recording is three relaxed atomics per create, no lock.
+//! Recording is four relaxed atomics per create, no lock.
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::http::{Method, Request};
 use http_body::Frame;
 
+use super::rx_stamp::{realtime_ns, LastRead};
+
+/// The receive times of a request's connection (a request extension the accept loop
+/// adds); a request without it (a router served by something else) is stamped when
+/// its body ends.
+#[derive(Debug, Clone)]
+pub struct ConnReads(pub Arc<LastRead>);
+
 /// Arrival times of the creates one instance received.
 #[derive(Debug)]
 pub struct Arrivals {
-    origin: Instant,
-    /// Nanoseconds after `origin` of the first arrival (`u64::MAX`: none yet).
+    /// `CLOCK_REALTIME` nanoseconds of the first arrival (`u64::MAX`: none yet).
     first_ns: AtomicU64,
-    /// Nanoseconds after `origin` of the last arrival.
+    /// Nanoseconds of the last arrival.
     last_ns: AtomicU64,
     count: AtomicU64,
+    /// Arrivals whose time the kernel stamped.
+    kernel: AtomicU64,
 }
 
 /// The arrivals so far: how many, and the first and the last.
@@ -32,15 +42,18 @@ pub struct Arrivals {
 pub struct ArrivalWindow {
     /// Creates received.
     pub count: u64,
-    /// First and last arrival; `None` when nothing arrived.
-    pub span: Option<(Instant, Instant)>,
+    /// Of those, the ones whose arrival is the kernel's receive timestamp (the others
+    /// were stamped by the wall clock when their last byte was read).
+    pub kernel_stamped: u64,
+    /// First and last arrival, `CLOCK_REALTIME` nanoseconds; `None` when nothing arrived.
+    pub span: Option<(u64, u64)>,
 }
 
 impl ArrivalWindow {
     /// Time from the first to the last arrival.
     pub fn spread(&self) -> Option<Duration> {
         self.span
-            .map(|(first, last)| last.saturating_duration_since(first))
+            .map(|(first, last)| Duration::from_nanos(last.saturating_sub(first)))
     }
 
     /// The window covering both (replicas of one run share one clock).
@@ -51,6 +64,7 @@ impl ArrivalWindow {
         };
         ArrivalWindow {
             count: self.count + other.count,
+            kernel_stamped: self.kernel_stamped + other.kernel_stamped,
             span,
         }
     }
@@ -66,19 +80,22 @@ impl Arrivals {
     /// No arrivals yet.
     pub fn new() -> Self {
         Self {
-            origin: Instant::now(),
             first_ns: AtomicU64::new(u64::MAX),
             last_ns: AtomicU64::new(0),
             count: AtomicU64::new(0),
+            kernel: AtomicU64::new(0),
         }
     }
 
-    /// Records one create arriving at `at`.
-    pub fn record(&self, at: Instant) {
-        let ns = u64::try_from(at.saturating_duration_since(self.origin).as_nanos())
-            .unwrap_or(u64::MAX - 1);
+    /// Records one create arriving at `ns` (`CLOCK_REALTIME` nanoseconds), stamped by
+    /// the kernel or not.
+    pub fn record(&self, ns: u64, kernel: bool) {
+        let ns = ns.min(u64::MAX - 1);
         self.first_ns.fetch_min(ns, Relaxed);
         self.last_ns.fetch_max(ns, Relaxed);
+        if kernel {
+            self.kernel.fetch_add(1, Relaxed);
+        }
         self.count.fetch_add(1, Relaxed);
     }
 
@@ -87,10 +104,10 @@ impl Arrivals {
         let count = self.count.load(Relaxed);
         let first = self.first_ns.load(Relaxed);
         let last = self.last_ns.load(Relaxed);
-        let at = |ns: u64| self.origin + Duration::from_nanos(ns);
         ArrivalWindow {
             count,
-            span: (count > 0 && first != u64::MAX).then(|| (at(first), at(last.max(first)))),
+            kernel_stamped: self.kernel.load(Relaxed),
+            span: (count > 0 && first != u64::MAX).then(|| (first, last.max(first))),
         }
     }
 }
@@ -147,26 +164,34 @@ where
             return self.inner.call(req);
         }
         let arrivals = self.arrivals.clone();
+        let reads = req.extensions().get::<ConnReads>().map(|c| c.0.clone());
         self.inner.call(req.map(|inner| {
             Body::new(StampEnd {
                 inner,
                 arrivals: Some(arrivals),
+                reads,
             })
         }))
     }
 }
 
-/// A create's body that records its arrival when its last byte has come in.
+/// A create's body that records its arrival when its last byte has come in: the
+/// receive time of the connection's latest read (on HTTP/1 the segment that carried
+/// that byte; on HTTP/2, whose streams share the connection, possibly a later one).
 struct StampEnd {
     inner: Body,
     /// Taken at the first record.
     arrivals: Option<Arc<Arrivals>>,
+    reads: Option<Arc<LastRead>>,
 }
 
 impl StampEnd {
     fn stamp(&mut self) {
         if let Some(a) = self.arrivals.take() {
-            a.record(Instant::now());
+            match self.reads.as_ref().and_then(|r| r.get()) {
+                Some((ns, kernel)) => a.record(ns, kernel),
+                None => a.record(realtime_ns(), false),
+            }
         }
     }
 }
@@ -206,33 +231,32 @@ mod tests {
     fn window_spans_first_to_last_whatever_the_order() {
         let a = Arrivals::new();
         assert_eq!(a.window().spread(), None);
-        let t0 = Instant::now();
-        a.record(t0 + Duration::from_millis(7));
-        a.record(t0 + Duration::from_millis(2));
-        a.record(t0 + Duration::from_millis(5));
+        let ms = |n: u64| 1_700_000_000_000_000_000 + n * 1_000_000;
+        a.record(ms(7), true);
+        a.record(ms(2), false);
+        a.record(ms(5), true);
         let w = a.window();
         assert_eq!(w.count, 3);
+        assert_eq!(w.kernel_stamped, 2);
         assert_eq!(w.spread(), Some(Duration::from_millis(5)));
     }
 
     #[test]
     fn merged_windows_cover_both_replicas() {
-        let t0 = Instant::now();
-        let ms = |n| t0 + Duration::from_millis(n);
+        let ms = |n: u64| n * 1_000_000;
         let a = ArrivalWindow {
             count: 2,
+            kernel_stamped: 2,
             span: Some((ms(3), ms(4))),
         };
         let b = ArrivalWindow {
             count: 1,
+            kernel_stamped: 0,
             span: Some((ms(1), ms(2))),
         };
-        let none = ArrivalWindow {
-            count: 0,
-            span: None,
-        };
-        let m = a.merge(b).merge(none);
+        let m = a.merge(b).merge(ArrivalWindow::default());
         assert_eq!(m.count, 3);
+        assert_eq!(m.kernel_stamped, 2);
         assert_eq!(m.spread(), Some(Duration::from_millis(3)));
     }
 

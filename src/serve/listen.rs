@@ -18,6 +18,8 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::activity::{Activity, Tracked};
+use super::arrivals::ConnReads;
+use super::rx_stamp::RxStamped;
 
 /// How long clients may take, per connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,11 +90,13 @@ async fn serve_conn(
     stop: CancellationToken,
 ) {
     let activity = Activity::new();
+    let (stream, last_read) = RxStamped::new(stream);
     let io = TokioIo::new(Tracked::new(stream, activity.clone()));
     let inner = TowerToHyperService::new(app);
     let seen = activity.clone();
-    let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+    let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
         let guard = seen.request();
+        req.extensions_mut().insert(ConnReads(last_read.clone()));
         let answer = hyper::service::Service::call(&inner, req);
         async move {
             let r = answer.await;

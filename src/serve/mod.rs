@@ -31,6 +31,7 @@ pub mod params;
 pub mod place;
 pub mod rest;
 pub mod routes;
+pub mod rx_stamp;
 pub mod service;
 pub mod state;
 pub mod storm;

@@ -14,13 +14,15 @@ use tokio::sync::{mpsc, Barrier};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::last_byte::Release;
+use super::burst_conn::{BurstConn, Tls};
+use super::gated_io::Release;
 use super::ledger::{Ledger, LedgerEntry, Outcome};
 use super::limited::LimitRetry;
 use super::live::LiveCounts;
 use super::pacing::{Pacing, SlotCounter};
 use super::request::{
-    create_body, delete, prepare_create, send_create, CreateResult, PreparedCreate,
+    answered, create_body, delete, prepare_create, send_create, timed_out, transport,
+    CreateResult, PreparedCreate, CREATE_NAME,
 };
 use super::secret::ApiKey;
 use crate::profile::SandboxSpec;
@@ -67,6 +69,9 @@ pub struct WorkloadOutput {
     pub gate: Option<Instant>,
     /// Whether the run was cut short by its cancel token.
     pub cancelled: bool,
+    /// Burst: whether the loop releasing the final bytes ran at real-time priority
+    /// (`None`: not a burst, or the gate never opened).
+    pub release_realtime: Option<bool>,
 }
 
 /// Why a workload could not run.
@@ -97,11 +102,15 @@ const GOOSE_STOP_MARGIN: Duration = Duration::from_millis(500);
 struct Shared {
     run: WorkloadRun,
     body: serde_json::Value,
+    /// `body` as JSON bytes (a burst's own connections send these).
+    body_bytes: axum::body::Bytes,
     slots: SlotCounter,
     barrier: Barrier,
     gate: OnceLock<Instant>,
     /// Releases the final bytes of a burst's creates.
-    release: Arc<Release>,
+    release: Release,
+    /// TLS of a burst's own connections to https targets.
+    tls: Tls,
     events: mpsc::UnboundedSender<Event>,
     deletes: std::sync::Mutex<JoinSet<()>>,
     delete_client: reqwest::Client,
@@ -120,12 +129,15 @@ pub async fn run_workload(
     }
     let (tx, mut rx) = mpsc::unbounded_channel();
     let workers = run.pacing.workers();
+    let body = create_body(&run.sandbox, run.run_tag.as_deref());
     let shared = Arc::new(Shared {
-        body: create_body(&run.sandbox, run.run_tag.as_deref()),
+        body_bytes: serde_json::to_vec(&body).unwrap_or_default().into(),
+        body,
         slots: SlotCounter::default(),
         barrier: Barrier::new(workers.max(1)),
         gate: OnceLock::new(),
-        release: Arc::new(Release::default()),
+        release: Release::default(),
+        tls: Tls::default(),
         events: tx,
         deletes: std::sync::Mutex::new(JoinSet::new()),
         delete_client: reqwest::Client::new(),
@@ -204,6 +216,7 @@ pub async fn run_workload(
         _ = cancel.cancelled() => deletes.abort_all(),
     }
     let gate = shared.gate.get().copied();
+    let release_realtime = shared.release.realtime();
     let _ = shared.events.send(Event::Close);
     drop(shared);
     let mut ledger = fold.await.map_err(WorkloadError::Task)?;
@@ -213,6 +226,7 @@ pub async fn run_workload(
         ledger,
         gate,
         cancelled: cancel.is_cancelled(),
+        release_realtime,
     })
 }
 
@@ -299,15 +313,15 @@ fn build_attack(shared: Arc<Shared>) -> Result<GooseAttack, WorkloadError> {
 async fn open_worker(s: &Shared, user: &mut GooseUser) {
     let total = s.run.pacing.total();
     let mut slot = s.slots.claim(total);
-    if let Some(i) = slot {
-        warm(s, user, i).await;
-    }
     if matches!(s.run.pacing, Pacing::Burst { .. }) {
         // One slot per worker in a burst.
         if let Some(i) = slot {
             burst_slot(s, user, i).await;
         }
         return;
+    }
+    if let Some(i) = slot {
+        warm(s, user, i).await;
     }
     let mut prepared = slot.map(|i| prepare(s, user, i));
     tokio::select! {
@@ -357,16 +371,19 @@ async fn warm(s: &Shared, user: &mut GooseUser, i: usize) {
     }
 }
 
-/// A burst slot: the create leaves at once but for its final byte; once it is out (or
-/// failed), the worker waits at the barrier, whose leader opens the gate and releases
-/// every final byte together.
+/// A burst slot: on a connection of its own, opened and warmed now, the create
+/// leaves at once but for its final byte; once it is out (or failed), the worker waits
+/// at the barrier, whose leader opens the gate and releases every final byte in one
+/// loop ([`Release::open`]).
 async fn burst_slot(s: &Shared, user: &mut GooseUser, i: usize) {
     let base = &s.run.targets[i % s.run.targets.len()];
-    let (req, held) = prepare_create(user, base, &s.run.api_key, &s.body, Some(&s.release));
-    let (armed, released_at) = match held {
-        Some(h) => (Some(h.armed), Some(h.released_at)),
-        None => (None, None),
-    };
+    let conn = BurstConn::open_warm(base, &s.tls).await;
+    let held = conn.as_ref().ok().map(|c| {
+        let armed = c.gate().hold();
+        s.release.register(c.gate().clone());
+        (c.gate().clone(), armed)
+    });
+    let (gate_of, armed) = held.unzip();
     let at_gate = async {
         if let Some(armed) = armed {
             let _ = armed.await;
@@ -381,19 +398,51 @@ async fn burst_slot(s: &Shared, user: &mut GooseUser, i: usize) {
             s.release.open();
         }
     };
+    let send = async {
+        let r = match conn {
+            Ok(mut c) => {
+                let create = c.create(&s.run.api_key, s.body_bytes.clone());
+                match tokio::time::timeout(s.run.request_timeout, create).await {
+                    Ok(Ok(a)) => answered(a.status, &a.headers, &a.body),
+                    Ok(Err(e)) => transport(e),
+                    Err(_) => timed_out(),
+                }
+            }
+            Err(e) => transport(e),
+        };
+        // A create that failed before it was armed does not hold the gate.
+        if let Some(g) = &gate_of {
+            g.give_up();
+        }
+        r
+    };
     s.in_flight.fetch_add(1, Ordering::SeqCst);
-    let (r, ()) = tokio::join!(send_or_give_up(s, user, req), at_gate);
-    let r = retry_limited(s, user, i, r).await;
+    let (r, ()) = tokio::join!(or_give_up(s, send), at_gate);
     let done = Instant::now();
     let gate = *s.gate.get_or_init(Instant::now);
     // A create that failed before the gate counts as sent at the gate.
-    let sent = released_at.and_then(|r| r.get().copied()).unwrap_or(gate);
+    let sent = gate_of.and_then(|g| g.released_at()).unwrap_or(gate);
+    record_in_goose(user, &r, done.saturating_duration_since(sent)).await;
+    let r = retry_limited(s, user, i, r).await;
     record(s, i, gate, gate, sent, done, r);
+}
+
+/// A create goose did not send, in goose's metrics as its own would be.
+async fn record_in_goose(user: &mut GooseUser, r: &CreateResult, took: Duration) {
+    let (status, error) = match &r.outcome {
+        Outcome::Status(code) => (Some(*code), None),
+        Outcome::Limited(_) => (Some(429), None),
+        other => (None, Some(format!("{other:?}"))),
+    };
+    let ok = status == Some(201);
+    let _ = user
+        .record_custom_request_duration("POST", CREATE_NAME, took, ok, status, error.as_deref())
+        .await;
 }
 
 fn prepare(s: &Shared, user: &GooseUser, i: usize) -> PreparedCreate {
     let base = &s.run.targets[i % s.run.targets.len()];
-    prepare_create(user, base, &s.run.api_key, &s.body, None).0
+    prepare_create(user, base, &s.run.api_key, &s.body)
 }
 
 async fn send_slot(
@@ -471,6 +520,11 @@ fn record(
 
 /// Sends a create; once the run is cancelled it has `cancel_grace` left to answer.
 async fn send_or_give_up(s: &Shared, user: &mut GooseUser, req: PreparedCreate) -> CreateResult {
+    or_give_up(s, send_create(user, req)).await
+}
+
+/// `create`, unless the run is cancelled and `cancel_grace` passes first.
+async fn or_give_up(s: &Shared, create: impl std::future::Future<Output = CreateResult>) -> CreateResult {
     let cancel = s.run.cancel.clone();
     let grace = s.run.cancel_grace;
     let give_up = async move {
@@ -479,7 +533,7 @@ async fn send_or_give_up(s: &Shared, user: &mut GooseUser, req: PreparedCreate) 
     };
     tokio::select! {
         biased;
-        r = send_create(user, req) => r,
+        r = create => r,
         _ = give_up => CreateResult {
             outcome: Outcome::Cancelled,
             sandbox_id: None,

@@ -1,12 +1,10 @@
 //! The two HTTP calls of the workload, in E2B's REST dialect.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use goose::prelude::*;
 use serde::Deserialize;
 
-use super::last_byte::{HeldBody, HeldHandle, Release};
 use super::ledger::{Limit, LimitKind, Outcome};
 use super::secret::ApiKey;
 use crate::profile::SandboxSpec;
@@ -58,41 +56,28 @@ fn retry_after_ms(headers: &reqwest::header::HeaderMap) -> Option<u64> {
 /// start gate releases requests, not request building.
 pub(crate) type PreparedCreate = Result<GooseRequest<'static>, String>;
 
-/// Builds `POST {base}/sandboxes` on the goose user's client. With `hold`, the body's
-/// final byte waits for that release (a burst's gate); see [`super::last_byte`].
+/// Builds `POST {base}/sandboxes` on the goose user's client.
 pub(crate) fn prepare_create(
     user: &GooseUser,
     base: &str,
     key: &ApiKey,
     body: &serde_json::Value,
-    hold: Option<&Arc<Release>>,
-) -> (PreparedCreate, Option<HeldHandle>) {
+) -> PreparedCreate {
     let url = format!("{}/sandboxes", base.trim_end_matches('/'));
-    let rb = match user.get_request_builder(&GooseMethod::Post, &url) {
-        Ok(rb) => rb.header("X-API-Key", key.expose()),
-        Err(e) => return (Err(format!("building request: {e}")), None),
-    };
-    let (rb, held) = match hold {
-        Some(release) => {
-            let bytes = serde_json::to_vec(body).unwrap_or_default();
-            let (held, handle) = HeldBody::new(bytes, release.clone());
-            let rb = rb
-                .header("content-type", "application/json")
-                .body(reqwest::Body::wrap(held));
-            (rb, Some(handle))
-        }
-        None => (rb.json(body), None),
-    };
-    (Ok(build(rb)), held)
+    let rb = user
+        .get_request_builder(&GooseMethod::Post, &url)
+        .map_err(|e| format!("building request: {e}"))?
+        .header("X-API-Key", key.expose())
+        .json(body);
+    Ok(GooseRequest::builder()
+        .set_request_builder(rb)
+        .name(CREATE_NAME)
+        .expect_status_code(201)
+        .build())
 }
 
-fn build(rb: reqwest::RequestBuilder) -> GooseRequest<'static> {
-    GooseRequest::builder()
-        .set_request_builder(rb)
-        .name("POST /sandboxes")
-        .expect_status_code(201)
-        .build()
-}
+/// The name goose's report gives the creates.
+pub(crate) const CREATE_NAME: &str = "POST /sandboxes";
 
 /// Sends a prepared create through the goose user, so goose's report counts it too.
 pub(crate) async fn send_create(user: &mut GooseUser, prepared: PreparedCreate) -> CreateResult {
@@ -107,45 +92,67 @@ pub(crate) async fn send_create(user: &mut GooseUser, prepared: PreparedCreate) 
     match resp {
         Ok(r) => {
             let status = r.status().as_u16();
-            let node = r
-                .headers()
-                .get(NODE_HEADER)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
-            if status == 429 {
-                let retry_after_ms = retry_after_ms(r.headers());
-                let message = r.text().await.unwrap_or_default();
-                let kind = LimitKind::classify(retry_after_ms.is_some(), &message);
-                return CreateResult {
-                    outcome: Outcome::Limited(Limit {
-                        kind,
-                        retry_after_ms,
-                    }),
-                    sandbox_id: None,
-                    node,
-                };
-            }
-            let sandbox_id = if status == 201 {
-                r.json::<CreatedSandbox>().await.ok().map(|c| c.sandbox_id)
-            } else {
-                None
-            };
-            CreateResult {
-                outcome: Outcome::Status(status),
-                sandbox_id,
-                node,
+            let headers = r.headers().clone();
+            match r.bytes().await {
+                Ok(body) => answered(status, &headers, &body),
+                Err(e) if e.is_timeout() => timed_out(),
+                Err(e) => transport(e.to_string()),
             }
         }
-        Err(e) if e.is_timeout() => CreateResult {
-            outcome: Outcome::Timeout,
-            sandbox_id: None,
-            node: None,
-        },
+        Err(e) if e.is_timeout() => timed_out(),
         Err(e) => transport(e.to_string()),
     }
 }
 
-fn transport(msg: String) -> CreateResult {
+/// What a create's answer means: a 201's sandbox (and node), a 429's limit, or the
+/// status as it is.
+pub(crate) fn answered(
+    status: u16,
+    headers: &reqwest::header::HeaderMap,
+    body: &[u8],
+) -> CreateResult {
+    let node = headers
+        .get(NODE_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    if status == 429 {
+        let retry_after_ms = retry_after_ms(headers);
+        let message = String::from_utf8_lossy(body);
+        let kind = LimitKind::classify(retry_after_ms.is_some(), &message);
+        return CreateResult {
+            outcome: Outcome::Limited(Limit {
+                kind,
+                retry_after_ms,
+            }),
+            sandbox_id: None,
+            node,
+        };
+    }
+    let sandbox_id = if status == 201 {
+        serde_json::from_slice::<CreatedSandbox>(body)
+            .ok()
+            .map(|c| c.sandbox_id)
+    } else {
+        None
+    };
+    CreateResult {
+        outcome: Outcome::Status(status),
+        sandbox_id,
+        node,
+    }
+}
+
+/// A create that got no answer within the request timeout.
+pub(crate) fn timed_out() -> CreateResult {
+    CreateResult {
+        outcome: Outcome::Timeout,
+        sandbox_id: None,
+        node: None,
+    }
+}
+
+/// A create that failed below HTTP.
+pub(crate) fn transport(msg: String) -> CreateResult {
     CreateResult {
         outcome: Outcome::TransportError(msg),
         sandbox_id: None,
