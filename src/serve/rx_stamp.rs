@@ -64,7 +64,9 @@ impl RxStamped {
     pub fn new(stream: TcpStream) -> (Self, Arc<LastRead>) {
         let kernel = enable_kernel_stamps(&stream);
         if !kernel {
-            tracing::debug!("no kernel receive timestamps on this socket; reads are stamped by the wall clock");
+            tracing::debug!(
+                "no kernel receive timestamps on this socket; reads are stamped by the wall clock"
+            );
         }
         let last = Arc::new(LastRead::default());
         let s = Self {
@@ -93,10 +95,9 @@ impl AsyncRead for RxStamped {
         }
         loop {
             ready!(this.stream.poll_read_ready(cx))?;
-            match this
-                .stream
-                .try_io(tokio::io::Interest::READABLE, || recv_stamped(&this.stream, buf))
-            {
+            match this.stream.try_io(tokio::io::Interest::READABLE, || {
+                recv_stamped(&this.stream, buf)
+            }) {
                 Ok(Some(ns)) => {
                     this.last.set(ns, true);
                     return Poll::Ready(Ok(()));
@@ -246,7 +247,10 @@ mod tests {
         let mut one = [0u8; 1];
         server.read_exact(&mut one).await.unwrap();
         let (ns, _) = last.get().unwrap();
-        assert!(ns >= sent && ns < read_at, "stamped {ns}, sent {sent}, read {read_at}");
+        assert!(
+            ns >= sent && ns < read_at,
+            "stamped {ns}, sent {sent}, read {read_at}"
+        );
         drop(client);
         assert_eq!(server.read(&mut one).await.unwrap(), 0, "end of stream");
     }

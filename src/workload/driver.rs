@@ -21,8 +21,8 @@ use super::limited::LimitRetry;
 use super::live::LiveCounts;
 use super::pacing::{Pacing, SlotCounter};
 use super::request::{
-    answered, create_body, delete, prepare_create, send_create, timed_out, transport,
-    CreateResult, PreparedCreate, CREATE_NAME,
+    answered, create_body, delete, prepare_create, send_create, timed_out, transport, CreateResult,
+    PreparedCreate, CREATE_NAME,
 };
 use super::secret::ApiKey;
 use crate::profile::SandboxSpec;
@@ -524,7 +524,10 @@ async fn send_or_give_up(s: &Shared, user: &mut GooseUser, req: PreparedCreate) 
 }
 
 /// `create`, unless the run is cancelled and `cancel_grace` passes first.
-async fn or_give_up(s: &Shared, create: impl std::future::Future<Output = CreateResult>) -> CreateResult {
+async fn or_give_up(
+    s: &Shared,
+    create: impl std::future::Future<Output = CreateResult>,
+) -> CreateResult {
     let cancel = s.run.cancel.clone();
     let grace = s.run.cancel_grace;
     let give_up = async move {

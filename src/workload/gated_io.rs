@@ -179,7 +179,12 @@ impl Release {
         let took = t0.elapsed();
         let _ = self.realtime.set(boost.is_some());
         drop(boost);
-        tracing::debug!(connections = gates.len(), realtime = self.realtime.get(), ?took, "burst released");
+        tracing::debug!(
+            connections = gates.len(),
+            realtime = self.realtime.get(),
+            ?took,
+            "burst released"
+        );
     }
 
     /// Whether the release loop ran at real-time priority; `None` before it ran.
@@ -360,7 +365,9 @@ mod tests {
         assert!(armed.try_recv().is_err(), "armed before the body was whole");
         gate.body_done();
         io.flush().await.unwrap();
-        armed.await.expect("armed once the body is whole and flushed");
+        armed
+            .await
+            .expect("armed once the body is whole and flushed");
         let mut got = [0u8; 6];
         server.read_exact(&mut got).await.unwrap();
         assert_eq!(&got, b"POST /");
@@ -394,11 +401,17 @@ mod tests {
         release.register(gate.clone());
         io.write_all(b"abc").await.unwrap();
         gate.give_up();
-        assert!(armed.await.is_err(), "a given-up create does not hold the gate");
+        assert!(
+            armed.await.is_err(),
+            "a given-up create does not hold the gate"
+        );
         release.abort();
         let mut got = Vec::new();
         server.read_to_end(&mut got).await.unwrap();
-        assert_eq!(got, b"ab", "the held byte was dropped and the connection shut");
+        assert_eq!(
+            got, b"ab",
+            "the held byte was dropped and the connection shut"
+        );
         release.open();
         assert_eq!(gate.released_at(), None, "open after abort does nothing");
     }
