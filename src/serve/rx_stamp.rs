@@ -14,7 +14,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
@@ -98,8 +98,8 @@ impl AsyncRead for RxStamped {
             match this.stream.try_io(tokio::io::Interest::READABLE, || {
                 recv_stamped(&this.stream, buf)
             }) {
-                Ok(Some(ns)) => {
-                    this.last.set(ns, true);
+                Ok(Some((ns, kernel))) => {
+                    this.last.set(ns, kernel);
                     return Poll::Ready(Ok(()));
                 }
                 // End of stream, or bytes without a timestamp.
@@ -141,15 +141,51 @@ impl AsyncWrite for RxStamped {
     }
 }
 
+/// Asks the kernel to stamp what the connections `listener` accepts receive (they
+/// inherit the option), and waits, at most `within`, until the network stack stamps
+/// segments: the kernel turns stamping on for the whole stack only after the first
+/// socket asks, from a work queue, and segments before that come unstamped. The
+/// listener keeps it on while it is open. `false`: no kernel stamps (not Linux, the
+/// option was refused, or not on within `within`).
+pub async fn stamp_listener(listener: &tokio::net::TcpListener, within: Duration) -> bool {
+    if !enable_kernel_stamps(listener) {
+        return false;
+    }
+    stamping_by(tokio::time::Instant::now() + within)
+        .await
+        .unwrap_or(false)
+}
+
+/// Sends one byte at a time over a loopback pair of its own until a read comes back
+/// stamped by the kernel, or `deadline`.
+async fn stamping_by(deadline: tokio::time::Instant) -> io::Result<bool> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let mut client = TcpStream::connect(listener.local_addr()?).await?;
+    let (accepted, _) = listener.accept().await?;
+    let (mut server, last) = RxStamped::new(accepted);
+    let mut one = [0u8; 1];
+    loop {
+        client.write_all(b".").await?;
+        server.read_exact(&mut one).await?;
+        if last.get().is_some_and(|(_, kernel)| kernel) {
+            return Ok(true);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Ok(false);
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
 #[cfg(target_os = "linux")]
-fn enable_kernel_stamps(stream: &TcpStream) -> bool {
-    use std::os::fd::AsRawFd;
+fn enable_kernel_stamps(socket: &impl std::os::fd::AsRawFd) -> bool {
     let on: libc::c_int = 1;
-    // SAFETY: the descriptor is the stream's and open for the call; the option value
+    // SAFETY: the descriptor is the socket's and open for the call; the option value
     // is a c_int that lives across it.
     let rc = unsafe {
         libc::setsockopt(
-            stream.as_raw_fd(),
+            socket.as_raw_fd(),
             libc::SOL_SOCKET,
             libc::SO_TIMESTAMPNS,
             (&on as *const libc::c_int).cast(),
@@ -160,14 +196,19 @@ fn enable_kernel_stamps(stream: &TcpStream) -> bool {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn enable_kernel_stamps(_stream: &TcpStream) -> bool {
+fn enable_kernel_stamps<S>(_socket: &S) -> bool {
     false
 }
 
 /// One `recvmsg` into `buf`'s unfilled part; the kernel's timestamp of the last
-/// segment read, `None` at the end of the stream or when none came with the bytes.
+/// segment read (`true`), or the wall clock now when the segment carries none
+/// (`false`); `None` at the end of the stream.
+///
+/// A segment can come without one: the kernel turns receive stamping on for the
+/// whole stack only after the first socket asks for it, from a work queue, so the
+/// first segments after that may be unstamped.
 #[cfg(target_os = "linux")]
-fn recv_stamped(stream: &TcpStream, buf: &mut ReadBuf<'_>) -> io::Result<Option<u64>> {
+fn recv_stamped(stream: &TcpStream, buf: &mut ReadBuf<'_>) -> io::Result<Option<(u64, bool)>> {
     use std::os::fd::AsRawFd;
     // Room for one `SCM_TIMESTAMPNS` (a timespec) with its header, u64-aligned.
     let mut control = [0u64; 8];
@@ -207,14 +248,15 @@ fn recv_stamped(stream: &TcpStream, buf: &mut ReadBuf<'_>) -> io::Result<Option<
             }
             c = libc::CMSG_NXTHDR(&msg, c);
         }
-        // Bytes without a timestamp (should not happen once the option is on) still
-        // count as read now.
-        Ok(Some(stamp.unwrap_or_else(realtime_ns)))
+        Ok(Some(match stamp {
+            Some(ns) => (ns, true),
+            None => (realtime_ns(), false),
+        }))
     }
 }
 
 #[cfg(not(target_os = "linux"))]
-fn recv_stamped(_stream: &TcpStream, _buf: &mut ReadBuf<'_>) -> io::Result<Option<u64>> {
+fn recv_stamped(_stream: &TcpStream, _buf: &mut ReadBuf<'_>) -> io::Result<Option<(u64, bool)>> {
     unreachable!("kernel stamps are only enabled on Linux")
 }
 
@@ -231,22 +273,27 @@ mod tests {
         let (accepted, _) = listener.accept().await.unwrap();
         let (mut server, last) = RxStamped::new(accepted);
         assert_eq!(last.get(), None);
+        // Stamping on for the stack first (see `stamp_listener`), as the service does.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        assert!(
+            stamping_by(deadline).await.unwrap(),
+            "the kernel never stamped"
+        );
         let before = realtime_ns();
-        client.write_all(b"abc").await.unwrap();
-        let mut got = [0u8; 3];
-        server.read_exact(&mut got).await.unwrap();
-        assert_eq!(&got, b"abc");
+        client.write_all(b"a").await.unwrap();
+        let mut one = [0u8; 1];
+        server.read_exact(&mut one).await.unwrap();
         let (ns, kernel) = last.get().expect("a stamp after a read");
-        assert!(kernel, "Linux stamps loopback segments");
+        assert!(kernel);
         assert!(ns >= before && ns <= realtime_ns(), "{before} <= {ns}");
         // The stamp is the segment's, taken when it arrived, not when it was read.
         let sent = realtime_ns();
         client.write_all(b"d").await.unwrap();
-        tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+        tokio::time::sleep(Duration::from_millis(30)).await;
         let read_at = realtime_ns();
-        let mut one = [0u8; 1];
         server.read_exact(&mut one).await.unwrap();
-        let (ns, _) = last.get().unwrap();
+        let (ns, kernel) = last.get().unwrap();
+        assert!(kernel);
         assert!(
             ns >= sent && ns < read_at,
             "stamped {ns}, sent {sent}, read {read_at}"

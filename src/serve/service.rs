@@ -152,6 +152,9 @@ impl ServiceHandle {
     }
 }
 
+/// How long a starting instance waits for the kernel to stamp received segments.
+const KERNEL_STAMPS_WITHIN: Duration = Duration::from_secs(2);
+
 /// Start one instance placing on `nodes`, serving on `listen` (port 0 = any free port).
 /// The first sync completes before the listener serves requests.
 pub async fn start(
@@ -178,6 +181,9 @@ pub async fn start(
             source,
         })?;
     let addr = listener.local_addr().map_err(ServeError::Server)?;
+    if !super::rx_stamp::stamp_listener(&listener, KERNEL_STAMPS_WITHIN).await {
+        tracing::warn!(%addr, "no kernel receive timestamps: create arrivals are stamped when read");
+    }
     let conns = connect_all(&cfg, nodes).await?;
     let trace = match &cfg.placement_trace {
         Some(path) => {
