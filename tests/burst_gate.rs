@@ -2,82 +2,16 @@
 //! burst uses is open and warm before the gate, and the embedded service records when
 //! the creates arrived (server side) next to the client's send spread.
 
-use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use hyper::body::Incoming;
-use hyper::{Request, Response};
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use stampede::profile::SandboxSpec;
-use stampede::workload::{run_workload, ApiKey, Pacing, WorkloadRun};
-use tokio::net::TcpListener;
+use stampede::workload::run_workload;
 use tokio_util::sync::CancellationToken;
 
+mod bare_target;
 mod inline_run;
+use bare_target::Seen;
 use inline_run::run_inline;
-
-/// What a bare target saw: when each connection was accepted, for each create the
-/// connection it came on and whether a request had already been served there, and
-/// when each create's body was complete.
-#[derive(Debug, Default)]
-struct Seen {
-    accepts: Vec<Instant>,
-    creates: Vec<(usize, bool)>,
-    bodies_complete: Vec<Instant>,
-}
-
-/// A bare HTTP/1 target: `GET /health` 204, `POST /sandboxes` 201 with a sandbox id.
-async fn bare_target(seen: Arc<Mutex<Seen>>, stop: CancellationToken) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        loop {
-            let (stream, _) = tokio::select! {
-                _ = stop.cancelled() => return,
-                a = listener.accept() => match a { Ok(a) => a, Err(_) => continue },
-            };
-            let conn = {
-                let mut s = seen.lock().unwrap();
-                s.accepts.push(Instant::now());
-                s.accepts.len() - 1
-            };
-            let seen = seen.clone();
-            let served = Arc::new(std::sync::atomic::AtomicU64::new(0));
-            tokio::spawn(async move {
-                let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
-                    let before = served.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let create = req.method() == hyper::Method::POST;
-                    if create {
-                        seen.lock().unwrap().creates.push((conn, before > 0));
-                    }
-                    let seen = seen.clone();
-                    async move {
-                        if create {
-                            use http_body_util::BodyExt;
-                            let body = req.into_body().collect().await;
-                            assert!(body.is_ok_and(|b| !b.to_bytes().is_empty()));
-                            seen.lock().unwrap().bodies_complete.push(Instant::now());
-                        }
-                        let resp = if create {
-                            Response::builder()
-                                .status(201)
-                                .header("content-type", "application/json")
-                                .body(format!("{{\"sandboxID\":\"i{before}c{conn}\"}}"))
-                        } else {
-                            Response::builder().status(204).body(String::new())
-                        };
-                        Ok::<_, Infallible>(resp.unwrap())
-                    }
-                });
-                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                    .serve_connection(TokioIo::new(stream), svc)
-                    .await;
-            });
-        }
-    });
-    url
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn burst_connections_are_open_before_the_gate_on_every_target() {
@@ -85,25 +19,11 @@ async fn burst_connections_are_open_before_the_gate_on_every_target() {
     let seen_b = Arc::new(Mutex::new(Seen::default()));
     let stop = CancellationToken::new();
     let targets = vec![
-        bare_target(seen_a.clone(), stop.clone()).await,
-        bare_target(seen_b.clone(), stop.clone()).await,
+        bare_target::serve(seen_a.clone(), stop.clone(), None).await,
+        bare_target::serve(seen_b.clone(), stop.clone(), None).await,
     ];
     let count = 40;
-    let run = WorkloadRun {
-        targets,
-        api_key: ApiKey::new("e2b_test"),
-        pacing: Pacing::Burst { count },
-        sandbox: SandboxSpec::default(),
-        lifetime: None,
-        seed: 1,
-        request_timeout: Duration::from_secs(10),
-        goose_report: None,
-        cancel: CancellationToken::new(),
-        progress: None,
-        cancel_grace: Duration::from_secs(1),
-        run_tag: None,
-        limit_retry: None,
-    };
+    let run = bare_target::burst(targets, count);
     let out = tokio::time::timeout(Duration::from_secs(60), run_workload(run, None))
         .await
         .expect("the burst ends within 60 s")
