@@ -181,8 +181,9 @@ impl BurstConn {
         let req = self
             .request(Method::POST, "/sandboxes", frame)
             .and_then(|mut r| {
-                let key = HeaderValue::from_str(key.expose())
+                let mut key = HeaderValue::from_str(key.expose())
                     .map_err(|_| "the API key is not a valid header value".to_string())?;
+                key.set_sensitive(true);
                 r.headers_mut().insert("x-api-key", key);
                 r.headers_mut()
                     .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));

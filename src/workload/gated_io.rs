@@ -23,6 +23,12 @@ use tokio::sync::oneshot;
 
 use super::boost::Boost;
 
+/// A peer that closed must give an error, not a SIGPIPE.
+#[cfg(target_os = "linux")]
+const SEND_FLAGS: libc::c_int = libc::MSG_NOSIGNAL;
+#[cfg(not(target_os = "linux"))]
+const SEND_FLAGS: libc::c_int = 0;
+
 /// What a connection does with what is written to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -105,7 +111,7 @@ impl Gate {
         let Some(b) = st.byte.take() else {
             return;
         };
-        match socket2::SockRef::from(&self.stream).send(&[b]) {
+        match socket2::SockRef::from(&self.stream).send_with_flags(&[b], SEND_FLAGS) {
             Ok(1) => {
                 let _ = self.released_at.set(Instant::now());
             }
