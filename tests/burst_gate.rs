@@ -52,6 +52,30 @@ async fn burst_connections_are_open_before_the_gate_on_every_target() {
     assert_eq!(creates, count);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_target_that_closes_after_the_warm_up_gets_a_fresh_connection_before_the_gate() {
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let stop = CancellationToken::new();
+    let url = bare_target::serve_with(seen.clone(), stop.clone(), None, true).await;
+    let count = 10;
+    let run = bare_target::burst(vec![url], count);
+    let out = tokio::time::timeout(Duration::from_secs(60), run_workload(run, None))
+        .await
+        .expect("the burst ends within 60 s")
+        .expect("the workload runs");
+    stop.cancel();
+    assert_eq!(out.ledger.created(), count, "{:?}", out.ledger.statuses());
+    let gate = out.gate.expect("the gate opened");
+    let s = seen.lock().unwrap();
+    // One connection warmed and closed, one fresh for the create, per user.
+    assert_eq!(s.accepts.len(), 2 * count, "{s:?}");
+    assert!(
+        s.accepts.iter().all(|at| *at < gate),
+        "a connection opened after the gate"
+    );
+    assert!(s.bodies_complete.iter().all(|at| *at >= gate));
+}
+
 const PROFILE: &str = r#"
 name: burst-arrivals
 seed: 14

@@ -118,9 +118,24 @@ pub(crate) struct BurstConn {
 impl BurstConn {
     /// Connects to `base` (`http://` or `https://`) and sends one `GET /health` on the
     /// connection (E2B's API answers it without a key), reading its answer to the end
-    /// so that the create reuses the connection.
+    /// so that the create reuses the connection. A target that closes the connection
+    /// after it gets a fresh one, open (not warmed) before the gate all the same.
     pub(crate) async fn open_warm(base: &str, tls: &Tls) -> Result<Self, String> {
         let url = reqwest::Url::parse(base).map_err(|e| format!("target {base}: {e}"))?;
+        let mut conn = Self::connect(&url, base, tls).await?;
+        let req = conn.request(Method::GET, "/health", OneFrame::empty())?;
+        let answer = conn.send(req).await?;
+        let closes = answer
+            .headers
+            .get(hyper::header::CONNECTION)
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"close"));
+        if closes || conn.sender.is_closed() {
+            conn = Self::connect(&url, base, tls).await?;
+        }
+        Ok(conn)
+    }
+
+    async fn connect(url: &reqwest::Url, base: &str, tls: &Tls) -> Result<Self, String> {
         let host = url
             .host_str()
             .ok_or_else(|| format!("target {base}: no host"))?
@@ -150,15 +165,12 @@ impl BurstConn {
             Some(p) => format!("{host}:{p}"),
             None => host,
         };
-        let mut conn = Self {
+        Ok(Self {
             sender,
             gate,
             host: HeaderValue::from_str(&authority).map_err(|e| format!("host: {e}"))?,
             prefix: url.path().trim_end_matches('/').to_owned(),
-        };
-        let req = conn.request(Method::GET, "/health", OneFrame::empty())?;
-        conn.send(req).await?;
-        Ok(conn)
+        })
     }
 
     /// The gate holding this connection's final byte.

@@ -37,6 +37,16 @@ pub async fn serve(
     stop: CancellationToken,
     tls: Option<tokio_rustls::TlsAcceptor>,
 ) -> String {
+    serve_with(seen, stop, tls, false).await
+}
+
+/// [`serve`]; with `close_after_health`, `GET /health` answers `Connection: close`.
+pub async fn serve_with(
+    seen: Arc<Mutex<Seen>>,
+    stop: CancellationToken,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    close_after_health: bool,
+) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let scheme = if tls.is_some() { "https" } else { "http" };
     let url = format!("{scheme}://{}", listener.local_addr().unwrap());
@@ -57,10 +67,10 @@ pub async fn serve(
                 match tls {
                     Some(acceptor) => {
                         if let Ok(s) = acceptor.accept(stream).await {
-                            serve_conn(s, conn, seen).await;
+                            serve_conn(s, conn, seen, close_after_health).await;
                         }
                     }
-                    None => serve_conn(stream, conn, seen).await,
+                    None => serve_conn(stream, conn, seen, close_after_health).await,
                 }
             });
         }
@@ -68,7 +78,7 @@ pub async fn serve(
     url
 }
 
-async fn serve_conn<I>(io: I, conn: usize, seen: Arc<Mutex<Seen>>)
+async fn serve_conn<I>(io: I, conn: usize, seen: Arc<Mutex<Seen>>, close_after_health: bool)
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -82,7 +92,11 @@ where
         let seen = seen.clone();
         async move {
             if !create {
-                let no_content = Response::builder().status(204).body(String::new());
+                let mut no_content = Response::builder().status(204);
+                if close_after_health {
+                    no_content = no_content.header("connection", "close");
+                }
+                let no_content = no_content.body(String::new());
                 return Ok::<_, Infallible>(no_content.unwrap());
             }
             let body = req.into_body().collect().await;
