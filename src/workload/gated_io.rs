@@ -10,7 +10,7 @@
 //! TLS it is the final ciphertext byte, so the server cannot decrypt the request's
 //! last record before the gate.
 
-use std::io;
+use std::io::{self, IoSlice};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -240,10 +240,11 @@ impl GatedIo {
         (Self { gate: gate.clone() }, gate)
     }
 
-    fn write_raw(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    /// One write of `bufs` to the socket, as soon as it is writable.
+    fn write_raw(&self, cx: &mut Context<'_>, bufs: &[IoSlice<'_>]) -> Poll<io::Result<usize>> {
         loop {
             ready!(self.gate.stream.poll_write_ready(cx))?;
-            match self.gate.stream.try_write(buf) {
+            match self.gate.stream.try_write_vectored(bufs) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
                 r => return Poll::Ready(r),
             }
@@ -282,27 +283,39 @@ impl AsyncWrite for GatedIo {
             return Poll::Ready(Ok(0));
         }
         let mut st = self.gate.state();
-        // A byte held earlier goes out before anything after it (when holding, or when
-        // a release found the send buffer full).
+        let hold = st.mode == Mode::Hold;
+        // What of `buf` goes now: all of it, or when holding all but its last byte,
+        // which becomes the held one.
+        let now = if hold { &buf[..buf.len() - 1] } else { buf };
+        // A byte held earlier goes out first, in the same write (one segment, not a
+        // one-byte segment of its own before every write of a held request).
         if let Some(b) = st.byte {
-            match ready!(self.write_raw(cx, &[b]))? {
-                0 => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
-                _ => st.byte = None,
+            let n = ready!(self.write_raw(cx, &[IoSlice::new(&[b]), IoSlice::new(now)]))?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
             }
+            st.byte = None;
+            let sent = n - 1;
+            if sent == now.len() {
+                if hold {
+                    st.byte = Some(buf[buf.len() - 1]);
+                }
+                return Poll::Ready(Ok(buf.len()));
+            }
+            if sent > 0 {
+                return Poll::Ready(Ok(sent));
+            }
+            // Only the held byte went: `buf` is still to write.
         }
-        if st.mode == Mode::Pass {
-            drop(st);
-            return self.write_raw(cx, buf);
-        }
-        // Holding: all of `buf` but its last byte, which becomes the held one.
-        let (head, last) = buf.split_at(buf.len() - 1);
-        if !head.is_empty() {
-            let n = ready!(self.write_raw(cx, head))?;
-            if n < head.len() {
+        if !now.is_empty() {
+            let n = ready!(self.write_raw(cx, &[IoSlice::new(now)]))?;
+            if n < now.len() {
                 return Poll::Ready(Ok(n));
             }
         }
-        st.byte = Some(last[0]);
+        if hold {
+            st.byte = Some(buf[buf.len() - 1]);
+        }
         Poll::Ready(Ok(buf.len()))
     }
 
