@@ -5,7 +5,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use stampede::workload::run_workload;
 use tokio_util::sync::CancellationToken;
 
 mod bare_target;
@@ -24,13 +23,7 @@ async fn burst_connections_are_open_before_the_gate_on_every_target() {
     ];
     let count = 40;
     let run = bare_target::burst(targets, count);
-    let out = tokio::time::timeout(Duration::from_secs(60), run_workload(run, None))
-        .await
-        .expect("the burst ends within 60 s")
-        .expect("the workload runs");
-    stop.cancel();
-    assert_eq!(out.ledger.created(), count, "{:?}", out.ledger.statuses());
-    let gate = out.gate.expect("the gate opened");
+    let (_out, gate) = bare_target::run_all_created(run, &stop).await;
     let mut creates = 0;
     for seen in [&seen_a, &seen_b] {
         let s = seen.lock().unwrap();
@@ -59,13 +52,7 @@ async fn a_target_that_closes_after_the_warm_up_gets_a_fresh_connection_before_t
     let url = bare_target::serve_with(seen.clone(), stop.clone(), None, true).await;
     let count = 10;
     let run = bare_target::burst(vec![url], count);
-    let out = tokio::time::timeout(Duration::from_secs(60), run_workload(run, None))
-        .await
-        .expect("the burst ends within 60 s")
-        .expect("the workload runs");
-    stop.cancel();
-    assert_eq!(out.ledger.created(), count, "{:?}", out.ledger.statuses());
-    let gate = out.gate.expect("the gate opened");
+    let (_out, gate) = bare_target::run_all_created(run, &stop).await;
     let s = seen.lock().unwrap();
     // One connection warmed and closed, one fresh for the create, per user.
     assert_eq!(s.accepts.len(), 2 * count, "{s:?}");

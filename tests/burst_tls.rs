@@ -7,9 +7,7 @@
 //! single test so that setting the variable touches no other test.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use stampede::workload::run_workload;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio_util::sync::CancellationToken;
@@ -42,13 +40,7 @@ async fn a_burst_over_tls_is_held_by_its_last_ciphertext_byte() {
     let url = bare_target::serve(seen.clone(), stop.clone(), Some(acceptor())).await;
     let count = 12;
     let run = bare_target::burst(vec![url], count);
-    let out = tokio::time::timeout(Duration::from_secs(60), run_workload(run, None))
-        .await
-        .expect("the burst ends within 60 s")
-        .expect("the workload runs");
-    stop.cancel();
-    assert_eq!(out.ledger.created(), count, "{:?}", out.ledger.statuses());
-    let gate = out.gate.expect("the gate opened");
+    let (_out, gate) = bare_target::run_all_created(run, &stop).await;
     let seen = seen.lock().unwrap();
     assert_eq!(seen.bodies_complete.len(), count);
     for &(conn, warm) in &seen.creates {

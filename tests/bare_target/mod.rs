@@ -15,7 +15,7 @@ use hyper::body::Incoming;
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use stampede::profile::SandboxSpec;
-use stampede::workload::{ApiKey, Pacing, WorkloadRun};
+use stampede::workload::{run_workload, ApiKey, Pacing, WorkloadOutput, WorkloadRun};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -131,4 +131,21 @@ pub fn burst(targets: Vec<String>, count: usize) -> WorkloadRun {
         run_tag: None,
         limit_retry: None,
     }
+}
+
+/// Runs `run` (within 60 s), stops the targets, checks that every create got its 201
+/// and returns the output with the gate's instant.
+pub async fn run_all_created(
+    run: WorkloadRun,
+    stop: &CancellationToken,
+) -> (WorkloadOutput, Instant) {
+    let count = run.pacing.total().unwrap_or(0);
+    let out = tokio::time::timeout(Duration::from_secs(60), run_workload(run, None))
+        .await
+        .expect("the burst ends within 60 s")
+        .expect("the workload runs");
+    stop.cancel();
+    assert_eq!(out.ledger.created(), count, "{:?}", out.ledger.statuses());
+    let gate = out.gate.expect("the gate opened");
+    (out, gate)
 }
