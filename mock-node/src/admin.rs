@@ -19,7 +19,7 @@ use crate::api::{ApiError, FaultCreated, FaultRequest, FaultsResponse};
 use crate::faults;
 use crate::fleet::FleetShared;
 use crate::prometheus;
-use crate::secret::AdminToken;
+use crate::secret::{constant_time_eq, AdminToken};
 
 /// Serves the admin API on `listener` until the fleet shuts down.
 pub fn spawn(
@@ -63,10 +63,6 @@ async fn bearer(expected: Arc<str>, req: Request, next: Next) -> Response {
     } else {
         error(StatusCode::UNAUTHORIZED, "missing or wrong bearer token")
     }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 fn error(status: StatusCode, msg: impl Into<String>) -> Response {

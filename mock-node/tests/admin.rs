@@ -263,3 +263,81 @@ async fn fault_naming_a_node_twice_targets_it_once() {
     assert_eq!(book.faults[0].nodes, vec!["node-01", "node-00"]);
     f.shutdown().await;
 }
+
+/// An empty admin token was read as "no token" (`--admin-token ""`) or let an empty
+/// `Bearer` in; it is refused at start, whichever way it is given.
+#[tokio::test]
+async fn blank_admin_token_is_refused_at_start() {
+    let cfg = mock_node::config::ClusterConfig {
+        nodes: 1,
+        ..Default::default()
+    };
+    for blank in ["", "   ", "\t"] {
+        let opts = FleetOptions {
+            admin_token: Some(mock_node::secret::AdminToken::new(blank)),
+            ..Default::default()
+        };
+        let e = fleet::start(cfg.clone(), opts)
+            .await
+            .expect_err("a blank token is refused");
+        assert!(matches!(e, FleetError::BlankAdminToken(_)), "{blank:?}: {e}");
+        assert!(e.to_string().contains("empty"), "{e}");
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mock-node"))
+        .args(["--nodes", "1", "--admin-token", ""])
+        .env_remove("MOCK_NODE_ADMIN_TOKEN")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("mock-node runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "refused: {stderr}");
+    assert!(stderr.contains("admin token is empty"), "{stderr}");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mock-node"))
+        .args(["--nodes", "1"])
+        .env("MOCK_NODE_ADMIN_TOKEN", " ")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("mock-node runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "refused: {stderr}");
+    assert!(stderr.contains("admin token is empty"), "{stderr}");
+}
+
+/// Fault kinds are kebab-case (`freeze-metrics`) and so are error codes
+/// (`resource-exhausted`); the snake_case codes of earlier versions are still accepted.
+#[tokio::test]
+async fn error_codes_are_kebab_case_like_fault_kinds_and_snake_case_still_reads() {
+    let f = fleet_with(2, |_| {}).await;
+    for (node, code) in [("node-00", "resource-exhausted"), ("node-01", "deadline_exceeded")] {
+        let (status, v) = post_fault(
+            &f,
+            json!({"kind": "errors", "nodes": [node], "probability": 1.0, "code": code}),
+        )
+        .await;
+        assert_eq!(status, 201, "{code}: {v}");
+    }
+    let (status, body) = list_faults(&f).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains("\"resource-exhausted\"") && body.contains("\"deadline-exceeded\""),
+        "codes are listed in kebab-case: {body}"
+    );
+    assert!(!body.contains("_exceeded"), "{body}");
+    let (mut sb, _) = clients(f.nodes()[0].addr).await;
+    let r = sb.create(create("sbx-1", 1, 512)).await;
+    assert_eq!(
+        r.expect_err("injected").code(),
+        tonic::Code::ResourceExhausted
+    );
+    let (status, v) = post_fault(
+        &f,
+        json!({"kind": "errors", "nodes": ["node-00"], "probability": 1.0, "code": "resource exhausted"}),
+    )
+    .await;
+    assert_eq!(status, 400, "{v}");
+    assert!(
+        v["error"].as_str().is_some_and(|m| m.contains("resource-exhausted")),
+        "the error lists the kebab-case names: {v}"
+    );
+    f.shutdown().await;
+}

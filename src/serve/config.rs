@@ -1,7 +1,11 @@
 //! Settings of one placement service instance, independent of how it was started.
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
+use mock_node::secret::check_not_blank;
+
+use super::error::ServeError;
 use crate::placement::PlacementConfig;
 
 /// The API key accepted when none is configured (`--api-key` / `STAMPEDE_API_KEY`).
@@ -92,6 +96,22 @@ impl Default for ServeConfig {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             placement_trace: None,
         }
+    }
+}
+
+impl ServeConfig {
+    /// Refuses credentials that would let anyone in: an empty or whitespace API key or
+    /// admin token (an empty `X-API-Key:` header would match it), and the published
+    /// [`DEFAULT_API_KEY`] on a `listen` address other hosts can reach.
+    pub fn check_credentials(&self, listen: SocketAddr) -> Result<(), ServeError> {
+        check_not_blank("the API key (--api-key, STAMPEDE_API_KEY)", &self.api_key)?;
+        if let Some(t) = &self.admin_token {
+            check_not_blank("the admin token (--admin-token, STAMPEDE_ADMIN_TOKEN)", t)?;
+        }
+        if !listen.ip().is_loopback() && self.api_key == DEFAULT_API_KEY {
+            return Err(ServeError::DefaultKeyExposed(listen));
+        }
+        Ok(())
     }
 }
 
