@@ -341,3 +341,39 @@ async fn error_codes_are_kebab_case_like_fault_kinds_and_snake_case_still_reads(
     );
     f.shutdown().await;
 }
+
+/// A POST whose body never came held its admin connection for ever; enough of them
+/// exhaust the descriptors. Each is answered 408 and closed at the body deadline, and
+/// the endpoint keeps answering others meanwhile.
+#[tokio::test]
+async fn stalled_admin_bodies_are_cut_at_the_deadline_and_others_served() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let f = fleet_with(1, |_| {}).await;
+    let addr = f.admin_url().trim_start_matches("http://").to_string();
+    let mut stalled = Vec::new();
+    for _ in 0..50 {
+        let mut c = tokio::net::TcpStream::connect(&addr).await.expect("connect");
+        c.write_all(
+            b"POST /faults HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"kind\":",
+        )
+        .await
+        .expect("write");
+        stalled.push(c);
+    }
+    let t0 = std::time::Instant::now();
+    let (status, body) = list_faults(&f).await;
+    assert_eq!(status, 200, "served during the flood: {body}");
+    let limit = mock_node::admin::ADMIN_LIMITS.body_read + std::time::Duration::from_secs(5);
+    for (i, c) in stalled.iter_mut().enumerate() {
+        let mut seen = Vec::new();
+        let closed = tokio::time::timeout_at(
+            tokio::time::Instant::from_std(t0 + limit),
+            c.read_to_end(&mut seen),
+        )
+        .await;
+        assert!(closed.is_ok(), "stalled connection {i} still open after {limit:?}");
+        let text = String::from_utf8_lossy(&seen);
+        assert!(text.starts_with("HTTP/1.1 408"), "connection {i}: {text}");
+    }
+    f.shutdown().await;
+}

@@ -18,6 +18,21 @@ pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default [`ServeConfig::idle_timeout`]: 60 s.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Default [`ServeConfig::body_read_timeout`]: 70 s, the longest a burst holds each
+/// create's final byte ([`GATE_WAIT`](crate::workload::GATE_WAIT), 60 s: past it the
+/// start gate opens anyway) plus 10 s for the release itself on a loaded machine. E2B's
+/// API allows 10 s for a whole request (`ReadTimeout` in `packages/api/main.go`); a
+/// gated burst held longer than that would be cut there.
+pub const DEFAULT_BODY_READ_TIMEOUT: Duration =
+    Duration::from_secs(crate::workload::GATE_WAIT.as_secs() + 10);
+
+/// Default [`ServeConfig::max_connections`]: 10,000, twice the largest gated burst the
+/// service leaves room for (5,000 creates, each on a connection of its own, all held
+/// open until the gate), the other half for every other client during it (deletes,
+/// collectors, a flood of stalled connections). Lowered to the descriptor limit less
+/// [`RESERVED_FDS`](mock_node::http_guard::RESERVED_FDS) at start.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+
 /// Default [`ServeConfig::retry_backoff`] (and of the profile's
 /// `placement.embedded.retry_backoff`): none. E2B retries a ResourceExhausted create at
 /// once, until the request deadline (`packages/api/internal/orchestrator/placement/placement.go`).
@@ -94,6 +109,8 @@ impl Default for ServeConfig {
             envd_version: "0.2.0".to_string(),
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
             placement_trace: None,
         }
     }
