@@ -149,7 +149,10 @@ async fn node_id_with_quote_and_backslash_is_escaped_and_status_keeps_series() {
     for family in ["mock_node_up", "mock_node_status"] {
         let (b, a) = (series_of(&before, family), series_of(&after, family));
         assert!(!b.is_empty(), "{family} present: {before}");
-        assert_eq!(b, a, "{family}: the same series before and after a status change");
+        assert_eq!(
+            b, a,
+            "{family}: the same series before and after a status change"
+        );
     }
     assert!(
         after.contains(r#"mock_node_status{node="edge\"node\\1",status="draining"} 1"#)

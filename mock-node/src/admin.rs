@@ -45,7 +45,13 @@ pub fn spawn(
             async move { bearer(expected, req, next).await }
         }));
     }
-    tokio::spawn(serve_bounded(listener, app, ADMIN_LIMITS, stop, body_timed_out))
+    tokio::spawn(serve_bounded(
+        listener,
+        app,
+        ADMIN_LIMITS,
+        stop,
+        body_timed_out,
+    ))
 }
 
 /// What an admin client may hold open. Its clients (the harness's collector and chaos

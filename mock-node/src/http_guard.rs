@@ -261,7 +261,9 @@ async fn serve_one(
                 if h1 {
                     cut.cancel();
                 }
-                return Ok::<_, std::convert::Infallible>(on_timeout(BodyTimedOut(limits.body_read)));
+                return Ok::<_, std::convert::Infallible>(on_timeout(BodyTimedOut(
+                    limits.body_read,
+                )));
             }
             Ok(answer)
         }

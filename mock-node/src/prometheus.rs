@@ -43,7 +43,12 @@ pub fn write_header(out: &mut String, name: &str, kind: &str, help: &str) {
 }
 
 /// Writes one sample line, `name{labels} value`, escaping every label value.
-pub fn write_sample(out: &mut String, name: &str, labels: &[(&str, &str)], value: impl std::fmt::Display) {
+pub fn write_sample(
+    out: &mut String,
+    name: &str,
+    labels: &[(&str, &str)],
+    value: impl std::fmt::Display,
+) {
     out.push_str(name);
     if !labels.is_empty() {
         out.push('{');
@@ -139,7 +144,12 @@ pub fn render(truth: &NodesResponse) -> String {
         "1 unless a kill fault holds the node down.",
     );
     for n in &truth.nodes {
-        write_sample(&mut out, name, &[("node", &n.id)], u8::from(n.status != KILLED));
+        write_sample(
+            &mut out,
+            name,
+            &[("node", &n.id)],
+            u8::from(n.status != KILLED),
+        );
     }
     let name = "mock_node_status";
     write_header(

@@ -280,7 +280,10 @@ async fn blank_admin_token_is_refused_at_start() {
         let e = fleet::start(cfg.clone(), opts)
             .await
             .expect_err("a blank token is refused");
-        assert!(matches!(e, FleetError::BlankAdminToken(_)), "{blank:?}: {e}");
+        assert!(
+            matches!(e, FleetError::BlankAdminToken(_)),
+            "{blank:?}: {e}"
+        );
         assert!(e.to_string().contains("empty"), "{e}");
     }
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_mock-node"))
@@ -308,7 +311,10 @@ async fn blank_admin_token_is_refused_at_start() {
 #[tokio::test]
 async fn error_codes_are_kebab_case_like_fault_kinds_and_snake_case_still_reads() {
     let f = fleet_with(2, |_| {}).await;
-    for (node, code) in [("node-00", "resource-exhausted"), ("node-01", "deadline_exceeded")] {
+    for (node, code) in [
+        ("node-00", "resource-exhausted"),
+        ("node-01", "deadline_exceeded"),
+    ] {
         let (status, v) = post_fault(
             &f,
             json!({"kind": "errors", "nodes": [node], "probability": 1.0, "code": code}),
@@ -336,7 +342,9 @@ async fn error_codes_are_kebab_case_like_fault_kinds_and_snake_case_still_reads(
     .await;
     assert_eq!(status, 400, "{v}");
     assert!(
-        v["error"].as_str().is_some_and(|m| m.contains("resource-exhausted")),
+        v["error"]
+            .as_str()
+            .is_some_and(|m| m.contains("resource-exhausted")),
         "the error lists the kebab-case names: {v}"
     );
     f.shutdown().await;
@@ -352,7 +360,9 @@ async fn stalled_admin_bodies_are_cut_at_the_deadline_and_others_served() {
     let addr = f.admin_url().trim_start_matches("http://").to_string();
     let mut stalled = Vec::new();
     for _ in 0..50 {
-        let mut c = tokio::net::TcpStream::connect(&addr).await.expect("connect");
+        let mut c = tokio::net::TcpStream::connect(&addr)
+            .await
+            .expect("connect");
         c.write_all(
             b"POST /faults HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"kind\":",
         )
@@ -371,7 +381,10 @@ async fn stalled_admin_bodies_are_cut_at_the_deadline_and_others_served() {
             c.read_to_end(&mut seen),
         )
         .await;
-        assert!(closed.is_ok(), "stalled connection {i} still open after {limit:?}");
+        assert!(
+            closed.is_ok(),
+            "stalled connection {i} still open after {limit:?}"
+        );
         let text = String::from_utf8_lossy(&seen);
         assert!(text.starts_with("HTTP/1.1 408"), "connection {i}: {text}");
     }

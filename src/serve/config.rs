@@ -85,6 +85,12 @@ pub struct ServeConfig {
     /// A connection with no request in progress on which no byte moved for this long is
     /// closed. Default [`DEFAULT_IDLE_TIMEOUT`].
     pub idle_timeout: Duration,
+    /// A request body must be whole this soon after its head; else the request is
+    /// answered 408 and its connection closed. Default [`DEFAULT_BODY_READ_TIMEOUT`].
+    pub body_read_timeout: Duration,
+    /// Connections open at once; more wait in the kernel's backlog. Default
+    /// [`DEFAULT_MAX_CONNECTIONS`], lowered to what the descriptor limit allows.
+    pub max_connections: usize,
     /// Record every input and output of the placer to this file (JSON lines, for
     /// `stampede replay`); with several replicas, replica `i` writes `<file>.<i>`.
     pub placement_trace: Option<std::path::PathBuf>,

@@ -30,7 +30,7 @@ pub enum ServeError {
     #[error("invalid settings: {0}")]
     Config(String),
     /// The API key or the admin token is empty or whitespace.
-    #[error("invalid settings")]
+    #[error(transparent)]
     BlankSecret(#[from] mock_node::secret::EmptySecret),
     /// A non-loopback listen address with the published default API key.
     #[error(

@@ -20,9 +20,9 @@ use hyper::Request;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
+use mock_node::http_guard::{bounded_request, BodyTimedOut, ConnectionCap};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
-use mock_node::http_guard::{bounded_request, BodyTimedOut, ConnectionCap};
 use tokio_util::sync::CancellationToken;
 
 use super::activity::{Activity, Tracked};
@@ -134,7 +134,9 @@ async fn serve_conn(
                     cut.cancel();
                 }
                 let e = BodyTimedOut(timeouts.body_read);
-                return Ok(ApiError::new(StatusCode::REQUEST_TIMEOUT, e.to_string()).into_response());
+                return Ok(
+                    ApiError::new(StatusCode::REQUEST_TIMEOUT, e.to_string()).into_response()
+                );
             }
             r
         }

@@ -166,13 +166,18 @@ impl Telemetry {
                 &self.evictions,
             ),
         ];
-        let accounting = [("accounting", accounting)];
+        let by_mode = [("accounting", accounting)];
         for (name, help, v) in counters {
             write_header(&mut out, name, "counter", help);
-            write_sample(&mut out, name, &accounting, v.load(Relaxed));
+            write_sample(&mut out, name, &by_mode, v.load(Relaxed));
         }
         let name = "stampede_serve_decision_seconds";
-        write_header(&mut out, name, "histogram", "Time of one Best-of-K decision.");
+        write_header(
+            &mut out,
+            name,
+            "histogram",
+            "Time of one Best-of-K decision.",
+        );
         let bucket = format!("{name}_bucket");
         for (b, le) in self.decision_buckets.iter().zip(DECISION_BUCKETS) {
             let le = le.to_string();
@@ -183,8 +188,8 @@ impl Telemetry {
         let sum = self.decision_nanos.load(Relaxed) as f64 / 1e9;
         let inf = [("accounting", accounting), ("le", "+Inf")];
         write_sample(&mut out, &bucket, &inf, n);
-        write_sample(&mut out, &format!("{name}_sum"), &accounting, sum);
-        write_sample(&mut out, &format!("{name}_count"), &accounting, n);
+        write_sample(&mut out, &format!("{name}_sum"), &by_mode, sum);
+        write_sample(&mut out, &format!("{name}_count"), &by_mode, n);
         out
     }
 }
