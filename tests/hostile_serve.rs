@@ -302,75 +302,68 @@ async fn stalled_create(addr: SocketAddr) -> TcpStream {
     c
 }
 
+/// A service with these connection bounds, and `n` stalled creates open on it.
+async fn flooded(body_read: Duration, max_connections: usize, n: usize) -> (Rig, Vec<TcpStream>) {
+    let cfg = ServeConfig {
+        body_read_timeout: body_read,
+        max_connections,
+        ..serve_config(AccountingMode::Optimistic)
+    };
+    let rig = Rig::start(cluster(1, &[]), cfg).await;
+    let mut stalled = Vec::with_capacity(n);
+    for _ in 0..n {
+        stalled.push(stalled_create(rig.svc.addr()).await);
+    }
+    (rig, stalled)
+}
+
+/// `GET /health` answered 204; how long it took.
+async fn health_took(rig: &Rig) -> Duration {
+    let t0 = Instant::now();
+    let health = rig
+        .http
+        .get(rig.url("/health"))
+        .send()
+        .await
+        .expect("health");
+    assert_eq!(health.status().as_u16(), 204);
+    t0.elapsed()
+}
+
+/// Every stalled connection answered 408 and closed within 15 s.
+async fn all_cut(stalled: &mut [TcpStream]) {
+    for (i, c) in stalled.iter_mut().enumerate() {
+        let closed = closed_by_server(c, Duration::from_secs(15)).await;
+        let text = closed.unwrap_or_else(|t| panic!("connection {i} still open: {t}"));
+        assert!(text.starts_with("HTTP/1.1 408"), "connection {i}: {text}");
+    }
+}
+
 /// A POST whose body never came held its connection for ever: 1,100 of them exhausted
 /// the descriptors and locked every client out. Each is answered 408 and closed at the
 /// body deadline, and others are served during the flood.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stalled_bodies_are_cut_at_the_body_deadline_and_others_served_meanwhile() {
     let body_read = Duration::from_secs(1);
-    let cfg = ServeConfig {
-        body_read_timeout: body_read,
-        ..serve_config(AccountingMode::Optimistic)
-    };
-    let rig = Rig::start(cluster(1, &[]), cfg).await;
-    let addr = rig.svc.addr();
-    let mut stalled = Vec::new();
-    for _ in 0..200 {
-        stalled.push(stalled_create(addr).await);
-    }
-    let t0 = Instant::now();
-    let health = rig
-        .http
-        .get(rig.url("/health"))
-        .send()
-        .await
-        .expect("health");
-    assert_eq!(health.status().as_u16(), 204);
-    assert!(
-        t0.elapsed() < body_read,
-        "served during the flood: {:?}",
-        t0.elapsed()
-    );
+    let (rig, mut stalled) = flooded(body_read, 10_000, 200).await;
+    let took = health_took(&rig).await;
+    assert!(took < body_read, "served during the flood: {took:?}");
     let (status, body) = rig.create(json!({"templateID": "base"})).await;
     assert_eq!(status, 201, "a create is served during the flood: {body}");
-    for (i, c) in stalled.iter_mut().enumerate() {
-        let closed = closed_by_server(c, Duration::from_secs(15)).await;
-        let text = closed.unwrap_or_else(|t| panic!("connection {i} still open: {t}"));
-        assert!(text.starts_with("HTTP/1.1 408"), "connection {i}: {text}");
-    }
+    all_cut(&mut stalled).await;
     rig.stop().await;
 }
 
 /// Past the connection cap, new connections wait in the backlog until stalled ones are
 /// cut, then are served: a flood larger than the cap delays clients by about one body
-/// deadline, and never takes the process's descriptors.
+/// deadline per cap's worth of stalled connections ahead, and never takes the process's
+/// descriptors.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_beyond_the_connection_cap_delays_clients_by_one_body_deadline() {
-    let body_read = Duration::from_secs(1);
-    let cfg = ServeConfig {
-        body_read_timeout: body_read,
-        max_connections: 20,
-        ..serve_config(AccountingMode::Optimistic)
-    };
-    let rig = Rig::start(cluster(1, &[]), cfg).await;
-    let addr = rig.svc.addr();
-    let mut stalled = Vec::new();
-    for _ in 0..40 {
-        stalled.push(stalled_create(addr).await);
-    }
-    let t0 = Instant::now();
-    let health = rig
-        .http
-        .get(rig.url("/health"))
-        .send()
-        .await
-        .expect("health");
-    assert_eq!(health.status().as_u16(), 204);
+    let (rig, mut stalled) = flooded(Duration::from_secs(1), 20, 40).await;
     // Two rounds of stalled connections at most are ahead of it.
-    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
-    for (i, c) in stalled.iter_mut().enumerate() {
-        let closed = closed_by_server(c, Duration::from_secs(15)).await;
-        assert!(closed.is_ok(), "connection {i} still open: {closed:?}");
-    }
+    let took = health_took(&rig).await;
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    all_cut(&mut stalled).await;
     rig.stop().await;
 }

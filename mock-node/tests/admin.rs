@@ -286,24 +286,23 @@ async fn blank_admin_token_is_refused_at_start() {
         );
         assert!(e.to_string().contains("empty"), "{e}");
     }
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mock-node"))
-        .args(["--nodes", "1", "--admin-token", ""])
-        .env_remove("MOCK_NODE_ADMIN_TOKEN")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("mock-node runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "refused: {stderr}");
-    assert!(stderr.contains("admin token is empty"), "{stderr}");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mock-node"))
-        .args(["--nodes", "1"])
-        .env("MOCK_NODE_ADMIN_TOKEN", " ")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("mock-node runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "refused: {stderr}");
-    assert!(stderr.contains("admin token is empty"), "{stderr}");
+    let flag: [&str; 2] = ["--admin-token", ""];
+    for (args, env) in [(&flag[..], ""), (&[][..], " ")] {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_mock-node"));
+        cmd.args(["--nodes", "1"]).args(args);
+        if env.is_empty() {
+            cmd.env_remove("MOCK_NODE_ADMIN_TOKEN");
+        } else {
+            cmd.env("MOCK_NODE_ADMIN_TOKEN", env);
+        }
+        let out = cmd
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("mock-node runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} refused: {stderr}");
+        assert!(stderr.contains("admin token is empty"), "{stderr}");
+    }
 }
 
 /// Fault kinds are kebab-case (`freeze-metrics`) and so are error codes
