@@ -245,7 +245,9 @@ fn serve_refused(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
 /// `/admin/counters`, drains); the published default key was accepted on any address.
 #[test]
 fn blank_secrets_and_the_default_key_off_loopback_are_refused_at_start() {
-    let cases: [(&[&str], &[(&str, &str)], &str); 5] = [
+    /// Flags, environment, and what the refusal names.
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+    let cases: [Case; 5] = [
         (&["--api-key", ""], &[], "API key"),
         (&[], &[("STAMPEDE_API_KEY", "  ")], "API key"),
         (&["--admin-token", ""], &[], "admin token"),

@@ -169,6 +169,8 @@ pub fn raise_fd_limit() -> Option<u64> {
     Some(soft)
 }
 
+// `rlim_t` is `u64` on Linux but not on every target.
+#[allow(clippy::unnecessary_cast)]
 fn fd_limits() -> Option<(u64, u64)> {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
