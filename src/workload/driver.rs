@@ -99,6 +99,12 @@ enum Event {
 /// before the run stops waiting for it (its HTML report is then not written).
 const GOOSE_STOP_MARGIN: Duration = Duration::from_millis(500);
 
+/// Longest a worker waits at the start gate for the others: past it the gate opens
+/// anyway. It also bounds how long a burst holds each create's final byte, which the
+/// placement service's body deadline must exceed
+/// ([`DEFAULT_BODY_READ_TIMEOUT`](crate::serve::config::DEFAULT_BODY_READ_TIMEOUT)).
+pub const GATE_WAIT: Duration = Duration::from_secs(60);
+
 struct Shared {
     run: WorkloadRun,
     body: serde_json::Value,
@@ -325,7 +331,7 @@ async fn open_worker(s: &Shared, user: &mut GooseUser) {
     }
     let mut prepared = slot.map(|i| prepare(s, user, i));
     tokio::select! {
-        _ = tokio::time::timeout(Duration::from_secs(60), s.barrier.wait()) => {}
+        _ = tokio::time::timeout(GATE_WAIT, s.barrier.wait()) => {}
         _ = s.run.cancel.cancelled() => return,
     }
     let gate = *s.gate.get_or_init(Instant::now);
@@ -389,7 +395,7 @@ async fn burst_slot(s: &Shared, user: &mut GooseUser, i: usize) {
             let _ = armed.await;
         }
         let waited = tokio::select! {
-            w = tokio::time::timeout(Duration::from_secs(60), s.barrier.wait()) => w,
+            w = tokio::time::timeout(GATE_WAIT, s.barrier.wait()) => w,
             // A cancel before the gate aborts the held bytes (`run_workload`).
             _ = s.run.cancel.cancelled() => return,
         };
