@@ -17,6 +17,7 @@ pub mod latency;
 pub mod limit;
 pub mod model;
 pub mod node;
+pub mod nomad;
 pub mod ports;
 pub mod prometheus;
 pub mod rejection;
