@@ -12,6 +12,7 @@ pub mod faults;
 pub mod fleet;
 pub mod gate;
 pub mod grpc;
+pub mod health_http;
 pub mod hang;
 pub mod latency;
 pub mod limit;

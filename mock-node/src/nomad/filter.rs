@@ -177,10 +177,15 @@ fn syntax(at: usize, msg: &str) -> FilterError {
     FilterError::Syntax(format!("1:{} ({at}): {msg}", at + 1))
 }
 
+/// Deepest nesting of parentheses and `not` accepted: the parser recurses, and a URL
+/// can carry tens of thousands of `(`. Deeper is a syntax error, not a stack overflow.
+const MAX_DEPTH: usize = 64;
+
 struct Parser {
     toks: Vec<(usize, Tok)>,
     pos: usize,
     len: usize,
+    depth: usize,
 }
 
 impl Parser {
@@ -216,6 +221,15 @@ impl Parser {
         Ok(e)
     }
     fn not(&mut self) -> Result<Expr, FilterError> {
+        self.depth += 1;
+        let e = self.not_inner();
+        self.depth -= 1;
+        e
+    }
+    fn not_inner(&mut self) -> Result<Expr, FilterError> {
+        if self.depth > MAX_DEPTH {
+            return Err(syntax(self.at(), "expression nested too deeply"));
+        }
         if self.word_is("not") {
             self.bump();
             return Ok(Expr::Not(Box::new(self.not()?)));
@@ -361,6 +375,7 @@ pub fn parse(s: &str) -> Result<Expr, FilterError> {
         len: s.len(),
         toks,
         pos: 0,
+        depth: 0,
     };
     if p.toks.is_empty() {
         return Err(syntax(0, "empty expression"));
