@@ -236,3 +236,25 @@ async fn health_is_served_over_http_on_the_grpc_port() {
     let (_, mut info) = clients(f.nodes()[0].addr).await;
     info.service_info(()).await.expect("ServiceInfo");
 }
+
+/// The admin API and the registrations show the address callers should dial.
+#[tokio::test]
+async fn admin_and_registrations_advertise_the_given_ip() {
+    let opts = mock_node::fleet::FleetOptions {
+        advertise_ip: Some("127.0.0.2".parse().expect("ip")),
+        ..Default::default()
+    };
+    let cfg = mock_node::config::ClusterConfig {
+        nodes: 2,
+        ..Default::default()
+    };
+    let f = mock_node::fleet::start(cfg, opts).await.expect("fleet starts");
+    for n in nodes(&f).await.nodes {
+        assert_eq!(n.grpc_addr.ip().to_string(), "127.0.0.2");
+    }
+    for r in registrations(&f).await {
+        assert_eq!(r["Address"], "127.0.0.2");
+    }
+    let line = mock_node::cli::ready_line(&f);
+    assert!(line.contains(&format!("nomad={}", f.nomad_url())), "{line}");
+}
