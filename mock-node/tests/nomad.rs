@@ -38,7 +38,11 @@ async fn registrations_pair_node_ids_with_names_and_routable_addresses() {
     let f = fleet_with(3, |_| {}).await;
     let (status, h, body) = get(&f, "/v1/service/stampede-orchestrator").await;
     assert_eq!(status, 200);
-    for name in ["x-nomad-index", "x-nomad-lastcontact", "x-nomad-knownleader"] {
+    for name in [
+        "x-nomad-index",
+        "x-nomad-lastcontact",
+        "x-nomad-knownleader",
+    ] {
         assert!(h.contains_key(name), "{name} missing");
     }
     let regs: Vec<Value> = serde_json::from_str(&body).expect("JSON");
@@ -57,7 +61,11 @@ async fn registrations_pair_node_ids_with_names_and_routable_addresses() {
     let nodes: Vec<Value> = serde_json::from_str(&body).expect("JSON");
     for (n, ep) in nodes.iter().zip(f.nodes()) {
         let (_, mut info) = clients(ep.addr).await;
-        let si = info.service_info(()).await.expect("ServiceInfo").into_inner();
+        let si = info
+            .service_info(())
+            .await
+            .expect("ServiceInfo")
+            .into_inner();
         assert_eq!(n["Name"], si.node_id.as_str());
         assert_eq!(n["Status"], "ready");
     }
@@ -66,11 +74,15 @@ async fn registrations_pair_node_ids_with_names_and_routable_addresses() {
 #[tokio::test]
 async fn legacy_node_filter_is_answered_faithfully() {
     let f = fleet_with(4, |_| {}).await;
-    let q = "/v1/nodes?filter=Status%20%3D%3D%20%22ready%22%20and%20NodePool%20%3D%3D%20%22default%22";
+    let q =
+        "/v1/nodes?filter=Status%20%3D%3D%20%22ready%22%20and%20NodePool%20%3D%3D%20%22default%22";
     let (status, _, body) = get(&f, q).await;
     assert_eq!(status, 200, "{body}");
     let nodes: Vec<Value> = serde_json::from_str(&body).expect("JSON");
-    let ids: Vec<&str> = nodes.iter().map(|n| n["ID"].as_str().expect("ID")).collect();
+    let ids: Vec<&str> = nodes
+        .iter()
+        .map(|n| n["ID"].as_str().expect("ID"))
+        .collect();
     let regs = registrations(&f).await;
     assert_eq!(ids, node_ids(&regs), "same ids as the registrations");
     // Another pool selects nothing; a prefix selects one node.
@@ -134,7 +146,11 @@ async fn a_restart_replaces_the_allocation_and_moves_the_index() {
     assert_ne!(after[0]["AllocID"], before[0]["AllocID"]);
     assert_eq!(after[1]["AllocID"], before[1]["AllocID"]);
     let index = |h: &reqwest::header::HeaderMap| -> u64 {
-        h["x-nomad-index"].to_str().expect("ascii").parse().expect("number")
+        h["x-nomad-index"]
+            .to_str()
+            .expect("ascii")
+            .parse()
+            .expect("number")
     };
     assert!(index(&h1) > index(&h0));
 }
@@ -185,7 +201,11 @@ async fn bad_input_is_answered_as_nomad_does() {
             400,
             "failed to create result paginator: failed to read filter expression: ",
         ),
-        ("/v1/service/stampede-orchestrator?namespace=prod", 200, "[]"),
+        (
+            "/v1/service/stampede-orchestrator?namespace=prod",
+            200,
+            "[]",
+        ),
     ];
     for &(path, status, prefix) in cases {
         let (got, h, body) = get(&f, path).await;
@@ -248,7 +268,9 @@ async fn admin_and_registrations_advertise_the_given_ip() {
         nodes: 2,
         ..Default::default()
     };
-    let f = mock_node::fleet::start(cfg, opts).await.expect("fleet starts");
+    let f = mock_node::fleet::start(cfg, opts)
+        .await
+        .expect("fleet starts");
     for n in nodes(&f).await.nodes {
         assert_eq!(n.grpc_addr.ip().to_string(), "127.0.0.2");
     }

@@ -324,7 +324,10 @@ impl Parser {
             Some(Tok::Word(w)) if !is_keyword(w) => {
                 let w = w.clone();
                 // A dotted bare word is a selector, never a value.
-                if matches!(self.toks.get(self.pos + 1), Some((_, Tok::Dot | Tok::LBracket))) {
+                if matches!(
+                    self.toks.get(self.pos + 1),
+                    Some((_, Tok::Dot | Tok::LBracket))
+                ) {
                     return None;
                 }
                 self.bump();
@@ -535,11 +538,23 @@ mod tests {
 
     #[test]
     fn bad_input_is_an_error_never_a_panic() {
-        for bad in ["", "Status ==", "Status = \"x\"", "(Status == \"x\"", "\"x", "a b c", "Status is", "%"] {
+        for bad in [
+            "",
+            "Status ==",
+            "Status = \"x\"",
+            "(Status == \"x\"",
+            "\"x",
+            "a b c",
+            "Status is",
+            "%",
+        ] {
             assert!(matches!(parse(bad), Err(FilterError::Syntax(_))), "{bad}");
         }
         let e = parse("Nope == \"x\"").expect("parses");
-        assert!(matches!(e.eval(&node()), Err(FilterError::UnknownField { .. })));
+        assert!(matches!(
+            e.eval(&node()),
+            Err(FilterError::UnknownField { .. })
+        ));
         let e = parse("Drain == maybe").expect("parses");
         assert!(matches!(e.eval(&node()), Err(FilterError::Mismatch(_))));
     }

@@ -51,11 +51,9 @@ pub fn node_uuid(seed: u64, k: usize) -> String {
 /// Allocation UUID of node `k`'s current incarnation (`service_id` changes at restart,
 /// as a replaced allocation gets a new id in Nomad).
 pub fn alloc_uuid(seed: u64, k: usize, service_id: &str) -> String {
-    let h = service_id
-        .bytes()
-        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        });
+    let h = service_id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
     let salt = mix64(seed ^ h ^ (k as u64).rotate_left(32));
     uuid_with_prefix((salt >> 32) as u32, salt)
 }
@@ -116,7 +114,10 @@ mod tests {
             for k in 0..20_000 {
                 let id = node_uuid(seed, k);
                 assert_eq!(id.len(), 36, "{id}");
-                assert!(seen.insert(id[..8].to_string()), "seed {seed} node {k}: {id}");
+                assert!(
+                    seen.insert(id[..8].to_string()),
+                    "seed {seed} node {k}: {id}"
+                );
             }
         }
     }

@@ -116,14 +116,47 @@ pub fn spawn(
     })
 }
 
-/// Nomad's error shape: a status and a plain-text message.
-fn nomad_error(status: StatusCode, msg: impl Into<String>) -> Response {
-    (
-        status,
-        [(header::CONTENT_TYPE, "text/plain")],
-        msg.into(),
-    )
-        .into_response()
+/// Why a Nomad call was refused; the text is the one a Nomad agent writes.
+#[derive(Debug, thiserror::Error)]
+enum NomadError {
+    /// 400 with Nomad's message (bad `index`, `wait`, missing names, bad URI).
+    #[error("{0}")]
+    BadRequest(&'static str),
+    /// 400: the filter does not parse.
+    #[error("failed to create result paginator: {0}")]
+    FilterSyntax(#[source] filter::FilterError),
+    /// 400: the filter fails on an object (unknown field, type mismatch).
+    #[error("failed to read result page: {0}")]
+    FilterEval(#[source] filter::FilterError),
+    /// 405 for a method the route does not take.
+    #[error("Invalid method")]
+    Method,
+    /// 500 for a region this agent does not serve.
+    #[error("No path to region")]
+    NoRegion,
+    /// 403: registrations follow the nodes; a client cannot delete one.
+    #[error("Permission denied: mock-node registrations follow its nodes")]
+    ReadOnly,
+}
+
+impl IntoResponse for NomadError {
+    fn into_response(self) -> Response {
+        let status = match self {
+            NomadError::BadRequest(_) | NomadError::FilterSyntax(_) | NomadError::FilterEval(_) => {
+                StatusCode::BAD_REQUEST
+            }
+            NomadError::Method => StatusCode::METHOD_NOT_ALLOWED,
+            NomadError::NoRegion => StatusCode::INTERNAL_SERVER_ERROR,
+            NomadError::ReadOnly => StatusCode::FORBIDDEN,
+        };
+        // Nomad's error shape: a status and a plain-text message.
+        (
+            status,
+            [(header::CONTENT_TYPE, "text/plain")],
+            self.to_string(),
+        )
+            .into_response()
+    }
 }
 
 /// Nomad's unknown-path answer (`handleRootFallthrough`): 404 with no body.
@@ -133,13 +166,9 @@ async fn not_found() -> Response {
 
 async fn missing_service_name(method: Method) -> Response {
     if method != Method::GET {
-        return invalid_method();
+        return NomadError::Method.into_response();
     }
-    nomad_error(StatusCode::BAD_REQUEST, "missing service name")
-}
-
-fn invalid_method() -> Response {
-    nomad_error(StatusCode::METHOD_NOT_ALLOWED, "Invalid method")
+    NomadError::BadRequest("missing service name").into_response()
 }
 
 /// Query parameters every list call shares.
@@ -150,33 +179,25 @@ struct ListQuery {
 }
 
 /// Validates the parameters Nomad's `parse` validates, then the filter.
-fn list_query(s: &NomadState, q: &HashMap<String, String>) -> Result<ListQuery, Response> {
+fn list_query(s: &NomadState, q: &HashMap<String, String>) -> Result<ListQuery, NomadError> {
     if let Some(region) = q.get("region").filter(|r| !r.is_empty()) {
         if *region != s.opts.region {
-            return Err(nomad_error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "No path to region",
-            ));
+            return Err(NomadError::NoRegion);
         }
     }
     if let Some(w) = q.get("wait").filter(|w| !w.is_empty()) {
         if humantime::parse_duration(w).is_err() {
-            return Err(nomad_error(StatusCode::BAD_REQUEST, "Invalid wait time"));
+            return Err(NomadError::BadRequest("Invalid wait time"));
         }
     }
     if let Some(i) = q.get("index").filter(|i| !i.is_empty()) {
         if i.parse::<u64>().is_err() {
-            return Err(nomad_error(StatusCode::BAD_REQUEST, "Invalid index"));
+            return Err(NomadError::BadRequest("Invalid index"));
         }
     }
     let filter = match q.get("filter").filter(|f| !f.is_empty()) {
         None => None,
-        Some(f) => Some(filter::parse(f).map_err(|e| {
-            nomad_error(
-                StatusCode::BAD_REQUEST,
-                format!("failed to create result paginator: {e}"),
-            )
-        })?),
+        Some(f) => Some(filter::parse(f).map_err(NomadError::FilterSyntax)?),
     };
     Ok(ListQuery {
         filter,
@@ -186,7 +207,7 @@ fn list_query(s: &NomadState, q: &HashMap<String, String>) -> Result<ListQuery, 
 }
 
 /// Keeps the objects the filter selects; an evaluation error is Nomad's 400.
-fn select<T: Serialize>(items: Vec<T>, f: Option<&filter::Expr>) -> Result<Vec<T>, Response> {
+fn select<T: Serialize>(items: Vec<T>, f: Option<&filter::Expr>) -> Result<Vec<T>, NomadError> {
     let Some(f) = f else { return Ok(items) };
     let mut out = Vec::with_capacity(items.len());
     for item in items {
@@ -194,12 +215,7 @@ fn select<T: Serialize>(items: Vec<T>, f: Option<&filter::Expr>) -> Result<Vec<T
         match f.eval(&datum) {
             Ok(true) => out.push(item),
             Ok(false) => {}
-            Err(e) => {
-                return Err(nomad_error(
-                    StatusCode::BAD_REQUEST,
-                    format!("failed to read result page: {e}"),
-                ))
-            }
+            Err(e) => return Err(NomadError::FilterEval(e)),
         }
     }
     Ok(out)
@@ -316,42 +332,39 @@ async fn service(
     match parts.as_slice() {
         [name] => {
             if method != Method::GET {
-                return invalid_method();
+                return NomadError::Method.into_response();
             }
             if name.is_empty() {
-                return nomad_error(StatusCode::BAD_REQUEST, "missing service name");
+                return NomadError::BadRequest("missing service name").into_response();
             }
             let lq = match list_query(&s, &q) {
                 Ok(lq) => lq,
-                Err(r) => return r,
+                Err(e) => return e.into_response(),
             };
             let (regs, index) = s.registrations();
-            let regs = if *name == s.opts.service_name && s.namespace_matches(lq.namespace.as_deref())
-            {
-                regs
-            } else {
-                Vec::new()
-            };
+            let regs =
+                if *name == s.opts.service_name && s.namespace_matches(lq.namespace.as_deref()) {
+                    regs
+                } else {
+                    Vec::new()
+                };
             match select(regs, lq.filter.as_ref()) {
                 Ok(regs) => ok_json(index, &regs),
-                Err(r) => r,
+                Err(e) => e.into_response(),
             }
         }
         // `/v1/service/<name>/<id>` is Nomad's DELETE of one registration; the virtual
         // fleet's registrations follow its nodes, so a client cannot remove one.
         [_, id] => {
             if method != Method::DELETE {
-                return invalid_method();
+                return NomadError::Method.into_response();
             }
             if id.is_empty() {
-                return nomad_error(StatusCode::BAD_REQUEST, "missing service id");
+                return NomadError::BadRequest("missing service id").into_response();
             }
-            nomad_error(
-                StatusCode::FORBIDDEN,
-                "Permission denied: mock-node registrations follow its nodes",
-            )
+            NomadError::ReadOnly.into_response()
         }
-        _ => nomad_error(StatusCode::BAD_REQUEST, "invalid URI"),
+        _ => NomadError::BadRequest("invalid URI").into_response(),
     }
 }
 
@@ -361,11 +374,11 @@ async fn services(
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
     if method != Method::GET {
-        return invalid_method();
+        return NomadError::Method.into_response();
     }
     let lq = match list_query(&s, &q) {
         Ok(lq) => lq,
-        Err(r) => return r,
+        Err(e) => return e.into_response(),
     };
     let (regs, index) = s.registrations();
     let mut out = Vec::new();
@@ -380,7 +393,7 @@ async fn services(
     }
     match select(out, lq.filter.as_ref()) {
         Ok(out) => ok_json(index, &out),
-        Err(r) => r,
+        Err(e) => e.into_response(),
     }
 }
 
@@ -390,11 +403,11 @@ async fn nodes(
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
     if method != Method::GET {
-        return invalid_method();
+        return NomadError::Method.into_response();
     }
     let lq = match list_query(&s, &q) {
         Ok(lq) => lq,
-        Err(r) => return r,
+        Err(e) => return e.into_response(),
     };
     let mut stubs = s.node_stubs();
     if let Some(p) = &lq.prefix {
@@ -403,7 +416,7 @@ async fn nodes(
     let index = s.index.load(Ordering::Relaxed);
     match select(stubs, lq.filter.as_ref()) {
         Ok(stubs) => ok_json(index, &stubs),
-        Err(r) => r,
+        Err(e) => e.into_response(),
     }
 }
 
@@ -415,10 +428,10 @@ async fn allocations(
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
     if method != Method::GET {
-        return invalid_method();
+        return NomadError::Method.into_response();
     }
-    if let Err(r) = list_query(&s, &q) {
-        return r;
+    if let Err(e) = list_query(&s, &q) {
+        return e.into_response();
     }
     ok_json(s.index.load(Ordering::Relaxed), &Vec::<()>::new())
 }
