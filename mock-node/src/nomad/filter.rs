@@ -95,24 +95,15 @@ fn lex(s: &str) -> Result<Vec<(usize, Tok)>, FilterError> {
         let at = i;
         match c {
             ' ' | '\t' | '\r' | '\n' => i += 1,
-            '(' => {
-                out.push((at, Tok::LParen));
-                i += 1;
-            }
-            ')' => {
-                out.push((at, Tok::RParen));
-                i += 1;
-            }
-            '[' => {
-                out.push((at, Tok::LBracket));
-                i += 1;
-            }
-            ']' => {
-                out.push((at, Tok::RBracket));
-                i += 1;
-            }
-            '.' => {
-                out.push((at, Tok::Dot));
+            '(' | ')' | '[' | ']' | '.' => {
+                let t = match c {
+                    '(' => Tok::LParen,
+                    ')' => Tok::RParen,
+                    '[' => Tok::LBracket,
+                    ']' => Tok::RBracket,
+                    _ => Tok::Dot,
+                };
+                out.push((at, t));
                 i += 1;
             }
             '=' | '!' => {

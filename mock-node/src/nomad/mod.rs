@@ -322,6 +322,28 @@ impl NomadState {
     }
 }
 
+/// Every list call: GET only, Nomad's query parameters, `items` built from them, the
+/// filter applied per object, Nomad's headers.
+fn answer_list<T: Serialize>(
+    s: &NomadState,
+    method: &Method,
+    q: &HashMap<String, String>,
+    items: impl FnOnce(&ListQuery) -> (Vec<T>, u64),
+) -> Response {
+    if *method != Method::GET {
+        return NomadError::Method.into_response();
+    }
+    let lq = match list_query(s, q) {
+        Ok(lq) => lq,
+        Err(e) => return e.into_response(),
+    };
+    let (items, index) = items(&lq);
+    match select(items, lq.filter.as_ref()) {
+        Ok(items) => ok_json(index, &items),
+        Err(e) => e.into_response(),
+    }
+}
+
 async fn service(
     State(s): State<Arc<NomadState>>,
     method: Method,
@@ -330,39 +352,24 @@ async fn service(
 ) -> Response {
     let parts: Vec<&str> = rest.split('/').collect();
     match parts.as_slice() {
-        [name] => {
-            if method != Method::GET {
-                return NomadError::Method.into_response();
-            }
-            if name.is_empty() {
-                return NomadError::BadRequest("missing service name").into_response();
-            }
-            let lq = match list_query(&s, &q) {
-                Ok(lq) => lq,
-                Err(e) => return e.into_response(),
-            };
-            let (regs, index) = s.registrations();
-            let regs =
-                if *name == s.opts.service_name && s.namespace_matches(lq.namespace.as_deref()) {
-                    regs
-                } else {
-                    Vec::new()
-                };
-            match select(regs, lq.filter.as_ref()) {
-                Ok(regs) => ok_json(index, &regs),
-                Err(e) => e.into_response(),
-            }
+        [""] if method == Method::GET => {
+            NomadError::BadRequest("missing service name").into_response()
         }
+        [name] => answer_list(&s, &method, &q, |lq| {
+            let (regs, index) = s.registrations();
+            let ours = *name == s.opts.service_name && s.namespace_matches(lq.namespace.as_deref());
+            (if ours { regs } else { Vec::new() }, index)
+        }),
         // `/v1/service/<name>/<id>` is Nomad's DELETE of one registration; the virtual
         // fleet's registrations follow its nodes, so a client cannot remove one.
         [_, id] => {
             if method != Method::DELETE {
-                return NomadError::Method.into_response();
+                NomadError::Method.into_response()
+            } else if id.is_empty() {
+                NomadError::BadRequest("missing service id").into_response()
+            } else {
+                NomadError::ReadOnly.into_response()
             }
-            if id.is_empty() {
-                return NomadError::BadRequest("missing service id").into_response();
-            }
-            NomadError::ReadOnly.into_response()
         }
         _ => NomadError::BadRequest("invalid URI").into_response(),
     }
@@ -373,28 +380,20 @@ async fn services(
     method: Method,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
-    if method != Method::GET {
-        return NomadError::Method.into_response();
-    }
-    let lq = match list_query(&s, &q) {
-        Ok(lq) => lq,
-        Err(e) => return e.into_response(),
-    };
-    let (regs, index) = s.registrations();
-    let mut out = Vec::new();
-    if !regs.is_empty() && s.namespace_matches(lq.namespace.as_deref()) {
-        out.push(ServiceListEntry {
-            namespace: "default".into(),
-            services: vec![ServiceStub {
-                service_name: s.opts.service_name.clone(),
-                tags: Vec::new(),
-            }],
-        });
-    }
-    match select(out, lq.filter.as_ref()) {
-        Ok(out) => ok_json(index, &out),
-        Err(e) => e.into_response(),
-    }
+    answer_list(&s, &method, &q, |lq| {
+        let (regs, index) = s.registrations();
+        let mut out = Vec::new();
+        if !regs.is_empty() && s.namespace_matches(lq.namespace.as_deref()) {
+            out.push(ServiceListEntry {
+                namespace: "default".into(),
+                services: vec![ServiceStub {
+                    service_name: s.opts.service_name.clone(),
+                    tags: Vec::new(),
+                }],
+            });
+        }
+        (out, index)
+    })
 }
 
 async fn nodes(
@@ -402,22 +401,13 @@ async fn nodes(
     method: Method,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
-    if method != Method::GET {
-        return NomadError::Method.into_response();
-    }
-    let lq = match list_query(&s, &q) {
-        Ok(lq) => lq,
-        Err(e) => return e.into_response(),
-    };
-    let mut stubs = s.node_stubs();
-    if let Some(p) = &lq.prefix {
-        stubs.retain(|n| n.id.starts_with(p.as_str()));
-    }
-    let index = s.index.load(Ordering::Relaxed);
-    match select(stubs, lq.filter.as_ref()) {
-        Ok(stubs) => ok_json(index, &stubs),
-        Err(e) => e.into_response(),
-    }
+    answer_list(&s, &method, &q, |lq| {
+        let mut stubs = s.node_stubs();
+        if let Some(p) = &lq.prefix {
+            stubs.retain(|n| n.id.starts_with(p.as_str()));
+        }
+        (stubs, s.index.load(Ordering::Relaxed))
+    })
 }
 
 /// No allocations: the fleet runs no template managers. The filter is still parsed
@@ -427,11 +417,7 @@ async fn allocations(
     method: Method,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
-    if method != Method::GET {
-        return NomadError::Method.into_response();
-    }
-    if let Err(e) = list_query(&s, &q) {
-        return e.into_response();
-    }
-    ok_json(s.index.load(Ordering::Relaxed), &Vec::<()>::new())
+    answer_list(&s, &method, &q, |_| {
+        (Vec::<()>::new(), s.index.load(Ordering::Relaxed))
+    })
 }
