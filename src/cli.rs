@@ -63,7 +63,8 @@ pub enum Command {
     /// by their `stampede-run` metadata tag (a run prints its tag when it starts). Exit
     /// 0 = every selected sandbox deleted (or listed, with --dry-run), 1 = some could not
     /// be deleted, 2 = the API could not be listed.
-    #[command(mut_arg("api", |a| a.required(true)))]
+    #[command(mut_arg("api", |a| a.required(true).help("The E2B-compatible API to clean up")))]
+    #[command(mut_arg("api_key_env", |a| a.help("Env var holding the API key (default: STAMPEDE_API_KEY). The key itself is never taken on the command line")))]
     Cleanup {
         /// The API and its key (the same flags as `run`).
         #[command(flatten)]
