@@ -247,7 +247,15 @@ async fn a_fault_that_cannot_be_healed_fails_the_run_naming_it() {
         assert!(Instant::now() < deadline, "node-00 never killed");
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
-    let squatter = std::net::TcpListener::bind(&addr).expect("the port is free to take");
+    // The status turns `killed` as the listener starts closing: bind once it is closed.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let squatter = loop {
+        match std::net::TcpListener::bind(&addr) {
+            Ok(l) => break l,
+            Err(e) => assert!(Instant::now() < deadline, "port {addr} never freed: {e}"),
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
     let status = wait_exit(&mut run, Duration::from_secs(120)).await;
     let stderr = run.stderr.lock().unwrap().clone();
     assert_eq!(status.code(), Some(2), "{status:?}\n{stderr}");
@@ -309,6 +317,20 @@ fn run_tag(stderr: &str) -> Option<String> {
     })
 }
 
+/// Sandboxes the API lists with `stampede-run=<tag>`.
+async fn listed_by_tag(api: &str, tag: &str) -> usize {
+    let listed: Value = reqwest::Client::new()
+        .get(format!("{api}/sandboxes?metadata=stampede-run%3D{tag}"))
+        .header("X-API-Key", KEY)
+        .send()
+        .await
+        .expect("GET /sandboxes")
+        .json()
+        .await
+        .expect("JSON");
+    listed.as_array().map_or(0, Vec::len)
+}
+
 fn cleanup(api: &str, args: &[&str]) -> (Option<i32>, String, String) {
     let out = stampede()
         .args(["cleanup", "--api", api])
@@ -329,15 +351,21 @@ fn cleanup(api: &str, args: &[&str]) -> (Option<i32>, String, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cleanup_removes_what_a_killed_run_left() {
     let dir = tempdir("killed-leftovers");
-    let c = start_cluster(&dir, &roomy_nodes("{dist: constant, value: 20ms}"), &[]);
+    // Creates end over 3 s: the kill lands while most are in flight.
+    let c = start_cluster(
+        &dir,
+        &roomy_nodes("{dist: uniform, min: 10ms, max: 3s}"),
+        &[],
+    );
     let reports = dir.join("reports");
-    let profile = burst_profile(&dir, &c, 400);
+    let profile = burst_profile(&dir, &c, 200);
     let mut run = start_run(&[], &profile, &reports);
     wait_for_line(&mut run, "run tag: ", Duration::from_secs(60)).await;
     let tag = run_tag(&run.stderr.lock().unwrap()).expect("the tag is printed");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while on_nodes(&c.admin).await == 0 {
-        assert!(Instant::now() < deadline, "no sandbox placed within 60 s");
+    // Killed once the API has answered some creates (and so lists them).
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while listed_by_tag(&c.api, &tag).await == 0 {
+        assert!(Instant::now() < deadline, "no sandbox created within 120 s");
         assert!(run.proc.0.try_wait().unwrap().is_none(), "run ended early");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
