@@ -360,8 +360,8 @@ async fn a_second_signal_after_the_window_aborts_naming_what_it_leaves() {
         let heal = format!("DELETE {}/faults/{id}", cluster.admin);
         assert!(stderr.contains(&heal), "fault {id} not named: {stderr}");
     }
-    // Cleanup was cut short: the sandboxes left are named.
-    assert!(stderr.contains("sandboxes left running on"), "{stderr}");
+    // Cleanup was cut short or had not started: what it leaves is named.
+    assert!(stderr.contains("left running on"), "{stderr}");
     let http = reqwest::Client::new();
     for id in active {
         let r = http
