@@ -70,7 +70,12 @@ pub enum Command {
         #[command(flatten)]
         target: ApiFlags,
         /// The sandboxes of the run with this tag.
-        #[arg(long, value_name = "TAG", required_unless_present = "older_than", conflicts_with = "older_than")]
+        #[arg(
+            long,
+            value_name = "TAG",
+            required_unless_present = "older_than",
+            conflicts_with = "older_than"
+        )]
         tag: Option<String>,
         /// The sandboxes of every stampede run that started longer ago than this
         /// (e.g. `1h`, `30m`).
@@ -354,7 +359,12 @@ fn print_cleanup(
         writeln!(out, "could not delete {id}: {why}")?;
     }
     if req.dry_run {
-        writeln!(out, "dry run: {} sandboxes on {}, none deleted", s.found.len(), req.api)
+        writeln!(
+            out,
+            "dry run: {} sandboxes on {}, none deleted",
+            s.found.len(),
+            req.api
+        )
     } else {
         writeln!(
             out,

@@ -80,7 +80,9 @@ fn install_run_signals(
             return;
         }
         if at.elapsed() < REPEAT_WINDOW {
-            eprintln!("signal repeated within {REPEAT_WINDOW:?}: the same interrupt, still stopping");
+            eprintln!(
+                "signal repeated within {REPEAT_WINDOW:?}: the same interrupt, still stopping"
+            );
             return;
         }
         eprintln!("second signal: aborting");

@@ -400,16 +400,24 @@ async fn cleanup_removes_what_a_killed_run_left() {
         .and_then(|w| w.split_whitespace().next())
         .and_then(|n| n.parse().ok())
         .expect("a count in the warning");
-    assert!(listed > 0 && listed <= left, "{listed} listed, {left} on nodes");
+    assert!(
+        listed > 0 && listed <= left,
+        "{listed} listed, {left} on nodes"
+    );
 
     let (code, out, err) = cleanup(&c.api, &["--tag", &tag, "--dry-run"]);
     assert_eq!(code, Some(0), "{out}{err}");
     assert_eq!(
-        out.lines().filter(|l| l.starts_with("would delete ")).count() as u64,
+        out.lines()
+            .filter(|l| l.starts_with("would delete "))
+            .count() as u64,
         listed,
         "{out}"
     );
-    assert!(on_nodes(&c.admin).await >= listed, "a dry run deletes nothing");
+    assert!(
+        on_nodes(&c.admin).await >= listed,
+        "a dry run deletes nothing"
+    );
 
     let (code, out, err) = cleanup(&c.api, &["--tag", &tag]);
     assert_eq!(code, Some(0), "{out}{err}");

@@ -323,7 +323,11 @@ async fn a_signal_repeated_at_once_is_one_interrupt_and_the_run_cleans_up() {
     assert!(!stderr.contains("aborted"), "{stderr}");
     let report = only_report(&dir.join("reports"));
     assert_eq!(report["incomplete"], true, "{stderr}");
-    assert_eq!(on_nodes(&cluster.admin).await, 0, "sandboxes left: {stderr}");
+    assert_eq!(
+        on_nodes(&cluster.admin).await,
+        0,
+        "sandboxes left: {stderr}"
+    );
     let active = active_fault_ids(&cluster.admin).await;
     assert!(active.is_empty(), "faults left active: {active:?}");
     let _ = std::fs::remove_dir_all(&dir);

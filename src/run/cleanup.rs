@@ -55,13 +55,9 @@ pub(crate) struct Leftovers {
 impl CleanupTarget {
     /// Ids listed by the API that carry this run's tag.
     async fn tagged(&self, client: &reqwest::Client) -> Result<BTreeSet<String>, String> {
-        let listed = super::leftovers::list(
-            client,
-            &self.api,
-            &self.key,
-            Some((RUN_TAG_KEY, &self.tag)),
-        )
-        .await?;
+        let listed =
+            super::leftovers::list(client, &self.api, &self.key, Some((RUN_TAG_KEY, &self.tag)))
+                .await?;
         Ok(listed.into_iter().map(|s| s.sandbox_id).collect())
     }
 

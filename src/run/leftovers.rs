@@ -100,7 +100,10 @@ async fn list_v1(
     key: &ApiKey,
     meta: Option<&str>,
 ) -> Result<Vec<ListedSandbox>, String> {
-    let query: Vec<(&str, String)> = meta.map(|m| ("metadata", m.to_string())).into_iter().collect();
+    let query: Vec<(&str, String)> = meta
+        .map(|m| ("metadata", m.to_string()))
+        .into_iter()
+        .collect();
     let resp = client
         .get(with_query(&format!("{base}/sandboxes"), &query)?)
         .header("X-API-Key", key.expose())

@@ -216,7 +216,12 @@ fn finish(
 }
 
 /// The tables (or only the verdict with `quiet`) and where the report is.
-fn print_summary(report: &Report, dir: &Path, quiet: bool, out: &mut impl Write) -> std::io::Result<()> {
+fn print_summary(
+    report: &Report,
+    dir: &Path,
+    quiet: bool,
+    out: &mut impl Write,
+) -> std::io::Result<()> {
     if quiet {
         report::write_verdict(report, &mut *out)?;
     } else {

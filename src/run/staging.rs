@@ -66,7 +66,9 @@ fn remove_stale(parent: &Path) {
             continue;
         }
         match std::fs::remove_dir_all(e.path()) {
-            Ok(()) => tracing::info!(dir = %e.path().display(), "removed a dead run's goose staging"),
+            Ok(()) => {
+                tracing::info!(dir = %e.path().display(), "removed a dead run's goose staging")
+            }
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
             Err(err) => {
                 tracing::warn!(dir = %e.path().display(), error = %err, "cannot remove a dead run's goose staging");
