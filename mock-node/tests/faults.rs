@@ -65,19 +65,7 @@ async fn kill_resets_connections_then_heals_on_the_same_address() {
     other.list(()).await.expect("other nodes unaffected");
 
     assert_eq!(heal(&f, id).await, 204);
-    let back = eventually(Duration::from_secs(5), async || {
-        let ch = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
-            .expect("uri")
-            .timeout(Duration::from_secs(1));
-        match ch.connect().await {
-            Ok(ch) => stampede_proto::sandbox_service_client::SandboxServiceClient::new(ch)
-                .list(())
-                .await
-                .is_ok(),
-            Err(_) => false,
-        }
-    })
-    .await;
+    let back = eventually(Duration::from_secs(5), async || serves(addr).await).await;
     assert!(back, "node reachable again on {addr}");
     assert_eq!(
         truth(&f, 0).starting,
