@@ -110,8 +110,9 @@ workload:
 }
 
 #[test]
-fn full_nodes_expire_lifetimes_and_deletes() {
-    // max_sandboxes refusals freed by deletes (events) and by expiries (no event).
+fn full_nodes_freed_by_deletes_and_evictions() {
+    // max_sandboxes refusals freed by the workload's deletes and by the evictor's at the
+    // 1 s timeout: both are events, since a node never drops a sandbox by itself.
     same(
         &profile(
             "churn.yaml",

@@ -335,6 +335,9 @@ impl Engine<'_> {
         let input = delete_ended(&n.id, id, vcpu, outcome);
         self.placers[replica as usize].handle(now, input);
         self.evicted.insert(req);
+        if self.set_ledger.is_some() {
+            self.evictions.push(req);
+        }
     }
 }
 

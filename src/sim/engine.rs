@@ -55,8 +55,6 @@ pub(super) enum Event {
     Sample,
     /// Retry tick `gen` of the refused request in `slot` (see `retry.rs`); a late event.
     Retry { slot: u32, gen: u32 },
-    /// Nothing happens, but a parked request must look again (a sandbox expires).
-    Wake,
 }
 
 /// One node: the shared model plus the faults in force on it.
@@ -114,6 +112,9 @@ pub(super) struct Engine<'a> {
     pub pending_deletes: u64,
     /// Requests whose sandbox the evictor killed (a later workload delete is a 404).
     pub evicted: std::collections::HashSet<u64>,
+    /// Every request whose sandbox the evictor deleted, in order (kept for the set
+    /// checker only).
+    pub evictions: Vec<u64>,
     /// `UserSend` events scheduled and not yet handled.
     pub user_sends: u64,
     pub tally: Tally,
@@ -127,13 +128,12 @@ pub(super) struct Engine<'a> {
     pub last_late: Option<(Nanos, u64)>,
     /// Whether the event being handled changed nothing (a refusal certain in advance).
     pub quiet: bool,
-    /// When the pending expiry wake-up fires.
-    pub wake_at: Option<Nanos>,
 }
 
 impl<'a> Engine<'a> {
     pub fn new(setup: &'a SimSetup) -> Self {
         let n = setup.cluster.nodes;
+        let idle = setup.cluster.idle_cpu_percents(setup.cluster_seed);
         let nodes: Vec<SimNode> = (0..n)
             .map(|k| {
                 let id = setup.cluster.node_id(k);
@@ -141,7 +141,8 @@ impl<'a> Engine<'a> {
                     id.clone(),
                     setup.cluster.spec_for(k),
                     node_seed(setup.cluster_seed, k),
-                );
+                )
+                .with_idle_cpu_percent(idle[k]);
                 SimNode {
                     id,
                     model,
@@ -185,6 +186,7 @@ impl<'a> Engine<'a> {
             next_arrival: 0,
             pending_deletes: 0,
             evicted: std::collections::HashSet::new(),
+            evictions: Vec::new(),
             user_sends: 0,
             tally: Tally::new(setup),
             set_ledger: setup.check_sets.then(SetLedger::default),
@@ -192,7 +194,6 @@ impl<'a> Engine<'a> {
             parked: Vec::new(),
             last_late: None,
             quiet: false,
-            wake_at: None,
         }
     }
 
@@ -317,7 +318,6 @@ impl<'a> Engine<'a> {
                 self.queue.push(next, Event::Sample);
             }
             Event::Retry { slot, gen } => self.retry_event(slot, gen),
-            Event::Wake => {}
         }
     }
 
@@ -438,7 +438,8 @@ impl<'a> Engine<'a> {
 }
 
 /// Whether `event` can free capacity on a node or change a replica's view of the fleet:
-/// a create that ends, a delete, a sync, a fault edge, an expiry wake-up.
+/// a create that ends, a delete, a sync, a fault edge. (A node never frees capacity by
+/// itself: sandboxes leave only through Delete, Pause or a restart.)
 fn loosens_admission(event: &Event) -> bool {
     matches!(
         event,
@@ -449,7 +450,6 @@ fn loosens_admission(event: &Event) -> bool {
             | Event::Sync { .. }
             | Event::FaultStart { .. }
             | Event::FaultEnd { .. }
-            | Event::Wake
     )
 }
 

@@ -4,18 +4,23 @@
 //! (`placement.go`): one retry per [`SimSetup::retry_period`] (the round trip of a
 //! refusal, plus `retry_backoff` if set). A retry is a *tick* on that grid. When every
 //! node a decision could return would refuse for sure (limits reached, an `exhaust`
-//! fault; no random failure, no slow or dead node, no expiry due), the tick is a
+//! fault; no random failure, no slow or dead node), the tick is a
 //! refusal whatever the draw, and so is every later tick until some state changes.
 //!
 //! - **Parked** (the default): the request waits without an event until an event
 //!   that can let a node accept is handled (a create that ends, a delete, a sync, a
-//!   fault edge, an expiry wake-up; any event when the service's own starting filter
+//!   fault edge; any event when the service's own starting filter
 //!   is on, since in-progress marks then decide which nodes are candidates), then
 //!   settles the ticks it skipped as refusals and resumes at its next tick. Its only
 //!   pending event is the tick of its deadline.
 //! - **Stepped** (`SimSetup::step_retries`): every tick is an event that checks again.
 //!   Slow, and there to test the parked path: both must give the same placements and
 //!   the same retry counts.
+//!
+//! The nodes a decision could return are the candidates no lower than the K-th best
+//! score ([`PlacementCore::winnable`](crate::placement::PlacementCore::winnable)):
+//! under `reported` accounting a node below them has room no draw reaches, so the
+//! storm parks as soon as the nodes it can reach are full.
 //!
 //! A tick the model proves refused draws no random number and holds no in-progress
 //! mark on a node (E2B holds one for the round trip, on a node that changes each
@@ -24,7 +29,6 @@
 
 use super::engine::{Engine, Event};
 use super::queue::Nanos;
-use super::setup::to_nanos;
 use mock_node::config::RpcKind;
 use mock_node::model::CreateRejection;
 
@@ -79,7 +83,6 @@ impl Engine<'_> {
         let at = now.saturating_add(ticks.saturating_mul(period));
         self.queue.push_late(at, req, Event::Retry { slot, gen });
         self.parked.push(slot);
-        self.wake_for_expiry();
     }
 
     /// A `Retry` event for `slot`: ignored if stale (a newer tick replaced it);
@@ -151,14 +154,17 @@ impl Engine<'_> {
     }
 
     /// The node and reason of a refusal certain for any decision `slot` could make now;
-    /// `None` if some candidate might accept, or if there is no candidate at all.
+    /// `None` if some node a draw could return might accept, or if there is none. A node
+    /// with room that no draw can return (ranked below the K best scores) does not
+    /// count: under `reported` the scores stay fixed between syncs, so the storm parks
+    /// while the top K are full.
     fn sure_refusal(&self, slot: u32) -> Option<(u32, &'static str)> {
         let a = self.slots.get(slot as usize)?.as_ref()?;
         let placer = &self.placers[a.replica as usize];
         let attempt = placer.attempt(a.req)?;
         let vcpu = attempt.vcpu();
         let mut pick: Option<(u32, &'static str)> = None;
-        for id in placer.core().candidates(vcpu, attempt.excluded()) {
+        for id in placer.core().winnable(vcpu, attempt.excluded()) {
             let &i = self.node_index.get(id)?;
             let reason = self.node_sure_refusal(i, vcpu)?;
             if pick.is_none() || i == a.node {
@@ -181,7 +187,7 @@ impl Engine<'_> {
             .failures
             .iter()
             .any(|r| matches!(r.rpc, RpcKind::Create | RpcKind::Any) && r.probability > 0.0);
-        if random_failure || m.next_expiry().is_some_and(|t| to_nanos(t) <= self.now) {
+        if random_failure {
             return None;
         }
         if e.exhaust {
@@ -212,23 +218,5 @@ impl Engine<'_> {
         self.tally
             .retries_on(node, first, self.setup.retry_period(), n);
         self.nodes[node as usize].model.count_refusals(reason, n);
-    }
-
-    /// Make sure an event fires at the earliest sandbox expiry of any node, so that a
-    /// parked request sees the capacity it frees.
-    fn wake_for_expiry(&mut self) {
-        let next = self
-            .nodes
-            .iter()
-            .filter_map(|n| n.model.next_expiry())
-            .map(to_nanos)
-            .filter(|&t| t > self.now)
-            .min();
-        if let Some(t) = next {
-            if self.wake_at.is_none_or(|w| w <= self.now || w > t) {
-                self.wake_at = Some(t);
-                self.queue.push(t, Event::Wake);
-            }
-        }
     }
 }
