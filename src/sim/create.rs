@@ -247,7 +247,8 @@ impl Engine<'_> {
     /// the optional backoff (`retry.rs` settles the ticks it can prove refused).
     fn retry_at(&mut self, slot: u32, at: Nanos) {
         if at <= self.now {
-            return self.retry_tick(slot);
+            self.retry_tick(slot);
+            return;
         }
         let Some(a) = self.slots.get(slot as usize).and_then(Option::as_ref) else {
             return;

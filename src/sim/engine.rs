@@ -250,7 +250,7 @@ impl<'a> Engine<'a> {
             // Only an event that can let a refusing node accept (or change which nodes
             // a decision may return) can end a park. Without the service's own starting
             // filter, a create admitted only tightens, and in-progress marks only move
-            // scores.
+            // scores (which `retry.rs` does not rely on outside `reported`).
             let marks_matter = self.setup.placement.max_starting_per_node.is_some();
             if (loosens || (marks_matter && !self.quiet)) && !self.parked.is_empty() {
                 self.unpark_all();
@@ -270,11 +270,13 @@ impl<'a> Engine<'a> {
     /// Replica `r` syncs `r / replicas` of an interval after replica 0.
     fn first_periodic_sync(&self, r: usize) -> Nanos {
         let interval = self.setup.sync_interval;
-        let phase = (u128::from(interval) * r as u128 / self.setup.replicas as u128) as u64;
-        if phase == 0 {
-            interval
+        let offset = (u128::from(interval) * r as u128 / self.setup.replicas as u128) as u64;
+        let first = self.setup.sync_phase.saturating_add(offset);
+        // Within (0, interval]: replica 0 at the phase, the others after it, wrapped.
+        if first > interval {
+            first - interval
         } else {
-            phase
+            first
         }
     }
 

@@ -17,10 +17,12 @@
 //!   Slow, and there to test the parked path: both must give the same placements and
 //!   the same retry counts.
 //!
-//! The nodes a decision could return are the candidates no lower than the K-th best
-//! score ([`PlacementCore::winnable`](crate::placement::PlacementCore::winnable)):
-//! under `reported` accounting a node below them has room no draw reaches, so the
-//! storm parks as soon as the nodes it can reach are full.
+//! Under `reported` accounting the nodes a decision could return are the candidates
+//! scoring no worse than the K-th highest
+//! ([`PlacementCore::winnable`](crate::placement::PlacementCore::winnable)): a node
+//! below them has room no draw reaches until the next sync, so the storm parks as soon
+//! as the nodes it can reach are full (seed 000's herd). In the other modes every
+//! decision's in-progress mark moves the scores, so a park needs every candidate full.
 //!
 //! A tick the model proves refused draws no random number and holds no in-progress
 //! mark on a node (E2B holds one for the round trip, on a node that changes each
@@ -29,6 +31,7 @@
 
 use super::engine::{Engine, Event};
 use super::queue::Nanos;
+use crate::placement::AccountingMode;
 use mock_node::config::RpcKind;
 use mock_node::model::CreateRejection;
 
@@ -45,32 +48,33 @@ pub(super) struct Park {
 
 impl Engine<'_> {
     /// One retry tick of the request in `slot` at `now`: the deadline, then a sure
-    /// refusal (counted, parked or stepped), else a real decision.
-    pub(super) fn retry_tick(&mut self, slot: u32) {
+    /// refusal (counted, parked or stepped), else a real decision. True for a sure
+    /// refusal, which changes nothing a decision reads.
+    pub(super) fn retry_tick(&mut self, slot: u32) -> bool {
         let now = self.now;
         let Some(a) = self.slots.get(slot as usize).and_then(Option::as_ref) else {
-            return;
+            return false;
         };
         if now >= a.deadline {
             self.decide(slot);
-            return;
+            return false;
         }
         let Some((node, reason)) = self.sure_refusal(slot) else {
             self.decide(slot);
-            return;
+            return false;
         };
-        self.quiet = true;
         self.count_virtual_refusals(slot, node, reason, now, 1);
         let period = self.setup.retry_period();
         let Some(a) = self.slots.get_mut(slot as usize).and_then(Option::as_mut) else {
-            return;
+            return true;
         };
         let (req, gen) = (a.req, a.gen);
+        // The node the skipped refusals are counted on, kept as stepping keeps it.
+        a.node = node;
         if self.setup.step_retries {
-            a.node = node;
             let at = now.saturating_add(period);
             self.queue.push_late(at, req, Event::Retry { slot, gen });
-            return;
+            return true;
         }
         a.park = Some(Park {
             since: now,
@@ -83,6 +87,7 @@ impl Engine<'_> {
         let at = now.saturating_add(ticks.saturating_mul(period));
         self.queue.push_late(at, req, Event::Retry { slot, gen });
         self.parked.push(slot);
+        true
     }
 
     /// A `Retry` event for `slot`: ignored if stale (a newer tick replaced it);
@@ -110,7 +115,11 @@ impl Engine<'_> {
                 skipped,
             );
         }
-        self.retry_tick(slot);
+        // A tick of its own (not one run inside a reply that moved marks) whose
+        // refusal was certain changed nothing a decision reads.
+        if self.retry_tick(slot) {
+            self.quiet = true;
+        }
     }
 
     /// Something may have changed: every parked request settles the ticks before now
@@ -164,7 +173,17 @@ impl Engine<'_> {
         let attempt = placer.attempt(a.req)?;
         let vcpu = attempt.vcpu();
         let mut pick: Option<(u32, &'static str)> = None;
-        for id in placer.core().winnable(vcpu, attempt.excluded()) {
+        // Under `reported` the scores move only at a sync (an event that unparks), so
+        // the nodes a draw can return stay put while parked; in the other modes every
+        // decision's in-progress mark moves them, and only a refusal by every candidate
+        // is certain.
+        let core = placer.core();
+        let reach: Vec<&str> = if core.config().mode == AccountingMode::Reported {
+            core.winnable(vcpu, attempt.excluded())
+        } else {
+            core.candidates(vcpu, attempt.excluded()).collect()
+        };
+        for id in reach {
             let &i = self.node_index.get(id)?;
             let reason = self.node_sure_refusal(i, vcpu)?;
             if pick.is_none() || i == a.node {
