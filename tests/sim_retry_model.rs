@@ -117,7 +117,10 @@ collect:
     );
     let placed: Vec<u64> = fast.result.nodes.iter().map(|n| n.sandboxes).collect();
     assert_eq!(placed.iter().sum::<u64>(), 60, "{placed:?}");
-    assert!(placed.contains(&0), "the last-ranked node gets nothing before a sync: {placed:?}");
+    assert!(
+        placed.contains(&0),
+        "the last-ranked node gets nothing before a sync: {placed:?}"
+    );
 }
 
 #[test]

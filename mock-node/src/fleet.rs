@@ -292,8 +292,8 @@ pub async fn start(cfg: ClusterConfig, opts: FleetOptions) -> Result<FleetHandle
             addr,
             source,
         })?;
-        let model = NodeModel::new(id, cfg.spec_for(k), node_seed(seed, k))
-            .with_idle_cpu_percent(idle[k]);
+        let model =
+            NodeModel::new(id, cfg.spec_for(k), node_seed(seed, k)).with_idle_cpu_percent(idle[k]);
         nodes.push(Arc::new(NodeRuntime::new(
             model,
             bound,

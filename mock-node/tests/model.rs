@@ -108,7 +108,10 @@ fn host_cpu_percent_is_sampled_per_period_and_allocation_stays_live() {
         seen.push(m.metrics(ms(t)).cpu_percent);
     }
     // One busy vCPU of 4 is 25 %: reached once, at a tick, and kept from then on.
-    let first = seen.iter().position(|&p| p == 25).expect("a tick within 10 s");
+    let first = seen
+        .iter()
+        .position(|&p| p == 25)
+        .expect("a tick within 10 s");
     assert!(seen[first..].iter().all(|&p| p == 25));
     assert!(seen[..first].iter().all(|&p| p == 0));
     let mut live = node(|s| {

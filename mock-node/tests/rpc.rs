@@ -244,7 +244,10 @@ async fn a_sandbox_past_its_end_time_is_listed_until_deleted() {
     let mut ids: Vec<&str> = listed.iter().map(|s| s.sandbox_id.as_str()).collect();
     ids.sort_unstable();
     assert_eq!(ids, ["ended", "open"], "past its end time, still running");
-    let ended = listed.iter().find(|s| s.sandbox_id == "ended").expect("listed");
+    let ended = listed
+        .iter()
+        .find(|s| s.sandbox_id == "ended")
+        .expect("listed");
     assert!(ended.end_time.is_some(), "end time reported");
     assert_eq!(truth(&f, 0).sandbox_count, 2);
     sb.delete(SandboxDeleteRequest {
