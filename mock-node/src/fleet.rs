@@ -271,7 +271,7 @@ pub async fn start(cfg: ClusterConfig, opts: FleetOptions) -> Result<FleetHandle
     let mut nodes = Vec::with_capacity(cfg.nodes);
     let mut free_ports = FreePorts::new();
     let idle = cfg.idle_cpu_percents(seed);
-    for k in 0..cfg.nodes {
+    for (k, &idle_load) in idle.iter().enumerate() {
         let id = match &opts.node_id {
             Some(id) => id.clone(),
             None => cfg.node_id(k),
@@ -292,8 +292,8 @@ pub async fn start(cfg: ClusterConfig, opts: FleetOptions) -> Result<FleetHandle
             addr,
             source,
         })?;
-        let model =
-            NodeModel::new(id, cfg.spec_for(k), node_seed(seed, k)).with_idle_cpu_percent(idle[k]);
+        let model = NodeModel::new(id, cfg.spec_for(k), node_seed(seed, k))
+            .with_idle_cpu_percent(idle_load);
         nodes.push(Arc::new(NodeRuntime::new(
             model,
             bound,
