@@ -15,12 +15,13 @@ use crate::profile::{OneOrMany, PlacementSection, Profile, RunVariant, Shape};
 use crate::report::RunResult;
 
 /// The settings a sweep can vary.
-pub const SWEEP_KEYS: [&str; 11] = [
+pub const SWEEP_KEYS: [&str; 12] = [
     "accounting",
     "k",
     "r",
     "alpha",
     "sync_interval",
+    "sync_phase",
     "replicas",
     "rate",
     "nodes",
@@ -104,7 +105,7 @@ fn parse_value(key: &str, v: &str) -> Result<Value, String> {
         "k" | "replicas" | "nodes" | "burst" => count(1),
         "max_starting" => count(0),
         "r" | "alpha" | "rate" => float(),
-        "sync_interval" => time(v).map(Value::Time),
+        "sync_interval" | "sync_phase" => time(v).map(Value::Time),
         "create_latency" => match v.split_once('-') {
             Some((lo, hi)) => Ok(Value::Latency(LatencyDist::Uniform {
                 min: time(lo)?,
@@ -136,6 +137,7 @@ fn apply(
         ("r", Value::Float(r)) => p.best_of_k.r = r,
         ("alpha", Value::Float(a)) => p.best_of_k.alpha = a,
         ("sync_interval", Value::Time(t)) => p.sync_interval = t,
+        ("sync_phase", Value::Time(t)) => p.sync_phase = Some(t),
         ("replicas", Value::Count(n)) => {
             p.replicas = u32::try_from(n).map_err(|_| bad("too many replicas".into()))?
         }
