@@ -287,7 +287,7 @@ impl Engine<'_> {
         // workload's end nothing is simulated, so this costs nothing for sandboxes that
         // outlive the run.
         let end = now.saturating_add(to_nanos(self.setup.sandbox.timeout));
-        if delete_at.is_none_or(|at| at > end) {
+        if self.setup.evictor && delete_at.is_none_or(|at| at > end) {
             self.queue.push(end, Event::Evict { req, node, replica });
         }
         self.finish(slot, CreateStatus::Created);
