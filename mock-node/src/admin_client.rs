@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use mock_node::api::{ApiError, NodesResponse};
+use crate::api::{ApiError, NodesResponse};
 
 /// Deadline of one `GET /nodes`.
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);

@@ -1,7 +1,7 @@
 //! E2B's evictor in the service: every [`EVICT_POLL`] the sandboxes whose end time has
 //! passed are killed through the same path as `DELETE /sandboxes/{id}` (store entry
 //! removed, node Delete, optimistic vCPU released on success or NotFound), at most
-//! [`MAX_CONCURRENT_EVICTIONS`](crate::placement::evict::MAX_CONCURRENT_EVICTIONS) at a
+//! [`MAX_CONCURRENT_EVICTIONS`](stampede_placement::evict::MAX_CONCURRENT_EVICTIONS) at a
 //! time. Which ones is the core's decision ([`due_evictions`]).
 
 use std::sync::atomic::Ordering::Relaxed;
@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::place::delete_sandbox;
 use super::state::{lock, Shared};
-use crate::placement::evict::{due_evictions, EVICT_POLL};
+use stampede_placement::evict::{due_evictions, EVICT_POLL};
 
 /// Run the evictor until `cancel`; evictions in flight then finish (as E2B's do).
 pub async fn evict_forever(shared: Arc<Shared>, cancel: CancellationToken) {

@@ -8,8 +8,8 @@ use super::config::{
 };
 use super::error::ServeError;
 use super::service::start_replicas;
-use crate::mock_admin::MockAdmin;
-use crate::placement::{
+use mock_node::admin_client::MockAdmin;
+use stampede_placement::{
     AccountingMode, FailureAnswers, PlacementConfig, REQUEST_TIMEOUT, SYNC_INTERVAL,
 };
 

@@ -25,7 +25,7 @@ pub enum ServeError {
     },
     /// Reading the node list from a mock-node admin endpoint failed.
     #[error("cannot read the nodes of a mock-node fleet")]
-    MockAdmin(#[from] crate::mock_admin::MockAdminError),
+    MockAdmin(#[from] mock_node::admin_client::MockAdminError),
     /// Invalid settings.
     #[error("invalid settings: {0}")]
     Config(String),

@@ -1,5 +1,5 @@
 //! `stampede serve`: the reference placement service, E2B's placement path behind E2B's
-//! REST surface. A thin driver of the sans-IO [`crate::placement`] core: axum for REST,
+//! REST surface. A thin driver of the sans-IO [`stampede_placement`] core: axum for REST,
 //! tonic clients to the orchestrator nodes, a periodic node sync.
 //!
 //! Embed it with [`start`] (or [`start_replicas`]); run it from the CLI with [`run`].
@@ -15,12 +15,14 @@
 //!
 //! Connections are bounded by [`ServeConfig::header_read_timeout`] and
 //! [`ServeConfig::idle_timeout`] (see [`listen`]).
+#![deny(missing_docs)]
 
 pub mod activity;
 pub mod args;
 pub mod arrivals;
 pub mod channel_watch;
 pub mod config;
+pub mod counters;
 pub mod error;
 pub mod evictor;
 pub mod limits;
@@ -44,5 +46,10 @@ pub use config::{
     NodeTarget, ServeConfig, DEFAULT_API_KEY, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
     DEFAULT_RETRY_BACKOFF,
 };
+pub use counters::ServiceCounters;
 pub use error::{ApiError, ServeError};
 pub use service::{start, start_replicas, ServiceHandle, SyncPhaser, TelemetryReader};
+
+/// Response header of a 201 naming the node the sandbox landed on (stampede's own
+/// service sends it; E2B's API does not, so external runs have no per-create node).
+pub const NODE_HEADER: &str = "x-stampede-node";

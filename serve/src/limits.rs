@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use axum::http::StatusCode;
 
 use super::error::ApiError;
-use crate::placement::PlacementCore;
+use stampede_placement::PlacementCore;
 
 /// Most metadata keys one sandbox may carry.
 pub const MAX_METADATA_KEYS: usize = 64;

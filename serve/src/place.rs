@@ -1,6 +1,6 @@
 //! The create and delete drivers: the RPCs and the waiting of E2B's placement loop,
-//! whose every decision is the sans-IO [`Placer`](crate::placement::Placer)'s. What a failure answers is the core's decision
-//! ([`FailureAnswers::answer`](crate::placement::FailureAnswers::answer)).
+//! whose every decision is the sans-IO [`Placer`](stampede_placement::Placer)'s. What a failure answers is the core's decision
+//! ([`FailureAnswers::answer`](stampede_placement::FailureAnswers::answer)).
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -14,7 +14,7 @@ use super::error::ApiError;
 use super::node_client::CreateSpec;
 use super::rest::{NewSandbox, Sandbox};
 use super::state::{lock, SandboxRecord, Shared};
-use crate::placement::{
+use stampede_placement::{
     Answered, CreateReply, DeleteOutcome, ErrorKind, FailureKind, Input, Output,
 };
 

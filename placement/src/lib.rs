@@ -3,6 +3,7 @@
 //! No sockets, no clock, no tokio: the HTTP service (`serve`) and the simulator drive
 //! the same [`PlacementCore`] with events (start placing, create ok / failed / refused,
 //! delete ok, sync snapshot) and a caller-provided seeded RNG.
+#![deny(missing_docs)]
 
 pub mod accounting;
 pub mod answer;

@@ -5,7 +5,7 @@
 //! Idle, as grpc-go's pick_first goes when its connection is lost, reconnecting on the
 //! next RPC). The connection's own reader notices a reset at once, so a killed node is
 //! seen when it dies, and unroutable as soon as the next RPC fails to reconnect: the
-//! status rule is the core's ([`node_status`](crate::placement::node_status)).
+//! status rule is the core's ([`node_status`](stampede_placement::node_status)).
 
 use std::future::Future;
 use std::io;
@@ -20,7 +20,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tonic::transport::Uri;
 
-use crate::placement::{ChannelCell, ChannelState};
+use stampede_placement::{ChannelCell, ChannelState};
 
 /// Where one node's connections report; only the newest connection may change the state.
 #[derive(Debug, Clone)]

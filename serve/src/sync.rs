@@ -14,8 +14,8 @@ use stampede_proto::ServiceInfoResponse;
 
 use super::node_client::ListedOnNode;
 use super::state::{lock, NodeConn, Shared};
-use crate::placement::evict::is_orphan_to_kill;
-use crate::placement::{DeleteOutcome, InfoReply, Input};
+use stampede_placement::evict::is_orphan_to_kill;
+use stampede_placement::{DeleteOutcome, InfoReply, Input};
 
 /// Nodes synced at once. Enough to overlap every round trip of a usual fleet; on a
 /// fleet of thousands, all at once would open thousands of connections together and
@@ -136,7 +136,7 @@ async fn finish_sync(
 
 /// E2B's `Store.Reconcile`: the orphans old enough ([`is_orphan_to_kill`], the core's
 /// rule) are killed at once, in parallel, through the node's Delete; a success or a
-/// NotFound releases their vCPU ([`PlacementCore::delete_ended`](crate::placement::PlacementCore::delete_ended)).
+/// NotFound releases their vCPU ([`PlacementCore::delete_ended`](stampede_placement::PlacementCore::delete_ended)).
 async fn kill_orphans(
     shared: &Arc<Shared>,
     node: &NodeConn,

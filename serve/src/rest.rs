@@ -97,7 +97,7 @@ where
 #[serde(rename_all = "camelCase")]
 pub struct NodeStatusChange {
     /// The status to set.
-    pub status: crate::placement::NodeStatus,
+    pub status: stampede_placement::NodeStatus,
     /// Cluster of the node (a UUID); absent = the local cluster.
     #[serde(
         default,

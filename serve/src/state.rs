@@ -13,7 +13,7 @@ use rand_chacha::ChaCha8Rng;
 use super::config::ServeConfig;
 use super::node_client::NodeClient;
 use super::telemetry::Telemetry;
-use crate::placement::{ChannelCell, Input, NodeStatus, Output, Placer, PlacerConfig, TraceSink};
+use stampede_placement::{ChannelCell, Input, NodeStatus, Output, Placer, PlacerConfig, TraceSink};
 
 /// What ServiceInfo says about a node besides the metrics the core keeps.
 #[derive(Debug, Clone, Default)]

@@ -21,8 +21,8 @@ use super::nodes_api::node_json;
 use super::routes::router;
 use super::state::{lock, NodeConn, NodeInfo, Shared};
 use super::sync::sync_all;
-use crate::aggregate::ServiceCounters;
-use crate::placement::{ChannelCell, PlacementCore, TraceSink};
+use crate::counters::ServiceCounters;
+use stampede_placement::{ChannelCell, PlacementCore, TraceSink};
 
 /// A running instance. Dropping it does not stop it: call [`ServiceHandle::shutdown`].
 #[derive(Debug)]
@@ -318,7 +318,7 @@ async fn connect_all(
                 channel,
                 info: std::sync::Mutex::new(NodeInfo {
                     status_seen: Some((
-                        crate::placement::NodeStatus::Connecting,
+                        stampede_placement::NodeStatus::Connecting,
                         std::time::SystemTime::now(),
                     )),
                     ..NodeInfo::default()

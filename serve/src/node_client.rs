@@ -15,7 +15,7 @@ use tonic::{Code, Status};
 
 use super::channel_watch::WatchedConnector;
 use super::error::ServeError;
-use crate::placement::ChannelCell;
+use stampede_placement::ChannelCell;
 
 /// A sandbox as a node's `List` reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,8 +30,8 @@ pub struct ListedOnNode {
 
 impl ListedOnNode {
     /// The placer's reading of it.
-    pub fn listed(&self) -> crate::placement::Listed {
-        crate::placement::Listed {
+    pub fn listed(&self) -> stampede_placement::Listed {
+        stampede_placement::Listed {
             id: self.id.clone(),
             vcpu: self.vcpu,
         }

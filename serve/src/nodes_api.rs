@@ -19,7 +19,7 @@ use super::rest::{
 };
 use super::routes::{json_body, ApiResult};
 use super::state::{lock, Shared};
-use crate::placement::AccountingMode;
+use stampede_placement::AccountingMode;
 
 /// `X-Admin-Token` must match the configured admin token (E2B's `AdminApiKeyAuth`, the
 /// only security of `/nodes`); without one configured the admin routes refuse all.

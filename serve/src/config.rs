@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::placement::PlacementConfig;
+use stampede_placement::PlacementConfig;
 
 /// The API key accepted when none is configured (`--api-key` / `STAMPEDE_API_KEY`).
 /// Local use only: it is published here.
@@ -52,7 +52,7 @@ pub struct ServeConfig {
     /// share one store, each would take the others' sandboxes for orphans.
     pub kill_orphans: bool,
     /// A listed sandbox younger than this is never an orphan. Default E2B's 1 minute
-    /// ([`ORPHAN_GRACE`](crate::placement::evict::ORPHAN_GRACE)).
+    /// ([`ORPHAN_GRACE`](stampede_placement::evict::ORPHAN_GRACE)).
     pub orphan_grace: Duration,
     /// Longest sandbox `timeout` a create may ask for, in hours (E2B: the team's
     /// `MaxLengthHours`). Default 24.
@@ -75,8 +75,8 @@ impl Default for ServeConfig {
     fn default() -> Self {
         Self {
             placement: PlacementConfig::default(),
-            sync_interval: crate::placement::SYNC_INTERVAL,
-            request_timeout: crate::placement::REQUEST_TIMEOUT,
+            sync_interval: stampede_placement::SYNC_INTERVAL,
+            request_timeout: stampede_placement::REQUEST_TIMEOUT,
             retry_backoff: DEFAULT_RETRY_BACKOFF,
             rpc_timeout: Duration::from_secs(5),
             api_key: DEFAULT_API_KEY.to_string(),
@@ -85,7 +85,7 @@ impl Default for ServeConfig {
             default_vcpu: 1,
             default_memory_mb: 1024,
             kill_orphans: true,
-            orphan_grace: crate::placement::evict::ORPHAN_GRACE,
+            orphan_grace: stampede_placement::evict::ORPHAN_GRACE,
             max_length_hours: 24,
             envd_version: "0.2.0".to_string(),
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,

@@ -20,7 +20,7 @@ use super::params::{
 use super::place::{create_sandbox, delete_sandbox, CLIENT_ID};
 use super::rest::{ListedSandbox, NewSandbox};
 use super::state::{lock, SandboxRecord, Shared};
-use crate::workload::NODE_HEADER;
+use crate::NODE_HEADER;
 
 /// The router of one instance.
 pub fn router(shared: Arc<Shared>) -> Router {
@@ -75,11 +75,11 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
 }
 
 /// `GET /admin/counters`: the counters a harness reads, as typed JSON
-/// ([`ServiceCounters`](crate::aggregate::ServiceCounters)); `/metrics` is for Prometheus.
+/// ([`ServiceCounters`](crate::counters::ServiceCounters)); `/metrics` is for Prometheus.
 async fn counters(
     State(shared): State<Arc<Shared>>,
     headers: HeaderMap,
-) -> ApiResult<Json<crate::aggregate::ServiceCounters>> {
+) -> ApiResult<Json<crate::counters::ServiceCounters>> {
     require_admin(&shared, &headers)?;
     Ok(Json(shared.telemetry.counters()))
 }

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 use super::storm::StormBins;
-use crate::aggregate::ServiceCounters;
+use crate::counters::ServiceCounters;
 
 /// Upper bounds (seconds) of the decision-time histogram buckets.
 const DECISION_BUCKETS: [f64; 10] = [1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 5e-4, 1e-3, 1e-2];
