@@ -20,6 +20,9 @@ pub mod score;
 pub mod sync_reply;
 pub mod trace;
 
+#[cfg(test)]
+mod tests;
+
 pub use self::core::{NoCandidate, PlacementCore};
 pub use accounting::NodeAccounting;
 pub use answer::{

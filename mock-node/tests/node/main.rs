@@ -1,0 +1,13 @@
+//! mock-node over the network: its gRPC and admin APIs, faults, the node model, the wire format, config and CLI, hostile input.
+
+mod support;
+
+mod admin;
+mod admin_fuzz;
+mod config_cli;
+mod faults;
+mod hostile_rpc;
+mod many_nodes;
+mod model;
+mod rpc;
+mod wire;
