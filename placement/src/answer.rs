@@ -14,17 +14,7 @@ pub const FAILED_TO_PLACE: &str = "Failed to place sandbox";
 
 /// Which generation of E2B's API the answers imitate.
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    Default,
-    PartialEq,
-    Eq,
-    Hash,
-    Serialize,
-    Deserialize,
-    schemars::JsonSchema,
-    clap::ValueEnum,
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,
 )]
 #[serde(rename_all = "kebab-case")]
 pub enum FailureAnswers {
@@ -37,6 +27,9 @@ pub enum FailureAnswers {
 }
 
 impl FailureAnswers {
+    /// Every generation, in the order a flag's help lists them.
+    pub const ALL: [FailureAnswers; 2] = [FailureAnswers::E2b, FailureAnswers::Legacy];
+
     /// The name used in profiles and flags.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -88,7 +88,7 @@ pub struct ServeArgs {
     pub idle_timeout: humantime::Duration,
     /// How placement failures are answered: `e2b` (503/504/500 with `error_code`) or
     /// `legacy` (every one a 500 "Failed to place sandbox", E2B before 2026-08-13).
-    #[arg(long, value_enum, default_value_t = FailureAnswers::default())]
+    #[arg(long, default_value = FailureAnswers::default().as_str(), value_parser = failure_answers())]
     pub failure_answers: FailureAnswers,
     /// Record every placement input and output to this file (JSON lines; replica `i` of
     /// several writes `<file>.<i>`), for `stampede replay`.
@@ -187,6 +187,20 @@ pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
         h.shutdown().await;
     }
     Ok(())
+}
+
+/// `--failure-answers`: one of [`FailureAnswers::ALL`] by name (the core has no CLI
+/// dependency, so the flag's parser is here).
+fn failure_answers() -> impl clap::builder::TypedValueParser<Value = FailureAnswers> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(FailureAnswers::ALL.map(FailureAnswers::as_str)).map(
+        |name| {
+            FailureAnswers::ALL
+                .into_iter()
+                .find(|f| f.as_str() == name)
+                .unwrap_or_default()
+        },
+    )
 }
 
 #[cfg(test)]

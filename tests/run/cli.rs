@@ -2,7 +2,7 @@
 //! partial reports and secrets.
 
 use crate::support::staging::tempdir;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 

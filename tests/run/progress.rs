@@ -2,7 +2,7 @@
 //! final summary: no progress line and not goose's own "N users launched.".
 
 use crate::support::staging::tempdir;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 const PROFILE: &str = "name: tiny-progress

@@ -1,13 +1,13 @@
 //! What a placement failure answers over HTTP, decided once in the core for the service
 //! and the simulator. Each test names the E2B file whose behaviour it pins.
 
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 use crate::{
     AccountingMode, CreateErrorCode, CreateOutcome, CreateStatus, Decision, DeleteOutcome,
     ErrorCode, FailureAnswers, NodeMetrics, NodeStatus, PlacementAttempt, PlacementConfig,
     PlacementCore, PlacementFailure, SyncSnapshot, FAILED_TO_PLACE,
 };
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
 
 fn core_with(nodes: &[&str], status: NodeStatus) -> PlacementCore {
     let mut core = PlacementCore::new(PlacementConfig {

@@ -4,12 +4,12 @@
 
 use std::collections::BTreeSet;
 
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 use crate::{
     node_status, routable, ChannelState, NodeMetrics, NodeStatus, PlacementConfig, PlacementCore,
     SyncSnapshot,
 };
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
 
 const STATUSES: [NodeStatus; 5] = [
     NodeStatus::Ready,

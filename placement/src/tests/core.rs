@@ -2,12 +2,12 @@
 
 use std::collections::BTreeSet;
 
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 use crate::{
     AccountingMode, CreateOutcome, Decision, NoCandidate, NodeMetrics, NodeStatus,
     PlacementAttempt, PlacementConfig, PlacementCore, PlacementFailure, SyncSnapshot,
 };
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
 
 fn metrics(allocated: u32, cpu_count: u32) -> NodeMetrics {
     NodeMetrics {

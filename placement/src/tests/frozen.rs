@@ -2,12 +2,12 @@
 //! form of design.md section 3, the node of stale rank r gets C(n-r, K-1)/C(n, K) of the
 //! placements; `optimistic` and `reconciled` spread the same burst evenly.
 
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 use crate::{
     AccountingMode, CreateOutcome, Decision, NodeMetrics, NodeStatus, PlacementAttempt,
     PlacementConfig, PlacementCore, SyncSnapshot,
 };
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
 
 const NODES: usize = 10;
 const K: usize = 3;

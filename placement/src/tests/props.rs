@@ -2,10 +2,10 @@
 
 use std::collections::BTreeMap;
 
-use proptest::prelude::*;
 use crate::{
     score, AccountingMode, NodeMetrics, NodeStatus, PlacementConfig, PlacementCore, SyncSnapshot,
 };
+use proptest::prelude::*;
 
 /// One event against the single node "n": `kind` picks the event, `slot` the sandbox.
 #[derive(Debug, Clone)]
