@@ -19,6 +19,10 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// once, until the request deadline (`packages/api/internal/orchestrator/placement/placement.go`).
 pub const DEFAULT_RETRY_BACKOFF: Option<Duration> = None;
 
+/// A sandbox's time to live when a create names none: 15 s, the default of `timeout` in
+/// E2B's `NewSandbox` (`spec/openapi.yml`).
+pub const DEFAULT_SANDBOX_TIMEOUT: Duration = Duration::from_secs(15);
+
 /// Everything an instance needs besides its nodes and listen address.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServeConfig {

@@ -10,6 +10,7 @@ use axum::http::StatusCode;
 use tokio_util::sync::CancellationToken;
 use tonic::Code;
 
+use super::config::DEFAULT_SANDBOX_TIMEOUT;
 use super::error::ApiError;
 use super::node_client::CreateSpec;
 use super::rest::{NewSandbox, Sandbox};
@@ -52,7 +53,10 @@ async fn place(
         ram_mb: body.memory_mb.unwrap_or(cfg.default_memory_mb),
         metadata: body.metadata.clone().unwrap_or_default(),
         start: now,
-        end: now + Duration::from_secs(u64::from(body.timeout.unwrap_or(15))),
+        end: now
+            + body.timeout.map_or(DEFAULT_SANDBOX_TIMEOUT, |s| {
+                Duration::from_secs(u64::from(s))
+            }),
         envd_version: cfg.envd_version.clone(),
         max_length_hours: cfg.max_length_hours,
     };

@@ -15,7 +15,8 @@ pub struct NewSandbox {
     /// Template to start (required; `[namespace/]name[:tag]` as E2B parses it).
     #[serde(rename = "templateID")]
     pub template_id: String,
-    /// Time to live in seconds (`int32`, at least 0). Default 15 (E2B).
+    /// Time to live in seconds (`int32`, at least 0). Default
+    /// [`DEFAULT_SANDBOX_TIMEOUT`](crate::config::DEFAULT_SANDBOX_TIMEOUT) (E2B's).
     #[serde(
         default,
         deserialize_with = "non_null",

@@ -10,8 +10,8 @@ use std::time::Duration;
 use stampede::chaos::FaultPlan;
 use stampede::profile::limits::*;
 use stampede::profile::{
-    load, load_and_validate, parse, validate, PlacementSection, Profile, ProfileError,
-    ProfileErrors, ProfileIssue, Source,
+    load, load_and_validate, parse, validate, CheckId, PlacementSection, Profile, ProfileError,
+    ProfileErrors, ProfileIssue, Source, CHECKS,
 };
 
 /// `f()` on a worker thread; fails the test if it takes longer than `limit`.
@@ -540,4 +540,44 @@ fn create_rpc_timeout_is_refused_as_removed() {
     assert!(i.message.contains("was removed"), "{}", i.message);
     assert!(i.message.contains("request_timeout"), "{}", i.message);
     assert!(i.line > 0, "{i:?}");
+}
+
+/// `placements_cv: {}` validated and then passed every run (a guard that guards nothing),
+/// and a negative `max` on the four over-time checks was accepted: validation listed 9 of
+/// the 13 checks. Every check of the table refuses an empty bound and a negative one, at
+/// the field's own line and column.
+#[test]
+fn every_check_refuses_an_empty_and_a_negative_bound_at_its_field() {
+    for def in &CHECKS {
+        let field = format!("checks.{}", def.name);
+        let empty = profile(&[(
+            "collect:\n",
+            &format!("checks:\n  {}: {{}}\ncollect:\n", def.name),
+        )]);
+        let issues = issues_of("empty.yaml", &empty);
+        assert!(!issues.is_empty(), "{}: {{}} validated", def.name);
+        let line = empty.lines().position(|l| l.contains(def.name)).unwrap() + 1;
+        assert!(
+            issues.iter().any(|i| i.line == line && i.col > 1),
+            "{}: {{}} not refused at line {line}: {issues:#?}",
+            def.name
+        );
+        // A latency cannot be written negative: its smallest refused bound is zero.
+        let negative = if def.id == CheckId::P99Latency {
+            "{max: 0s}"
+        } else {
+            "{max: -1}"
+        };
+        let text = profile(&[(
+            "collect:\n",
+            &format!("checks:\n  {}: {negative}\ncollect:\n", def.name),
+        )]);
+        let issues = issues_of("negative.yaml", &text);
+        let issue = issues
+            .iter()
+            .find(|i| i.field.starts_with(&field))
+            .unwrap_or_else(|| panic!("{}: {negative} validated: {issues:#?}", def.name));
+        assert_eq!(issue.line, line, "{issue:?}");
+        assert!(issue.col > 1, "{issue:?}");
+    }
 }

@@ -201,3 +201,45 @@ fn per_k_overrides_apply_by_k_and_within_a_mode() {
         .collect();
     assert_eq!(bounds, want);
 }
+
+/// Every check of the table is evaluated: a profile that sets all of them gets one
+/// outcome per check per run, named as the table names it, in the table's order.
+#[test]
+fn every_check_in_the_table_is_evaluated() {
+    let open = Some(Bound {
+        min: None,
+        max: Some(f64::MAX),
+    });
+    let checks = Checks {
+        cv: open,
+        max_over_mean: open,
+        jain: open,
+        error_rate: open,
+        p99_latency: Some(LatencyBound {
+            max: std::time::Duration::from_secs(3600),
+        }),
+        lost: open,
+        duplicated: open,
+        limited: open,
+        cancelled: open,
+        placements_cv: open,
+        running_cv_mean: open,
+        running_cv_peak: open,
+        retries_per_s_peak: open,
+        ..Checks::default()
+    };
+    for def in &stampede::profile::CHECKS {
+        assert!((def.get)(&checks).is_some(), "{} not set above", def.name);
+    }
+    let report = two_mode_report();
+    let outcomes = evaluate(&checks, &report);
+    let names: Vec<&str> = stampede::profile::CHECKS.iter().map(|d| d.name).collect();
+    for run in &report.runs {
+        let got: Vec<&str> = outcomes
+            .iter()
+            .filter(|o| o.run == run.label)
+            .map(|o| o.check.as_str())
+            .collect();
+        assert_eq!(got, names, "{}", run.label);
+    }
+}
