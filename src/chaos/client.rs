@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mock_node::api::{ApiError, FaultCreated, FaultInfo, FaultKind, FaultsResponse};
+use mock_node::api::{ApiError, FaultCreated, FaultInfo, FaultsResponse};
 use reqwest::StatusCode;
 
 use super::plan::PlannedFault;
@@ -220,7 +220,7 @@ impl ChaosClient {
             client: self.clone(),
             ids: Vec::new(),
             drained: Vec::new(),
-            armed: fault.kind != FaultKind::Restart,
+            armed: !fault.kind.is_instant(),
         };
         for (k, nodes) in per_fleet {
             let url = format!("{}/faults", self.inner.fleets[k]);
