@@ -7,7 +7,7 @@ profile=${1:-profiles/e2b-pr2201.yaml}
 out=$(mktemp -d)
 cargo build --release --quiet -p stampede
 ./target/release/stampede run --quiet --report-dir "$out/real" "$profile" || true
-./target/release/stampede sim "$profile" --out "$out/sim" > /dev/null || true
+./target/release/stampede sim "$profile" --report-dir "$out/sim" > /dev/null || true
 python3 - "$out" <<'PY'
 import glob, json, sys
 out = sys.argv[1]

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Simulates every profile under profiles/ with the given stampede binary and prints the
 # sha256 of each report.json (a profile the simulator refuses prints its exit code).
-# Two builds that should write the same reports print the same lines.
+# Two builds that should write the same reports print the same lines (`--out`, the old
+# name of `--report-dir`, so that older builds take it too).
 # Usage: scripts/sim-hashes.sh [STAMPEDE_BINARY] (default target/release/stampede)
 set -euo pipefail
 bin=${1:-target/release/stampede}

@@ -244,7 +244,7 @@ fn sim_prints_each_validation_error_once() {
     let out = Command::new(env!("CARGO_BIN_EXE_stampede"))
         .arg("sim")
         .arg(&bad)
-        .arg("--out")
+        .arg("--report-dir")
         .arg(&dir)
         .output()
         .unwrap();
@@ -261,7 +261,7 @@ fn sim_prints_each_validation_error_once() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// `--report-dir` (here `sim --out`) pointing at a file said "File exists (os error
+/// `sim --report-dir` pointing at a file said "File exists (os error
 /// 17)" without the path.
 #[test]
 fn a_report_directory_that_is_a_file_is_named() {
@@ -270,7 +270,7 @@ fn a_report_directory_that_is_a_file_is_named() {
     std::fs::write(&file, "x").unwrap();
     let args = SimArgs {
         profile: "profiles/nightly.yaml".into(),
-        out: file.clone(),
+        report_dir: file.clone(),
         ..SimArgs::default()
     };
     let err = within(Duration::from_secs(120), move || {

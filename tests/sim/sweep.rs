@@ -65,7 +65,7 @@ fn cli_writes_a_simulated_report_and_the_sweep_csv() {
         sweep: vec!["k=2,3".into()],
         repeat: 2,
         csv: Some(csv.clone()),
-        out: out.clone(),
+        report_dir: out.clone(),
         ..SimArgs::default()
     };
     let passed = run_sim_cli(args).unwrap();
