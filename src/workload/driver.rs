@@ -107,6 +107,8 @@ struct Shared {
     slots: SlotCounter,
     barrier: Barrier,
     gate: OnceLock<Instant>,
+    /// Wakes the gate's watcher once `gate` is set (a stored permit if it is not waiting).
+    gate_opened: tokio::sync::Notify,
     /// Releases the final bytes of a burst's creates.
     release: Release,
     /// TLS of a burst's own connections to https targets.
@@ -116,6 +118,15 @@ struct Shared {
     delete_client: reqwest::Client,
     /// Creates sent and not yet recorded.
     in_flight: AtomicUsize,
+}
+
+impl Shared {
+    /// The gate's instant: now if no user opened it before (the first caller opens it).
+    fn open_gate(&self) -> Instant {
+        let gate = *self.gate.get_or_init(Instant::now);
+        self.gate_opened.notify_one();
+        gate
+    }
 }
 
 /// Runs the workload to completion (or cancellation) and returns its ledger. Gate
@@ -136,6 +147,7 @@ pub async fn run_workload(
         slots: SlotCounter::default(),
         barrier: Barrier::new(workers.max(1)),
         gate: OnceLock::new(),
+        gate_opened: tokio::sync::Notify::new(),
         release: Release::default(),
         tls: Tls::default(),
         events: tx,
@@ -177,10 +189,10 @@ pub async fn run_workload(
                     }
                     return;
                 }
-                if shared.run.cancel.is_cancelled() {
-                    return;
+                tokio::select! {
+                    _ = shared.gate_opened.notified() => {}
+                    _ = shared.run.cancel.cancelled() => return,
                 }
-                tokio::time::sleep(Duration::from_millis(1)).await;
             }
         })
     };
@@ -328,7 +340,7 @@ async fn open_worker(s: &Shared, user: &mut GooseUser) {
         _ = tokio::time::timeout(Duration::from_secs(60), s.barrier.wait()) => {}
         _ = s.run.cancel.cancelled() => return,
     }
-    let gate = *s.gate.get_or_init(Instant::now);
+    let gate = s.open_gate();
     while let (Some(i), Some(req)) = (slot, prepared.take()) {
         if s.run.cancel.is_cancelled() {
             break;
@@ -349,7 +361,7 @@ async fn open_worker(s: &Shared, user: &mut GooseUser) {
 
 /// Plan: one create per goose iteration, sent now (closed model).
 async fn plan_step(s: &Shared, user: &mut GooseUser) {
-    let gate = *s.gate.get_or_init(Instant::now);
+    let gate = s.open_gate();
     if s.run.cancel.is_cancelled() {
         return;
     }
@@ -394,7 +406,7 @@ async fn burst_slot(s: &Shared, user: &mut GooseUser, i: usize) {
             _ = s.run.cancel.cancelled() => return,
         };
         if waited.is_err() || waited.is_ok_and(|w| w.is_leader()) {
-            s.gate.get_or_init(Instant::now);
+            s.open_gate();
             s.release.open();
         }
     };
@@ -419,7 +431,7 @@ async fn burst_slot(s: &Shared, user: &mut GooseUser, i: usize) {
     s.in_flight.fetch_add(1, Ordering::SeqCst);
     let (r, ()) = tokio::join!(or_give_up(s, send), at_gate);
     let done = Instant::now();
-    let gate = *s.gate.get_or_init(Instant::now);
+    let gate = s.open_gate();
     // A create that failed before the gate counts as sent at the gate.
     let sent = gate_of.and_then(|g| g.released_at()).unwrap_or(gate);
     record_in_goose(user, &r, done.saturating_duration_since(sent)).await;
