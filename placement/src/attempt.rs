@@ -32,7 +32,7 @@ pub enum PlacementFailure {
     /// deadline.
     #[error("no nodes available")]
     NoNodesAvailable,
-    /// The sampler found no node that can accept, before any create failed.
+    /// The candidate draw found no node that can accept, before any create failed.
     #[error(transparent)]
     NoCandidate(#[from] NoCandidate),
     /// The deadline passed otherwise.

@@ -9,13 +9,13 @@ use rand::Rng;
 /// `k`-ish entries and they are swapped back afterwards, so a decision costs O(draws),
 /// not O(n), with the very same draws as a freshly built pool.
 #[derive(Debug, Clone, Default)]
-pub struct Sampler {
+pub struct CandidateDraw {
     pool: Vec<usize>,
     picked: Vec<usize>,
     swaps: Vec<(usize, usize)>,
 }
 
-impl Sampler {
+impl CandidateDraw {
     /// Draw up to `k` distinct indices in `0..n` for which `eligible` holds, each drawn
     /// uniformly from the indices not drawn yet. Fewer than `k` come back only when fewer
     /// than `k` indices are eligible. The result is valid until the next call.
@@ -53,13 +53,13 @@ impl Sampler {
 
 #[cfg(test)]
 mod tests {
-    use super::Sampler;
+    use super::CandidateDraw;
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 
     #[test]
     fn k_distinct_eligible_indices() {
-        let mut s = Sampler::default();
+        let mut s = CandidateDraw::default();
         let mut rng = ChaCha8Rng::seed_from_u64(7);
         for _ in 0..1000 {
             let got = s.sample(10, 3, |i| i % 2 == 0, &mut rng).to_vec();
@@ -75,11 +75,11 @@ mod tests {
     #[test]
     fn same_draws_as_a_fresh_pool() {
         // The restored pool gives what a pool rebuilt for every call gives.
-        let mut kept = Sampler::default();
+        let mut kept = CandidateDraw::default();
         let (mut r1, mut r2) = (ChaCha8Rng::seed_from_u64(9), ChaCha8Rng::seed_from_u64(9));
         for i in 0..2000 {
             let a = kept.sample(17, 3, |x| (x + i) % 3 != 0, &mut r1).to_vec();
-            let b = Sampler::default()
+            let b = CandidateDraw::default()
                 .sample(17, 3, |x| (x + i) % 3 != 0, &mut r2)
                 .to_vec();
             assert_eq!(a, b, "call {i}");
@@ -88,7 +88,7 @@ mod tests {
 
     #[test]
     fn fewer_eligible_than_k() {
-        let mut s = Sampler::default();
+        let mut s = CandidateDraw::default();
         let mut rng = ChaCha8Rng::seed_from_u64(1);
         let got = s.sample(10, 3, |i| i == 4, &mut rng).to_vec();
         assert_eq!(got, vec![4]);

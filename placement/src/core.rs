@@ -7,10 +7,10 @@ use indexmap::IndexMap;
 use rand::Rng;
 
 use super::answer::DeleteOutcome;
+use super::candidates::CandidateDraw;
 use super::channel::{routable, ChannelCell, ChannelState};
 use super::config::PlacementConfig;
 use super::node_view::{NodeId, NodeStatus, NodeView, SyncSnapshot};
-use super::sampler::Sampler;
 use super::score::score;
 
 /// Why no node was chosen.
@@ -32,7 +32,7 @@ pub struct PlacementCore {
     config: PlacementConfig,
     /// Insertion-ordered; foldhash because every create and delete looks a node up by id.
     nodes: IndexMap<NodeId, NodeView, foldhash::fast::RandomState>,
-    sampler: Sampler,
+    candidates: CandidateDraw,
 }
 
 impl PlacementCore {
@@ -41,7 +41,7 @@ impl PlacementCore {
         Self {
             config,
             nodes: IndexMap::default(),
-            sampler: Sampler::default(),
+            candidates: CandidateDraw::default(),
         }
     }
 
@@ -147,7 +147,7 @@ impl PlacementCore {
     ) -> Result<NodeId, NoCandidate> {
         let cfg = &self.config;
         let nodes = &self.nodes;
-        let picked = self.sampler.sample(
+        let picked = self.candidates.sample(
             nodes.len(),
             cfg.k,
             |i| {

@@ -8,6 +8,7 @@
 pub mod accounting;
 pub mod answer;
 pub mod attempt;
+pub mod candidates;
 pub mod channel;
 pub mod config;
 pub mod core;
@@ -15,7 +16,6 @@ pub mod evict;
 pub mod lifecycle;
 pub mod mode;
 pub mod node_view;
-pub mod sampler;
 pub mod score;
 pub mod sync_reply;
 pub mod trace;

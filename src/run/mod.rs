@@ -9,11 +9,11 @@ mod drive;
 mod embedded;
 mod external;
 mod final_read;
+mod goose_scratch;
 mod mute;
-mod placement;
 mod progress;
 mod result;
-mod staging;
+mod services;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -26,7 +26,7 @@ pub use api_override::ApiOverride;
 
 use crate::profile::{self, PlacementSection, Profile};
 use crate::report::{self, Report};
-use staging::GooseStaging;
+use goose_scratch::GooseStaging;
 
 /// How to run a profile.
 #[derive(Debug, Clone, Default)]
