@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use super::budget::{SimBudget, DEFAULT_MAX_EVENTS, DEFAULT_MAX_MEMORY_MB};
 use super::error::SimError;
-use super::sweep::{run_sweep_within, SweepAxis, SWEEP_KEYS};
+use super::sweep::{run_sweep_within, SweepAxis};
 use super::table::{write_sweep_csv, write_sweep_table};
 use super::{new_report, simulate_profile_within};
 use crate::profile::load_and_validate;
@@ -95,7 +95,7 @@ pub fn run_sim_cli(args: SimArgs) -> Result<bool, SimError> {
             profile.name,
             sweep.keys.join(" x "),
             sweep.seeds,
-            SWEEP_KEYS.join(", ")
+            super::sweep::sweep_key_names()
         )
         .map_err(io("stdout"))?;
         write_sweep_table(&sweep, &mut stdout).map_err(io("stdout"))?;
