@@ -1,31 +1,37 @@
-//! The one reader of a mock-node fleet's admin `GET /nodes`: node ids, gRPC addresses,
-//! and the true per-node state. The serve verb (which nodes to place on), the truth
-//! sampler, the set checker's inventory and the chaos client (which fleet serves which
-//! node) all read it through [`MockAdmin::nodes`].
+//! The one client of a mock-node fleet's admin API. `GET /nodes` (node ids, gRPC
+//! addresses, the true per-node state) is read through [`MockAdmin::nodes`] by the serve
+//! verb (which nodes to place on), the truth sampler, the set checker's inventory and the
+//! chaos client (which fleet serves which node); the chaos client applies, lists and
+//! heals faults through [`MockAdmin::add_fault`], [`MockAdmin::faults`] and
+//! [`MockAdmin::heal_fault`].
 
 use std::time::Duration;
 
-use crate::api::{ApiError, NodesResponse};
+use crate::api::{ApiError, FaultCreated, FaultRequest, FaultsResponse, NodesResponse};
 
-/// Deadline of one `GET /nodes`.
+/// Deadline of one admin call.
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Why a `GET /nodes` failed.
+/// Why an admin call failed.
 #[derive(Debug, thiserror::Error)]
 pub enum MockAdminError {
-    /// The call did not complete, or its body was not a node list.
-    #[error("GET {url} failed")]
+    /// The call did not complete, or its body was not what the call answers.
+    #[error("{method} {url} failed")]
     Request {
-        /// URL read.
+        /// `GET`, `POST` or `DELETE`.
+        method: &'static str,
+        /// URL called.
         url: String,
         /// What reqwest reported.
         #[source]
         source: reqwest::Error,
     },
     /// The admin API answered with an error status.
-    #[error("GET {url}: status {status}: {message}")]
+    #[error("{method} {url}: status {status}: {message}")]
     Status {
-        /// URL read.
+        /// `GET`, `POST` or `DELETE`.
+        method: &'static str,
+        /// URL called.
         url: String,
         /// HTTP status.
         status: u16,
@@ -47,7 +53,7 @@ impl MockAdminError {
 #[derive(Clone)]
 pub struct MockAdmin {
     http: reqwest::Client,
-    nodes_url: String,
+    base: String,
     token: Option<String>,
 }
 
@@ -55,7 +61,7 @@ impl std::fmt::Debug for MockAdmin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // The bearer token is a secret: never printed.
         f.debug_struct("MockAdmin")
-            .field("nodes_url", &self.nodes_url)
+            .field("base", &self.base)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .finish()
     }
@@ -67,35 +73,92 @@ impl MockAdmin {
     pub fn new(http: reqwest::Client, base: &str, token: Option<&str>) -> Self {
         MockAdmin {
             http,
-            nodes_url: format!("{}/nodes", base.trim_end_matches('/')),
+            base: base.trim_end_matches('/').to_string(),
             token: token.map(str::to_string),
         }
     }
 
+    /// The base URL, without a trailing slash.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
     /// Every node of the fleet, as the fleet itself knows it.
     pub async fn nodes(&self) -> Result<NodesResponse, MockAdminError> {
-        let url = &self.nodes_url;
-        let request = |source| MockAdminError::Request {
-            url: url.clone(),
+        let url = format!("{}/nodes", self.base);
+        let resp = self.send("GET", &url, self.http.get(&url)).await?;
+        resp.json().await.map_err(|source| MockAdminError::Request {
+            method: "GET",
+            url,
             source,
-        };
-        let mut req = self.http.get(url).timeout(CALL_TIMEOUT);
+        })
+    }
+
+    /// `POST /faults`: applies `fault`; the id heals it.
+    pub async fn add_fault(&self, fault: &FaultRequest) -> Result<FaultCreated, MockAdminError> {
+        let url = format!("{}/faults", self.base);
+        let resp = self
+            .send("POST", &url, self.http.post(&url).json(fault))
+            .await?;
+        resp.json().await.map_err(|source| MockAdminError::Request {
+            method: "POST",
+            url,
+            source,
+        })
+    }
+
+    /// `GET /faults`: every fault in force and the most recently healed ones.
+    pub async fn faults(&self) -> Result<FaultsResponse, MockAdminError> {
+        let url = format!("{}/faults", self.base);
+        let resp = self.send("GET", &url, self.http.get(&url)).await?;
+        resp.json().await.map_err(|source| MockAdminError::Request {
+            method: "GET",
+            url,
+            source,
+        })
+    }
+
+    /// `DELETE /faults/{id}`: heals fault `id`; `Ok(false)` when the fleet has no such
+    /// fault in force (404: already healed or never there).
+    pub async fn heal_fault(&self, id: u64) -> Result<bool, MockAdminError> {
+        let url = format!("{}/faults/{id}", self.base);
+        match self.send("DELETE", &url, self.http.delete(&url)).await {
+            Ok(_) => Ok(true),
+            Err(MockAdminError::Status { status: 404, .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Sends `req` with the deadline and the token; an error status becomes
+    /// [`MockAdminError::Status`] with the API's message.
+    async fn send(
+        &self,
+        method: &'static str,
+        url: &str,
+        req: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, MockAdminError> {
+        let mut req = req.timeout(CALL_TIMEOUT);
         if let Some(t) = &self.token {
             req = req.bearer_auth(t);
         }
-        let resp = req.send().await.map_err(request)?;
+        let resp = req.send().await.map_err(|source| MockAdminError::Request {
+            method,
+            url: url.to_string(),
+            source,
+        })?;
         let status = resp.status();
-        if !status.is_success() {
-            let text = resp.text().await.unwrap_or_default();
-            let message = serde_json::from_str::<ApiError>(&text)
-                .map(|e| e.error)
-                .unwrap_or(text);
-            return Err(MockAdminError::Status {
-                url: url.clone(),
-                status: status.as_u16(),
-                message,
-            });
+        if status.is_success() {
+            return Ok(resp);
         }
-        resp.json().await.map_err(request)
+        let text = resp.text().await.unwrap_or_default();
+        let message = serde_json::from_str::<ApiError>(&text)
+            .map(|e| e.error)
+            .unwrap_or(text);
+        Err(MockAdminError::Status {
+            method,
+            url: url.to_string(),
+            status: status.as_u16(),
+            message,
+        })
     }
 }
