@@ -146,19 +146,29 @@ impl MockAdmin {
             url: url.to_string(),
             source,
         })?;
-        let status = resp.status();
-        if status.is_success() {
-            return Ok(resp);
-        }
-        let text = resp.text().await.unwrap_or_default();
-        let message = serde_json::from_str::<ApiError>(&text)
-            .map(|e| e.error)
-            .unwrap_or(text);
-        Err(MockAdminError::Status {
-            method,
-            url: url.to_string(),
-            status: status.as_u16(),
-            message,
-        })
+        checked(method, url, resp).await
     }
+}
+
+/// `resp` when its status is a success; else [`MockAdminError::Status`] with the API's
+/// error message (the body itself when it is not an error object).
+pub async fn checked(
+    method: &'static str,
+    url: &str,
+    resp: reqwest::Response,
+) -> Result<reqwest::Response, MockAdminError> {
+    let status = resp.status();
+    if status.is_success() {
+        return Ok(resp);
+    }
+    let text = resp.text().await.unwrap_or_default();
+    let message = serde_json::from_str::<ApiError>(&text)
+        .map(|e| e.error)
+        .unwrap_or(text);
+    Err(MockAdminError::Status {
+        method,
+        url: url.to_string(),
+        status: status.as_u16(),
+        message,
+    })
 }

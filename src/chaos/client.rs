@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mock_node::api::{ApiError, FaultInfo};
+use mock_node::admin_client::checked;
+use mock_node::api::FaultInfo;
 
 use super::plan::PlannedFault;
 use crate::error_chain::chain_text;
@@ -158,7 +159,7 @@ impl ChaosClient {
                     req = req.header("X-Admin-Token", t.expose());
                 }
                 let resp = req.send().await.map_err(|e| http("POST", &url, e))?;
-                ok_or_status("POST", &url, resp).await?;
+                checked("POST", &url, resp).await.map_err(call_error)?;
             }
         }
         Ok(())
@@ -308,27 +309,6 @@ fn http(method: &'static str, url: &str, e: reqwest::Error) -> ChaosError {
         url: url.to_string(),
         message: e.to_string(),
     }
-}
-
-async fn ok_or_status(
-    method: &'static str,
-    url: &str,
-    resp: reqwest::Response,
-) -> Result<reqwest::Response, ChaosError> {
-    let status = resp.status();
-    if status.is_success() {
-        return Ok(resp);
-    }
-    let text = resp.text().await.unwrap_or_default();
-    let message = serde_json::from_str::<ApiError>(&text)
-        .map(|e| e.error)
-        .unwrap_or(text);
-    Err(ChaosError::Status {
-        method,
-        url: url.to_string(),
-        status: status.as_u16(),
-        message,
-    })
 }
 
 /// An applied fault. [`heal`](Self::heal) removes it; dropping an unhealed guard spawns
