@@ -16,7 +16,7 @@ for profile in "$root"/profiles/*.yaml; do
     else
         status="exit $?"
     fi
-    report=$(find "$out/$name" -name report.json 2>/dev/null | head -1)
+    report=$(find "$out/$name" -name report.json 2>/dev/null | head -1 || true)
     if [ -n "$report" ]; then
         echo "$(sha256sum <"$report" | cut -c1-64)  $name ($status)"
     else
