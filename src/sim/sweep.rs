@@ -34,13 +34,13 @@ pub const SWEEP_KEYS: [SweepKey; 11] = [
     SweepKey {
         name: "accounting",
         parse: |_, v| v.parse().map(Value::Mode),
-        apply: |_, v| Ok(Some(v.mode())),
+        apply: |_, v| v.mode().map(Some),
     },
     SweepKey {
         name: "k",
         parse: |k, v| count(k, v, 1),
         apply: |p, v| {
-            embedded(p)?.best_of_k.k = OneOrMany::One(v.count());
+            embedded(p)?.best_of_k.k = OneOrMany::One(v.count()?);
             Ok(None)
         },
     },
@@ -48,7 +48,7 @@ pub const SWEEP_KEYS: [SweepKey; 11] = [
         name: "r",
         parse: float,
         apply: |p, v| {
-            embedded(p)?.best_of_k.r = v.float();
+            embedded(p)?.best_of_k.r = v.float()?;
             Ok(None)
         },
     },
@@ -56,7 +56,7 @@ pub const SWEEP_KEYS: [SweepKey; 11] = [
         name: "alpha",
         parse: float,
         apply: |p, v| {
-            embedded(p)?.best_of_k.alpha = v.float();
+            embedded(p)?.best_of_k.alpha = v.float()?;
             Ok(None)
         },
     },
@@ -64,7 +64,7 @@ pub const SWEEP_KEYS: [SweepKey; 11] = [
         name: "sync_interval",
         parse: |k, v| time(k, v).map(Value::Time),
         apply: |p, v| {
-            embedded(p)?.sync_interval = v.time();
+            embedded(p)?.sync_interval = v.time()?;
             Ok(None)
         },
     },
@@ -73,7 +73,7 @@ pub const SWEEP_KEYS: [SweepKey; 11] = [
         parse: |k, v| count(k, v, 1),
         apply: |p, v| {
             embedded(p)?.replicas =
-                u32::try_from(v.count()).map_err(|_| "too many replicas".to_string())?;
+                u32::try_from(v.count()?).map_err(|_| "too many replicas".to_string())?;
             Ok(None)
         },
     },
@@ -82,7 +82,7 @@ pub const SWEEP_KEYS: [SweepKey; 11] = [
         parse: float,
         apply: |p, v| {
             match &mut p.workload.shape {
-                Shape::Rate { per_second, .. } => *per_second = v.float(),
+                Shape::Rate { per_second, .. } => *per_second = v.float()?,
                 _ => return Err("`rate` needs a profile with a rate shape".into()),
             }
             Ok(None)
@@ -92,7 +92,7 @@ pub const SWEEP_KEYS: [SweepKey; 11] = [
         name: "nodes",
         parse: |k, v| count(k, v, 1),
         apply: |p, v| {
-            p.cluster.nodes = v.count();
+            p.cluster.nodes = v.count()?;
             Ok(None)
         },
     },
@@ -106,7 +106,7 @@ pub const SWEEP_KEYS: [SweepKey; 11] = [
             None => Ok(Value::Latency(LatencyDist::Constant { value: time(k, v)? })),
         },
         apply: |p, v| {
-            p.cluster.node.create_latency = v.latency();
+            p.cluster.node.create_latency = v.latency()?;
             Ok(None)
         },
     },
@@ -115,7 +115,7 @@ pub const SWEEP_KEYS: [SweepKey; 11] = [
         parse: |k, v| count(k, v, 0),
         apply: |p, v| {
             p.cluster.node.max_starting =
-                u32::try_from(v.count()).map_err(|_| "too large".to_string())?;
+                u32::try_from(v.count()?).map_err(|_| "too large".to_string())?;
             Ok(None)
         },
     },
@@ -123,7 +123,7 @@ pub const SWEEP_KEYS: [SweepKey; 11] = [
         name: "burst",
         parse: |k, v| count(k, v, 1),
         apply: |p, v| {
-            p.workload.shape = Shape::Burst { count: v.count() };
+            p.workload.shape = Shape::Burst { count: v.count()? };
             Ok(None)
         },
     },
@@ -185,7 +185,7 @@ impl std::str::FromStr for SweepAxis {
 }
 
 /// A parsed sweep value; each key's `apply` takes the variant its `parse` gives.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 enum Value {
     Mode(AccountingMode),
     Count(usize),
@@ -194,37 +194,39 @@ enum Value {
     Latency(LatencyDist),
 }
 
+/// What `apply` says when a value is not the type its key parses (never, for values
+/// that came from the key's own parser).
+const MISFIT: &str = "value does not fit the key";
+
 impl Value {
-    fn mode(self) -> AccountingMode {
+    fn mode(self) -> Result<AccountingMode, String> {
         match self {
-            Value::Mode(m) => m,
-            _ => AccountingMode::default(),
+            Value::Mode(m) => Ok(m),
+            _ => Err(MISFIT.into()),
         }
     }
-    fn count(self) -> usize {
+    fn count(self) -> Result<usize, String> {
         match self {
-            Value::Count(n) => n,
-            _ => 0,
+            Value::Count(n) => Ok(n),
+            _ => Err(MISFIT.into()),
         }
     }
-    fn float(self) -> f64 {
+    fn float(self) -> Result<f64, String> {
         match self {
-            Value::Float(x) => x,
-            _ => 0.0,
+            Value::Float(x) => Ok(x),
+            _ => Err(MISFIT.into()),
         }
     }
-    fn time(self) -> Duration {
+    fn time(self) -> Result<Duration, String> {
         match self {
-            Value::Time(t) => t,
-            _ => Duration::ZERO,
+            Value::Time(t) => Ok(t),
+            _ => Err(MISFIT.into()),
         }
     }
-    fn latency(self) -> LatencyDist {
+    fn latency(self) -> Result<LatencyDist, String> {
         match self {
-            Value::Latency(d) => d,
-            _ => LatencyDist::Constant {
-                value: Duration::ZERO,
-            },
+            Value::Latency(d) => Ok(d),
+            _ => Err(MISFIT.into()),
         }
     }
 }
