@@ -2,8 +2,10 @@
 //!
 //! Routes: `GET /health`, `GET /nodes`, `GET /metrics`, `POST /faults`, `GET /faults`,
 //! `DELETE /faults/{id}`. With a token, every route requires `Authorization: Bearer`.
+//! Connections are bounded ([`ADMIN_LIMITS`]): a stalled request head or body is cut.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::{Path, Request, State};
@@ -18,8 +20,9 @@ use tokio::task::JoinHandle;
 use crate::api::{ApiError, FaultCreated, FaultRequest, FaultsResponse};
 use crate::faults;
 use crate::fleet::FleetShared;
+use crate::http_guard::{serve_bounded, BodyTimedOut, HttpLimits};
 use crate::prometheus;
-use crate::secret::AdminToken;
+use crate::secret::{constant_time_eq, AdminToken};
 
 /// Serves the admin API on `listener` until the fleet shuts down.
 pub fn spawn(
@@ -42,14 +45,28 @@ pub fn spawn(
             async move { bearer(expected, req, next).await }
         }));
     }
-    tokio::spawn(async move {
-        let served = axum::serve(listener, app)
-            .with_graceful_shutdown(stop.cancelled_owned())
-            .await;
-        if let Err(e) = served {
-            tracing::warn!(error = %e, "admin endpoint ended with an error");
-        }
-    })
+    tokio::spawn(serve_bounded(
+        listener,
+        app,
+        ADMIN_LIMITS,
+        stop,
+        body_timed_out,
+    ))
+}
+
+/// What an admin client may hold open. Its clients (the harness's collector and chaos
+/// client, an operator's curl) send small JSON bodies at once and use a few connections,
+/// so the bounds are E2B's API server's own (`packages/api/main.go`: 5 s to read a
+/// request head, 10 s for the whole request) and 1,024 connections (an assumption: a
+/// hundred times what a run opens), below the descriptor limit in any case.
+pub const ADMIN_LIMITS: HttpLimits = HttpLimits {
+    header_read: Duration::from_secs(5),
+    body_read: Duration::from_secs(10),
+    max_connections: 1024,
+};
+
+fn body_timed_out(e: BodyTimedOut) -> Response {
+    error(StatusCode::REQUEST_TIMEOUT, e.to_string())
 }
 
 async fn bearer(expected: Arc<str>, req: Request, next: Next) -> Response {
@@ -63,10 +80,6 @@ async fn bearer(expected: Arc<str>, req: Request, next: Next) -> Response {
     } else {
         error(StatusCode::UNAUTHORIZED, "missing or wrong bearer token")
     }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 fn error(status: StatusCode, msg: impl Into<String>) -> Response {

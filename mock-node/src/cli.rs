@@ -130,7 +130,7 @@ impl MockNodeArgs {
         let opts = FleetOptions {
             addressing,
             admin_addr: self.admin_addr.unwrap_or(defaults.admin_addr),
-            admin_token: self.admin_token.clone().filter(|t| !t.expose().is_empty()),
+            admin_token: self.admin_token.clone(),
             node_id: self.node_id.clone(),
             labels: self
                 .labels

@@ -280,9 +280,11 @@ pub enum RpcKind {
     Any,
 }
 
-/// gRPC status codes a failure rule may inject.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
+/// gRPC status codes a failure rule may inject, named in kebab-case like fault kinds
+/// (`resource-exhausted`). The snake_case spellings of earlier versions
+/// (`resource_exhausted`) are still read, with a deprecation warning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
 pub enum FailureCode {
     /// UNAVAILABLE.
     Unavailable,
@@ -294,6 +296,60 @@ pub enum FailureCode {
     DeadlineExceeded,
     /// UNKNOWN.
     Unknown,
+}
+
+/// The names of [`FailureCode`]s, in the order of the enum.
+const FAILURE_CODE_NAMES: [&str; 5] = [
+    "unavailable",
+    "internal",
+    "resource-exhausted",
+    "deadline-exceeded",
+    "unknown",
+];
+
+impl FailureCode {
+    /// Every code, in the order of the enum.
+    pub const ALL: [FailureCode; 5] = [
+        Self::Unavailable,
+        Self::Internal,
+        Self::ResourceExhausted,
+        Self::DeadlineExceeded,
+        Self::Unknown,
+    ];
+
+    /// The kebab-case name used in profiles and on the admin API.
+    pub fn as_str(self) -> &'static str {
+        FAILURE_CODE_NAMES[self as usize]
+    }
+
+    /// The code named `name`, and whether `name` is a deprecated snake_case spelling.
+    pub fn parse(name: &str) -> Option<(FailureCode, bool)> {
+        let kebab = name.replace('_', "-");
+        let code = Self::ALL.into_iter().find(|c| c.as_str() == kebab)?;
+        Some((code, kebab != name))
+    }
+}
+
+impl<'de> Deserialize<'de> for FailureCode {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        match FailureCode::parse(&name) {
+            Some((code, deprecated)) => {
+                if deprecated {
+                    tracing::warn!(
+                        "error code `{name}` is deprecated: write `{}` (kebab-case, like \
+                         fault kinds)",
+                        code.as_str()
+                    );
+                }
+                Ok(code)
+            }
+            None => Err(serde::de::Error::unknown_variant(
+                &name,
+                &FAILURE_CODE_NAMES,
+            )),
+        }
+    }
 }
 
 /// Fail a fraction of calls of one RPC with a given code.

@@ -71,6 +71,9 @@ pub enum FleetError {
     /// The cluster section is invalid.
     #[error("invalid cluster config: {}", join(.0))]
     Config(Vec<SpecError>),
+    /// The admin token is empty or whitespace.
+    #[error(transparent)]
+    BlankAdminToken(#[from] crate::secret::EmptySecret),
     /// A non-loopback admin address without a token.
     #[error("admin address {0} is not loopback: set an admin token to expose it")]
     AdminNotLoopback(SocketAddr),
@@ -260,6 +263,9 @@ pub async fn start(cfg: ClusterConfig, opts: FleetOptions) -> Result<FleetHandle
     }
     if opts.node_id.is_some() && cfg.nodes != 1 {
         return Err(FleetError::NodeIdNeedsOneNode(cfg.nodes));
+    }
+    if let Some(t) = &opts.admin_token {
+        crate::secret::check_not_blank("the admin token", t.expose())?;
     }
     if !opts.admin_addr.ip().is_loopback() && opts.admin_token.is_none() {
         return Err(FleetError::AdminNotLoopback(opts.admin_addr));

@@ -14,6 +14,7 @@ pub mod fleet;
 pub mod gate;
 pub mod grpc;
 pub mod hang;
+pub mod http_guard;
 pub mod latency;
 pub mod limit;
 pub mod model;

@@ -1,8 +1,67 @@
-//! Prometheus text exposition of the fleet's ground truth, one series per node.
+//! Prometheus text exposition (format 0.0.4) of the fleet's ground truth, one series
+//! per node, and the sample writer `stampede serve`'s `/metrics` uses too.
+//!
+//! Label values are escaped as the text format requires (backslash, double quote and
+//! line feed), so a node id such as `edge"node\1` cannot break the exposition. A node's
+//! status is an enum-style set (`mock_node_status{node, status}`, 1 for the current
+//! status and 0 for the others) beside `mock_node_up{node}`, so that no series changes
+//! identity when a status changes.
+//!
+//! The `prometheus-client` crate was weighed: its registry holds live metric objects,
+//! while these figures are a snapshot computed at each scrape; a custom collector would
+//! be more code than this writer.
 
 use std::fmt::Write;
 
 use crate::api::NodesResponse;
+use crate::snapshot::ServiceStatus;
+
+/// The status of a node whose listener a kill fault holds closed.
+const KILLED: &str = "killed";
+
+/// `value` escaped for a label value of the text format: `\` -> `\\`, `"` -> `\"`,
+/// line feed -> `\n`.
+pub fn escape_label_value(value: &str) -> std::borrow::Cow<'_, str> {
+    if !value.contains(['\\', '"', '\n']) {
+        return value.into();
+    }
+    let mut out = String::with_capacity(value.len() + 8);
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out.into()
+}
+
+/// Writes the `# HELP` and `# TYPE` lines of a metric family.
+pub fn write_header(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+}
+
+/// Writes one sample line, `name{labels} value`, escaping every label value.
+pub fn write_sample(
+    out: &mut String,
+    name: &str,
+    labels: &[(&str, &str)],
+    value: impl std::fmt::Display,
+) {
+    out.push_str(name);
+    if !labels.is_empty() {
+        out.push('{');
+        for (i, (k, v)) in labels.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            let _ = write!(out, "{k}=\"{}\"", escape_label_value(v));
+        }
+        out.push('}');
+    }
+    let _ = writeln!(out, " {value}");
+}
 
 /// Renders every node's figures as Prometheus text format 0.0.4.
 pub fn render(truth: &NodesResponse) -> String {
@@ -65,33 +124,60 @@ pub fn render(truth: &NodesResponse) -> String {
         ),
     ];
     for (name, kind, help, get) in gauges {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        write_header(&mut out, name, kind, help);
         for n in &truth.nodes {
-            let _ = writeln!(out, "{name}{{node=\"{}\"}} {}", n.id, get(n));
+            write_sample(&mut out, name, &[("node", &n.id)], get(n));
         }
     }
     let name = "mock_node_creates_rejected_total";
-    let _ = writeln!(
-        out,
-        "# HELP {name} Creates refused, by reason.\n# TYPE {name} counter"
-    );
+    write_header(&mut out, name, "counter", "Creates refused, by reason.");
     for n in &truth.nodes {
         for (reason, v) in &n.creates_rejected {
-            let _ = writeln!(out, "{name}{{node=\"{}\",reason=\"{reason}\"}} {v}", n.id);
+            write_sample(&mut out, name, &[("node", &n.id), ("reason", reason)], v);
         }
     }
     let name = "mock_node_up";
-    let _ = writeln!(
-        out,
-        "# HELP {name} 1 unless a kill fault holds the node down.\n# TYPE {name} gauge"
+    write_header(
+        &mut out,
+        name,
+        "gauge",
+        "1 unless a kill fault holds the node down.",
     );
     for n in &truth.nodes {
-        let up = u8::from(n.status != "killed");
-        let _ = writeln!(
-            out,
-            "{name}{{node=\"{}\",status=\"{}\"}} {up}",
-            n.id, n.status
+        write_sample(
+            &mut out,
+            name,
+            &[("node", &n.id)],
+            u8::from(n.status != KILLED),
         );
     }
+    let name = "mock_node_status";
+    write_header(
+        &mut out,
+        name,
+        "gauge",
+        "1 for the node's current status (as ServiceInfo reports it, or killed), 0 for the others.",
+    );
+    let statuses = ServiceStatus::ALL.map(ServiceStatus::as_str);
+    for n in &truth.nodes {
+        for status in statuses.iter().copied().chain([KILLED]) {
+            let now = u8::from(n.status == status);
+            write_sample(&mut out, name, &[("node", &n.id), ("status", status)], now);
+        }
+    }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escape_label_value;
+
+    #[test]
+    fn label_values_are_escaped_as_the_text_format_requires() {
+        assert_eq!(escape_label_value("node-01"), "node-01");
+        assert_eq!(
+            escape_label_value("edge\"node\\1\nx"),
+            "edge\\\"node\\\\1\\nx"
+        );
+    }
 }

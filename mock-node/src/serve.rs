@@ -36,6 +36,15 @@ use crate::hang::HangLayer;
 use crate::limit::{MessageLimitLayer, MAX_MESSAGE_BYTES};
 use crate::node::NodeRuntime;
 
+/// Largest header block (gRPC metadata included) a call may send: 16 MiB, grpc-go's
+/// default server limit (`defaultServerMaxHeaderListSize` in grpc-go's
+/// `internal/transport/defaults.go`), which E2B's orchestrator keeps (its
+/// `packages/shared/pkg/grpc/server.go` sets no `MaxHeaderListSize`). hyper's own default,
+/// 16 KiB, made h2 answer a larger block with a GOAWAY that failed every call in flight
+/// on the connection. Beyond this limit grpc-go resets that stream alone
+/// (`RST_STREAM` FRAME_SIZE_ERROR); h2 may still close the connection there.
+pub const MAX_HEADER_LIST_BYTES: u32 = 16 << 20;
+
 /// Time given to in-flight RPCs to send their UNAVAILABLE before connections are reset.
 const LAST_WORDS: Duration = Duration::from_millis(30);
 
@@ -118,6 +127,7 @@ pub async fn start() -> (Stack, StackTask) {
     // The message limit answers oversized requests RESOURCE_EXHAUSTED before tonic's own
     // check (set to the same size) would answer OUT_OF_RANGE.
     let router = tonic::transport::Server::builder()
+        .http2_max_header_list_size(MAX_HEADER_LIST_BYTES)
         .layer(MessageLimitLayer::new(MAX_MESSAGE_BYTES))
         .layer(HangLayer)
         .add_service(health_svc)

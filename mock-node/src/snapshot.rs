@@ -61,6 +61,14 @@ pub enum ServiceStatus {
 }
 
 impl ServiceStatus {
+    /// Every status, in the order of the enum.
+    pub const ALL: [ServiceStatus; 4] = [
+        ServiceStatus::Healthy,
+        ServiceStatus::Draining,
+        ServiceStatus::Unhealthy,
+        ServiceStatus::Standby,
+    ];
+
     /// The `service_status` a `ServiceInfo` answer carries for it.
     pub fn wire(self) -> stampede_proto::ServiceInfoStatus {
         use stampede_proto::ServiceInfoStatus as W;

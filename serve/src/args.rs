@@ -3,7 +3,8 @@
 use std::net::SocketAddr;
 
 use super::config::{
-    NodeTarget, ServeConfig, DEFAULT_API_KEY, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
+    NodeTarget, ServeConfig, DEFAULT_API_KEY, DEFAULT_BODY_READ_TIMEOUT,
+    DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
     DEFAULT_RETRY_BACKOFF,
 };
 use super::error::ServeError;
@@ -86,6 +87,14 @@ pub struct ServeArgs {
     /// Close a connection with no request in progress that moved no byte for this long.
     #[arg(long, default_value_t = DEFAULT_IDLE_TIMEOUT.into())]
     pub idle_timeout: humantime::Duration,
+    /// A request body must be whole this soon after its head (408 and the connection
+    /// closed otherwise). Leave it above 60 s for stampede's own gated bursts.
+    #[arg(long, default_value_t = DEFAULT_BODY_READ_TIMEOUT.into())]
+    pub body_read_timeout: humantime::Duration,
+    /// Connections open at once (more wait in the kernel's backlog); lowered to the
+    /// descriptor limit.
+    #[arg(long, default_value_t = DEFAULT_MAX_CONNECTIONS)]
+    pub max_connections: usize,
     /// How placement failures are answered: `e2b` (503/504/500 with `error_code`) or
     /// `legacy` (every one a 500 "Failed to place sandbox", E2B before 2026-08-13).
     #[arg(long, default_value = FailureAnswers::default().as_str(), value_parser = failure_answers())]
@@ -121,6 +130,8 @@ impl ServeArgs {
             kill_orphans: self.kill_orphans || self.replicas <= 1,
             header_read_timeout: self.header_read_timeout.into(),
             idle_timeout: self.idle_timeout.into(),
+            body_read_timeout: self.body_read_timeout.into(),
+            max_connections: self.max_connections,
             placement_trace: self.placement_trace.clone(),
             ..ServeConfig::default()
         }
@@ -173,6 +184,9 @@ pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
     if args.replicas == 0 {
         return Err(ServeError::Config("--replicas must be at least 1".into()));
     }
+    // Descriptors bound the connections the service can hold (a gated burst keeps one
+    // per create open); take what the hard limit allows, as Go's runtime does for E2B.
+    mock_node::http_guard::raise_fd_limit();
     let handles = start_replicas(args.config(), nodes, args.listen, args.replicas).await?;
     for h in &handles {
         println!(

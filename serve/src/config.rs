@@ -1,8 +1,12 @@
 //! Settings of one placement service instance, independent of how it was started.
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
+use mock_node::secret::check_not_blank;
 use stampede_placement::PlacementConfig;
+
+use super::error::ServeError;
 
 /// The API key accepted when none is configured (`--api-key` / `STAMPEDE_API_KEY`).
 /// Local use only: it is published here.
@@ -13,6 +17,25 @@ pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Default [`ServeConfig::idle_timeout`]: 60 s.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Longest a worker of stampede's workload waits at the start gate for the others: past
+/// it the gate opens anyway. It also bounds how long a burst holds each create's final
+/// byte, which [`DEFAULT_BODY_READ_TIMEOUT`] must exceed. Defined here, with the bound
+/// that depends on it, because the service does not depend on the harness.
+pub const GATE_WAIT: Duration = Duration::from_secs(60);
+
+/// Default [`ServeConfig::body_read_timeout`]: 70 s, the longest a burst holds each
+/// create's final byte ([`GATE_WAIT`], 60 s: past it the start gate opens anyway) plus 10 s for the release itself on a loaded machine. E2B's
+/// API allows 10 s for a whole request (`ReadTimeout` in `packages/api/main.go`); a
+/// gated burst held longer than that would be cut there.
+pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(GATE_WAIT.as_secs() + 10);
+
+/// Default [`ServeConfig::max_connections`]: 10,000, twice the largest gated burst the
+/// service leaves room for (5,000 creates, each on a connection of its own, all held
+/// open until the gate), the other half for every other client during it (deletes,
+/// collectors, a flood of stalled connections). Lowered to the descriptor limit less
+/// [`RESERVED_FDS`](mock_node::http_guard::RESERVED_FDS) at start.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 
 /// Default [`ServeConfig::retry_backoff`] (and of the profile's
 /// `placement.embedded.retry_backoff`): none. E2B retries a ResourceExhausted create at
@@ -70,6 +93,12 @@ pub struct ServeConfig {
     /// A connection with no request in progress on which no byte moved for this long is
     /// closed. Default [`DEFAULT_IDLE_TIMEOUT`].
     pub idle_timeout: Duration,
+    /// A request body must be whole this soon after its head; else the request is
+    /// answered 408 and its connection closed. Default [`DEFAULT_BODY_READ_TIMEOUT`].
+    pub body_read_timeout: Duration,
+    /// Connections open at once; more wait in the kernel's backlog. Default
+    /// [`DEFAULT_MAX_CONNECTIONS`], lowered to what the descriptor limit allows.
+    pub max_connections: usize,
     /// Record every input and output of the placer to this file (JSON lines, for
     /// `stampede replay`); with several replicas, replica `i` writes `<file>.<i>`.
     pub placement_trace: Option<std::path::PathBuf>,
@@ -94,8 +123,26 @@ impl Default for ServeConfig {
             envd_version: "0.2.0".to_string(),
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
             placement_trace: None,
         }
+    }
+}
+
+impl ServeConfig {
+    /// Refuses credentials that would let anyone in: an empty or whitespace API key or
+    /// admin token (an empty `X-API-Key:` header would match it), and the published
+    /// [`DEFAULT_API_KEY`] on a `listen` address other hosts can reach.
+    pub fn check_credentials(&self, listen: SocketAddr) -> Result<(), ServeError> {
+        check_not_blank("the API key (--api-key, STAMPEDE_API_KEY)", &self.api_key)?;
+        if let Some(t) = &self.admin_token {
+            check_not_blank("the admin token (--admin-token, STAMPEDE_ADMIN_TOKEN)", t)?;
+        }
+        if !listen.ip().is_loopback() && self.api_key == DEFAULT_API_KEY {
+            return Err(ServeError::DefaultKeyExposed(listen));
+        }
+        Ok(())
     }
 }
 

@@ -29,6 +29,15 @@ pub enum ServeError {
     /// Invalid settings.
     #[error("invalid settings: {0}")]
     Config(String),
+    /// The API key or the admin token is empty or whitespace.
+    #[error(transparent)]
+    BlankSecret(#[from] mock_node::secret::EmptySecret),
+    /// A non-loopback listen address with the published default API key.
+    #[error(
+        "--listen {0} is not a loopback address and the API key is the built-in default, \
+         which is public: give a key of your own with --api-key or STAMPEDE_API_KEY"
+    )]
+    DefaultKeyExposed(std::net::SocketAddr),
     /// The HTTP server stopped with an error.
     #[error("HTTP server failed")]
     Server(#[source] std::io::Error),

@@ -1,24 +1,33 @@
 //! The HTTP accept loop of one instance. Unlike `axum::serve` it bounds what a client
 //! can hold open: hyper's HTTP/1 header-read timeout (which also bounds the wait for
-//! the next request on a kept-alive connection) and, per connection, a watchdog that
+//! the next request on a kept-alive connection); per connection, a watchdog that
 //! closes it when no first request head arrived within the header-read timeout (any
 //! protocol, before hyper knows which) or when nothing is handled and no byte moved for
-//! the idle timeout. On stop it stops accepting and lets requests in progress finish.
+//! the idle timeout; per request, a body deadline (a request whose body is not whole in
+//! time is answered 408 and its HTTP/1 connection closed); and a cap on connections
+//! open at once, kept below the descriptor limit
+//! ([`ConnectionCap`](mock_node::http_guard::ConnectionCap)), past which new
+//! connections wait in the kernel's backlog. On stop it stops accepting and lets
+//! requests in progress finish.
 
 use std::time::{Duration, Instant};
 
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
 use axum::Router;
 use hyper::body::Incoming;
 use hyper::Request;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
+use mock_node::http_guard::{bounded_request, BodyTimedOut, ConnectionCap};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::activity::{Activity, Tracked};
 use super::arrivals::ConnReads;
+use super::error::ApiError;
 use super::rx_stamp::RxStamped;
 
 /// How long clients may take, per connection.
@@ -30,6 +39,8 @@ pub struct ConnTimeouts {
     /// With no request in progress, a connection on which no byte moved for this long
     /// is closed.
     pub idle: Duration,
+    /// From the end of a request head until its body must be whole.
+    pub body_read: Duration,
 }
 
 /// Serves `app` on `listener` until `stop` fires, then waits up to `grace` for the
@@ -38,17 +49,27 @@ pub async fn serve(
     listener: TcpListener,
     app: Router,
     timeouts: ConnTimeouts,
+    cap: ConnectionCap,
     stop: CancellationToken,
     grace: Duration,
 ) {
     let mut conns = JoinSet::new();
     loop {
+        let permit = tokio::select! {
+            biased;
+            _ = stop.cancelled() => break,
+            p = cap.acquire() => p,
+        };
         tokio::select! {
             biased;
             _ = stop.cancelled() => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, _peer)) => {
-                    conns.spawn(serve_conn(stream, app.clone(), timeouts, stop.clone()));
+                    let conn = serve_conn(stream, app.clone(), timeouts, stop.clone());
+                    conns.spawn(async move {
+                        conn.await;
+                        drop(permit);
+                    });
                 }
                 Err(e) => accept_failed(e, &stop).await,
             },
@@ -94,13 +115,29 @@ async fn serve_conn(
     let io = TokioIo::new(Tracked::new(stream, activity.clone()));
     let inner = TowerToHyperService::new(app);
     let seen = activity.clone();
+    let cut = CancellationToken::new();
+    let on_cut = cut.clone();
     let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
         let guard = seen.request();
         req.extensions_mut().insert(ConnReads(last_read.clone()));
+        let h1 = req.version() < hyper::Version::HTTP_2;
+        let (req, hit) = bounded_request(req, timeouts.body_read);
         let answer = hyper::service::Service::call(&inner, req);
+        let cut = on_cut.clone();
         async move {
             let r = answer.await;
             drop(guard);
+            if hit.hit() {
+                // The handler saw the body fail; the client hears why, and an HTTP/1
+                // connection with part of a body unread cannot carry another request.
+                if h1 {
+                    cut.cancel();
+                }
+                let e = BodyTimedOut(timeouts.body_read);
+                return Ok(
+                    ApiError::new(StatusCode::REQUEST_TIMEOUT, e.to_string()).into_response()
+                );
+            }
             r
         }
     });
@@ -122,6 +159,10 @@ async fn serve_conn(
                 return;
             }
             _ = stop.cancelled(), if !stopping => {
+                stopping = true;
+                conn.as_mut().graceful_shutdown();
+            }
+            _ = cut.cancelled(), if !stopping => {
                 stopping = true;
                 conn.as_mut().graceful_shutdown();
             }

@@ -10,6 +10,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
+use mock_node::secret::constant_time_eq;
 use serde::Deserialize;
 
 use super::error::ApiError;
@@ -26,7 +27,7 @@ use stampede_placement::AccountingMode;
 pub fn require_admin(shared: &Shared, headers: &HeaderMap) -> ApiResult<()> {
     let token = headers.get("x-admin-token").and_then(|v| v.to_str().ok());
     match (&shared.cfg.admin_token, token) {
-        (Some(expected), Some(t)) if t == expected => Ok(()),
+        (Some(expected), Some(t)) if constant_time_eq(t.as_bytes(), expected.as_bytes()) => Ok(()),
         (_, Some(_)) => Err(ApiError::new(
             StatusCode::UNAUTHORIZED,
             "Invalid admin token",

@@ -9,6 +9,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
+use mock_node::secret::constant_time_eq;
 use serde::Deserialize;
 
 use super::error::ApiError;
@@ -56,7 +57,7 @@ fn bad_request(message: impl Into<String>) -> ApiError {
 
 fn require_key(shared: &Shared, headers: &HeaderMap) -> ApiResult<()> {
     match headers.get("x-api-key").and_then(|v| v.to_str().ok()) {
-        Some(k) if k == shared.cfg.api_key => Ok(()),
+        Some(k) if constant_time_eq(k.as_bytes(), shared.cfg.api_key.as_bytes()) => Ok(()),
         Some(_) => Err(ApiError::new(StatusCode::UNAUTHORIZED, "Invalid API key")),
         None => Err(ApiError::new(
             StatusCode::UNAUTHORIZED,

@@ -162,14 +162,21 @@ pub async fn start(
     nodes: Vec<NodeTarget>,
     listen: SocketAddr,
 ) -> Result<ServiceHandle, ServeError> {
+    cfg.check_credentials(listen)?;
     let mut problems: Vec<String> = cfg
         .placement
         .validate()
         .iter()
         .map(ToString::to_string)
         .collect();
-    if cfg.header_read_timeout.is_zero() || cfg.idle_timeout.is_zero() {
-        problems.push("the header-read and idle timeouts must be above zero".into());
+    if cfg.header_read_timeout.is_zero()
+        || cfg.idle_timeout.is_zero()
+        || cfg.body_read_timeout.is_zero()
+    {
+        problems.push("the header-read, body-read and idle timeouts must be above zero".into());
+    }
+    if cfg.max_connections == 0 {
+        problems.push("max_connections must be at least 1".into());
     }
     if !problems.is_empty() {
         return Err(ServeError::Config(problems.join("; ")));
@@ -204,10 +211,19 @@ pub async fn start(
     let timeouts = ConnTimeouts {
         header_read: shared.cfg.header_read_timeout,
         idle: shared.cfg.idle_timeout,
+        body_read: shared.cfg.body_read_timeout,
     };
+    let cap = mock_node::http_guard::ConnectionCap::new(shared.cfg.max_connections);
+    if cap.limit() < shared.cfg.max_connections {
+        tracing::warn!(
+            connections = cap.limit(),
+            wanted = shared.cfg.max_connections,
+            "placement service: the descriptor limit caps connections below max_connections"
+        );
+    }
     // Creates in progress end within their deadline; let their answers go out.
     let grace = shared.cfg.request_timeout + Duration::from_secs(1);
-    let server = tokio::spawn(serve(listener, app, timeouts, cancel.clone(), grace));
+    let server = tokio::spawn(serve(listener, app, timeouts, cap, cancel.clone(), grace));
     let (sync_phase, phase) = watch::channel(None);
     let sync_loop = tokio::spawn(sync_forever(shared.clone(), phase, cancel.clone()));
     let evictor = tokio::spawn(evict_forever(shared.clone(), cancel.clone()));

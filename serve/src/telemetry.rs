@@ -1,8 +1,9 @@
 //! Per-instance placement counters and their Prometheus text rendering.
 
-use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
+
+use mock_node::prometheus::{write_header, write_sample};
 
 use super::storm::StormBins;
 use crate::counters::ServiceCounters;
@@ -84,10 +85,10 @@ impl Telemetry {
         (n > 0).then(|| Duration::from_nanos(self.decision_nanos.load(Relaxed) / n))
     }
 
-    /// Prometheus text exposition of every counter (`instance` is the listen address).
+    /// Prometheus text exposition of every counter, labelled with the accounting mode
+    /// (label values escaped by mock-node's writer, the one both `/metrics` use).
     pub fn render(&self, accounting: &str) -> String {
         let mut out = String::new();
-        let label = format!("accounting=\"{accounting}\"");
         let counters: [(&str, &str, &AtomicU64); 15] = [
             (
                 "stampede_serve_creates_ok_total",
@@ -165,27 +166,30 @@ impl Telemetry {
                 &self.evictions,
             ),
         ];
+        let by_mode = [("accounting", accounting)];
         for (name, help, v) in counters {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
-            let _ = writeln!(out, "{name}{{{label}}} {}", v.load(Relaxed));
+            write_header(&mut out, name, "counter", help);
+            write_sample(&mut out, name, &by_mode, v.load(Relaxed));
         }
         let name = "stampede_serve_decision_seconds";
-        let _ = writeln!(
-            out,
-            "# HELP {name} Time of one Best-of-K decision.\n# TYPE {name} histogram"
+        write_header(
+            &mut out,
+            name,
+            "histogram",
+            "Time of one Best-of-K decision.",
         );
+        let bucket = format!("{name}_bucket");
         for (b, le) in self.decision_buckets.iter().zip(DECISION_BUCKETS) {
-            let _ = writeln!(
-                out,
-                "{name}_bucket{{{label},le=\"{le}\"}} {}",
-                b.load(Relaxed)
-            );
+            let le = le.to_string();
+            let labels = [("accounting", accounting), ("le", le.as_str())];
+            write_sample(&mut out, &bucket, &labels, b.load(Relaxed));
         }
         let n = self.decisions.load(Relaxed);
         let sum = self.decision_nanos.load(Relaxed) as f64 / 1e9;
-        let _ = writeln!(out, "{name}_bucket{{{label},le=\"+Inf\"}} {n}");
-        let _ = writeln!(out, "{name}_sum{{{label}}} {sum}");
-        let _ = writeln!(out, "{name}_count{{{label}}} {n}");
+        let inf = [("accounting", accounting), ("le", "+Inf")];
+        write_sample(&mut out, &bucket, &inf, n);
+        write_sample(&mut out, &format!("{name}_sum"), &by_mode, sum);
+        write_sample(&mut out, &format!("{name}_count"), &by_mode, n);
         out
     }
 }

@@ -99,6 +99,10 @@ enum Event {
 /// before the run stops waiting for it (its HTML report is then not written).
 const GOOSE_STOP_MARGIN: Duration = Duration::from_millis(500);
 
+/// Longest a worker waits at the start gate for the others (defined beside the service's
+/// body deadline, which must exceed it).
+pub use crate::serve::config::GATE_WAIT;
+
 struct Shared {
     run: WorkloadRun,
     body: serde_json::Value,
@@ -337,7 +341,7 @@ async fn open_worker(s: &Shared, user: &mut GooseUser) {
     }
     let mut prepared = slot.map(|i| prepare(s, user, i));
     tokio::select! {
-        _ = tokio::time::timeout(Duration::from_secs(60), s.barrier.wait()) => {}
+        _ = tokio::time::timeout(GATE_WAIT, s.barrier.wait()) => {}
         _ = s.run.cancel.cancelled() => return,
     }
     let gate = s.open_gate();
@@ -401,7 +405,7 @@ async fn burst_slot(s: &Shared, user: &mut GooseUser, i: usize) {
             let _ = armed.await;
         }
         let waited = tokio::select! {
-            w = tokio::time::timeout(Duration::from_secs(60), s.barrier.wait()) => w,
+            w = tokio::time::timeout(GATE_WAIT, s.barrier.wait()) => w,
             // A cancel before the gate aborts the held bytes (`run_workload`).
             _ = s.run.cancel.cancelled() => return,
         };

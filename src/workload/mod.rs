@@ -16,7 +16,7 @@ mod pacing;
 mod request;
 mod secret;
 
-pub use driver::{run_workload, WorkloadError, WorkloadOutput, WorkloadRun};
+pub use driver::{run_workload, WorkloadError, WorkloadOutput, WorkloadRun, GATE_WAIT};
 pub use ledger::{Ledger, LedgerEntry, Limit, LimitKind, Outcome};
 pub use limited::LimitRetry;
 pub use live::LiveCounts;

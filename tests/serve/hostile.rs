@@ -204,3 +204,168 @@ async fn idle_connection_is_closed_at_the_idle_timeout() {
     assert!(text.starts_with("HTTP/1.1 204"), "answered first: {text}");
     rig.stop().await;
 }
+
+/// `stampede serve` with these flags, the environment's secrets removed; (exit code,
+/// stderr). Each case is refused before the service binds or dials anything.
+fn serve_refused(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_stampede"));
+    cmd.arg("serve")
+        .args(["--node", "127.0.0.1:1"])
+        .args(args)
+        .env_remove("STAMPEDE_API_KEY")
+        .env_remove("STAMPEDE_ADMIN_TOKEN")
+        .stdin(std::process::Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("stampede runs");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                let _ = std::io::Read::read_to_string(&mut e, &mut err);
+            }
+            return (status.code(), err);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return (None, "still running after 30 s: it started".into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// An empty admin token or API key let an empty header in (`GET /nodes`,
+/// `/admin/counters`, drains); the published default key was accepted on any address.
+#[test]
+fn blank_secrets_and_the_default_key_off_loopback_are_refused_at_start() {
+    /// Flags, environment, and what the refusal names.
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+    let cases: [Case; 5] = [
+        (&["--api-key", ""], &[], "API key"),
+        (&[], &[("STAMPEDE_API_KEY", "  ")], "API key"),
+        (&["--admin-token", ""], &[], "admin token"),
+        (&[], &[("STAMPEDE_ADMIN_TOKEN", "")], "admin token"),
+        (&["--listen", "0.0.0.0:0"], &[], "--api-key"),
+    ];
+    for (args, env, names) in cases {
+        let (code, err) = serve_refused(args, env);
+        assert_eq!(code, Some(2), "{args:?} {env:?}: {err}");
+        assert!(err.contains(names), "{args:?} {env:?} names {names}: {err}");
+    }
+    let (_, err) = serve_refused(&["--listen", "0.0.0.0:0"], &[]);
+    assert!(
+        err.contains("not a loopback address") && err.contains("default"),
+        "{err}"
+    );
+}
+
+/// The same refusal for an embedded instance: an empty admin token never reaches the
+/// routes, and an empty API key is not a key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embedded_service_refuses_blank_secrets() {
+    let listen: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    for cfg in [
+        ServeConfig {
+            admin_token: Some(String::new()),
+            ..serve_config(AccountingMode::Optimistic)
+        },
+        ServeConfig {
+            api_key: " \t".into(),
+            ..serve_config(AccountingMode::Optimistic)
+        },
+    ] {
+        let started =
+            stampede::serve::start(cfg, vec![NodeTarget::addr("127.0.0.1:1")], listen).await;
+        match started {
+            Ok(svc) => {
+                svc.shutdown().await;
+                panic!("a blank secret was accepted");
+            }
+            Err(e) => assert!(format!("{e:#}").contains("empty"), "{e:#}"),
+        }
+    }
+}
+
+/// A stalled create: its head and part of its body, the rest never sent.
+async fn stalled_create(addr: SocketAddr) -> TcpStream {
+    let mut c = TcpStream::connect(addr).await.expect("connect");
+    c.write_all(
+        b"POST /sandboxes HTTP/1.1\r\nHost: x\r\nX-API-Key: k\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{\"templateID\":",
+    )
+    .await
+    .expect("write");
+    c
+}
+
+/// A service with these connection bounds, and `n` stalled creates open on it.
+async fn flooded(body_read: Duration, max_connections: usize, n: usize) -> (Rig, Vec<TcpStream>) {
+    let cfg = ServeConfig {
+        body_read_timeout: body_read,
+        max_connections,
+        ..serve_config(AccountingMode::Optimistic)
+    };
+    let rig = Rig::start(cluster(1, &[]), cfg).await;
+    let mut stalled = Vec::with_capacity(n);
+    for _ in 0..n {
+        stalled.push(stalled_create(rig.svc.addr()).await);
+    }
+    (rig, stalled)
+}
+
+/// `GET /health` answered 204; how long it took.
+async fn health_took(rig: &Rig) -> Duration {
+    let t0 = Instant::now();
+    let health = rig
+        .http
+        .get(rig.url("/health"))
+        .send()
+        .await
+        .expect("health");
+    assert_eq!(health.status().as_u16(), 204);
+    t0.elapsed()
+}
+
+/// Every stalled connection answered 408 and closed within 15 s.
+async fn all_cut(stalled: &mut [TcpStream]) {
+    for (i, c) in stalled.iter_mut().enumerate() {
+        let closed = closed_by_server(c, Duration::from_secs(15)).await;
+        let text = closed.unwrap_or_else(|t| panic!("connection {i} still open: {t}"));
+        assert!(text.starts_with("HTTP/1.1 408"), "connection {i}: {text}");
+    }
+}
+
+/// A POST whose body never came held its connection for ever: 1,100 of them exhausted
+/// the descriptors and locked every client out. Each is answered 408 and closed at the
+/// body deadline, and others are served during the flood.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_bodies_are_cut_at_the_body_deadline_and_others_served_meanwhile() {
+    let body_read = Duration::from_secs(1);
+    let (rig, mut stalled) = flooded(body_read, 10_000, 200).await;
+    let took = health_took(&rig).await;
+    assert!(took < body_read, "served during the flood: {took:?}");
+    let (status, body) = rig.create(json!({"templateID": "base"})).await;
+    assert_eq!(status, 201, "a create is served during the flood: {body}");
+    all_cut(&mut stalled).await;
+    rig.stop().await;
+}
+
+/// Past the connection cap, new connections wait in the backlog until stalled ones are
+/// cut, then are served: a flood larger than the cap delays clients by about one body
+/// deadline per cap's worth of stalled connections ahead, and never takes the process's
+/// descriptors.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_beyond_the_connection_cap_delays_clients_by_one_body_deadline() {
+    let (rig, mut stalled) = flooded(Duration::from_secs(1), 20, 40).await;
+    // Two rounds of stalled connections at most are ahead of it.
+    let took = health_took(&rig).await;
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    all_cut(&mut stalled).await;
+    rig.stop().await;
+}

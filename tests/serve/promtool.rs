@@ -98,3 +98,73 @@ async fn mock_node_and_serve_metrics_pass_promtool() {
     assert!(promtool(bad).expect("promtool runs").is_some());
     rig.stop().await;
 }
+
+/// `name{labels}` of every sample of `family` in a Prometheus text exposition.
+fn series_of(text: &str, family: &str) -> std::collections::BTreeSet<String> {
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{family}{{")))
+        .filter_map(|l| l.rsplit_once(' ').map(|(series, _)| series.to_string()))
+        .collect()
+}
+
+/// A node id with a quote and a backslash (`NODE_ID='edge"node\1'`) made mock-node's
+/// `/metrics` unparsable, and `mock_node_up` carried the status as a label, so a status
+/// change ended one series and started another.
+#[tokio::test]
+async fn node_id_with_quote_and_backslash_is_escaped_and_status_keeps_series() {
+    let id = "edge\"node\\1";
+    let opts = mock_node::fleet::FleetOptions {
+        node_id: Some(id.to_string()),
+        ..Default::default()
+    };
+    let fleet = mock_node::fleet::start(cluster(1, &[]), opts)
+        .await
+        .expect("fleet starts");
+    let http = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(10))
+        .build()
+        .expect("client");
+    let metrics = || async {
+        http.get(format!("{}/metrics", fleet.admin_url()))
+            .send()
+            .await
+            .expect("GET /metrics")
+            .text()
+            .await
+            .expect("body")
+    };
+    let before = metrics().await;
+    assert!(
+        before.contains(r#"mock_node_up{node="edge\"node\\1"} 1"#),
+        "{before}"
+    );
+    let r = http
+        .post(format!("{}/faults", fleet.admin_url()))
+        .json(&json!({"kind": "status", "nodes": [id], "status": "draining"}))
+        .send()
+        .await
+        .expect("POST /faults");
+    assert_eq!(r.status().as_u16(), 201);
+    let after = metrics().await;
+    for family in ["mock_node_up", "mock_node_status"] {
+        let (b, a) = (series_of(&before, family), series_of(&after, family));
+        assert!(!b.is_empty(), "{family} present: {before}");
+        assert_eq!(
+            b, a,
+            "{family}: the same series before and after a status change"
+        );
+    }
+    assert!(
+        after.contains(r#"mock_node_status{node="edge\"node\\1",status="draining"} 1"#)
+            && after.contains(r#"mock_node_status{node="edge\"node\\1",status="healthy"} 0"#),
+        "{after}"
+    );
+    if promtool_available() {
+        for text in [&before, &after] {
+            if let Some(findings) = promtool(text).expect("promtool runs") {
+                panic!("promtool check metrics:\n{findings}\n--- metrics:\n{text}");
+            }
+        }
+    }
+    fleet.shutdown().await;
+}

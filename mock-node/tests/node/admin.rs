@@ -263,3 +263,129 @@ async fn fault_naming_a_node_twice_targets_it_once() {
     assert_eq!(book.faults[0].nodes, vec!["node-01", "node-00"]);
     f.shutdown().await;
 }
+
+/// An empty admin token was read as "no token" (`--admin-token ""`) or let an empty
+/// `Bearer` in; it is refused at start, whichever way it is given.
+#[tokio::test]
+async fn blank_admin_token_is_refused_at_start() {
+    let cfg = mock_node::config::ClusterConfig {
+        nodes: 1,
+        ..Default::default()
+    };
+    for blank in ["", "   ", "\t"] {
+        let opts = FleetOptions {
+            admin_token: Some(mock_node::secret::AdminToken::new(blank)),
+            ..Default::default()
+        };
+        let e = fleet::start(cfg.clone(), opts)
+            .await
+            .expect_err("a blank token is refused");
+        assert!(
+            matches!(e, FleetError::BlankAdminToken(_)),
+            "{blank:?}: {e}"
+        );
+        assert!(e.to_string().contains("empty"), "{e}");
+    }
+    let flag: [&str; 2] = ["--admin-token", ""];
+    for (args, env) in [(&flag[..], ""), (&[][..], " ")] {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_mock-node"));
+        cmd.args(["--nodes", "1"]).args(args);
+        if env.is_empty() {
+            cmd.env_remove("MOCK_NODE_ADMIN_TOKEN");
+        } else {
+            cmd.env("MOCK_NODE_ADMIN_TOKEN", env);
+        }
+        let out = cmd
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("mock-node runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} refused: {stderr}");
+        assert!(stderr.contains("admin token is empty"), "{stderr}");
+    }
+}
+
+/// Fault kinds are kebab-case (`freeze-metrics`) and so are error codes
+/// (`resource-exhausted`); the snake_case codes of earlier versions are still accepted.
+#[tokio::test]
+async fn error_codes_are_kebab_case_like_fault_kinds_and_snake_case_still_reads() {
+    let f = fleet_with(2, |_| {}).await;
+    for (node, code) in [
+        ("node-00", "resource-exhausted"),
+        ("node-01", "deadline_exceeded"),
+    ] {
+        let (status, v) = post_fault(
+            &f,
+            json!({"kind": "errors", "nodes": [node], "probability": 1.0, "code": code}),
+        )
+        .await;
+        assert_eq!(status, 201, "{code}: {v}");
+    }
+    let (status, body) = list_faults(&f).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains("\"resource-exhausted\"") && body.contains("\"deadline-exceeded\""),
+        "codes are listed in kebab-case: {body}"
+    );
+    assert!(!body.contains("_exceeded"), "{body}");
+    let (mut sb, _) = clients(f.nodes()[0].addr).await;
+    let r = sb.create(create("sbx-1", 1, 512)).await;
+    assert_eq!(
+        r.expect_err("injected").code(),
+        tonic::Code::ResourceExhausted
+    );
+    let (status, v) = post_fault(
+        &f,
+        json!({"kind": "errors", "nodes": ["node-00"], "probability": 1.0, "code": "resource exhausted"}),
+    )
+    .await;
+    assert_eq!(status, 400, "{v}");
+    assert!(
+        v["error"]
+            .as_str()
+            .is_some_and(|m| m.contains("resource-exhausted")),
+        "the error lists the kebab-case names: {v}"
+    );
+    f.shutdown().await;
+}
+
+/// A POST whose body never came held its admin connection for ever; enough of them
+/// exhaust the descriptors. Each is answered 408 and closed at the body deadline, and
+/// the endpoint keeps answering others meanwhile.
+#[tokio::test]
+async fn stalled_admin_bodies_are_cut_at_the_deadline_and_others_served() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let f = fleet_with(1, |_| {}).await;
+    let addr = f.admin_url().trim_start_matches("http://").to_string();
+    let mut stalled = Vec::new();
+    for _ in 0..50 {
+        let mut c = tokio::net::TcpStream::connect(&addr)
+            .await
+            .expect("connect");
+        c.write_all(
+            b"POST /faults HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"kind\":",
+        )
+        .await
+        .expect("write");
+        stalled.push(c);
+    }
+    let t0 = std::time::Instant::now();
+    let (status, body) = list_faults(&f).await;
+    assert_eq!(status, 200, "served during the flood: {body}");
+    let limit = mock_node::admin::ADMIN_LIMITS.body_read + std::time::Duration::from_secs(5);
+    for (i, c) in stalled.iter_mut().enumerate() {
+        let mut seen = Vec::new();
+        let closed = tokio::time::timeout_at(
+            tokio::time::Instant::from_std(t0 + limit),
+            c.read_to_end(&mut seen),
+        )
+        .await;
+        assert!(
+            closed.is_ok(),
+            "stalled connection {i} still open after {limit:?}"
+        );
+        let text = String::from_utf8_lossy(&seen);
+        assert!(text.starts_with("HTTP/1.1 408"), "connection {i}: {text}");
+    }
+    f.shutdown().await;
+}

@@ -189,3 +189,34 @@ async fn end_time_before_start_time_is_invalid_argument() {
     assert_eq!(t.creates_rejected.get("invalid_argument"), Some(&2));
     f.shutdown().await;
 }
+
+/// A call with more than 16 KiB of metadata made mock-node close the whole HTTP/2
+/// connection (hyper's 16 KiB header-list default), failing the other calls in flight on
+/// it. E2B's orchestrator (grpc-go, 16 MiB) answers such a call like any other.
+#[tokio::test]
+async fn large_metadata_is_answered_alone_and_calls_in_flight_survive() {
+    let f = fleet_with(1, |c| {
+        c.node.create_latency = mock_node::config::LatencyDist::Constant {
+            value: Duration::from_millis(500),
+        };
+    })
+    .await;
+    let ch = channel(f.nodes()[0].addr, Duration::from_secs(10)).await;
+    let mut slow = stampede_proto::sandbox_service_client::SandboxServiceClient::new(ch.clone());
+    let mut info = stampede_proto::info_service_client::InfoServiceClient::new(ch);
+    let in_flight = tokio::spawn(async move { slow.create(create("slow", 1, 1)).await });
+    // The slow create is on the connection before the large call goes out.
+    let started = eventually(Duration::from_secs(5), async || truth(&f, 0).starting > 0).await;
+    assert!(started, "the create never started");
+    for bytes in [20 << 10, 1 << 20] {
+        let mut req = tonic::Request::new(());
+        let value = "v".repeat(bytes);
+        req.metadata_mut()
+            .insert("x-large", value.parse().expect("ascii"));
+        let answer = info.service_info(req).await;
+        assert!(answer.is_ok(), "{bytes} bytes of metadata: {answer:?}");
+    }
+    let r = in_flight.await.expect("task");
+    assert!(r.is_ok(), "the call in flight survives: {r:?}");
+    f.shutdown().await;
+}
