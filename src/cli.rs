@@ -6,7 +6,10 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
-use crate::run::{run_profile, AbortState, ApiOverride, RunOptions};
+use crate::run::{
+    cleanup_leftovers, run_profile, AbortState, ApiOverride, CleanupRequest, CleanupSummary,
+    RunOptions, Selector,
+};
 
 /// Profile run when `stampede run` is given none.
 pub const DEFAULT_PROFILE: &str = "profiles/e2b-pr2201.yaml";
@@ -39,15 +42,9 @@ pub enum Command {
         /// line, no tables.
         #[arg(long, short)]
         quiet: bool,
-        /// Run the profile (embedded or not) against this E2B-compatible API instead,
-        /// with the same workload and checks. A non-loopback host must be listed in the
-        /// profile's `allow_targets`.
-        #[arg(long, value_name = "URL")]
-        api: Option<String>,
-        /// With `--api`: env var holding the API key (default: the profile's, else
-        /// STAMPEDE_API_KEY). The key itself is never taken on the command line.
-        #[arg(long, value_name = "VAR", requires = "api")]
-        api_key_env: Option<String>,
+        /// The API and its key.
+        #[command(flatten)]
+        target: ApiFlags,
         /// With `--api`: env var holding the admin token for `GET /nodes`.
         #[arg(long, value_name = "VAR", requires = "api")]
         admin_token_env: Option<String>,
@@ -61,6 +58,32 @@ pub enum Command {
         /// this directory (JSON lines), for `stampede replay`.
         #[arg(long, value_name = "DIR")]
         placement_trace: Option<PathBuf>,
+    },
+    /// Find (and delete) the sandboxes that runs against an external API left running,
+    /// by their `stampede-run` metadata tag (a run prints its tag when it starts). Exit
+    /// 0 = every selected sandbox deleted (or listed, with --dry-run), 1 = some could not
+    /// be deleted, 2 = the API could not be listed.
+    #[command(mut_arg("api", |a| a.required(true).help("The E2B-compatible API to clean up")))]
+    #[command(mut_arg("api_key_env", |a| a.help("Env var holding the API key (default: STAMPEDE_API_KEY). The key itself is never taken on the command line")))]
+    Cleanup {
+        /// The API and its key (the same flags as `run`).
+        #[command(flatten)]
+        target: ApiFlags,
+        /// The sandboxes of the run with this tag.
+        #[arg(
+            long,
+            value_name = "TAG",
+            required_unless_present = "older_than",
+            conflicts_with = "older_than"
+        )]
+        tag: Option<String>,
+        /// The sandboxes of every stampede run that started longer ago than this
+        /// (e.g. `1h`, `30m`).
+        #[arg(long, value_name = "AGE", value_parser = humantime::parse_duration)]
+        older_than: Option<std::time::Duration>,
+        /// List what would be deleted; delete nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Replay a placement trace (`run --placement-trace`, `serve --placement-trace`)
     /// through the placement core and check that every decision comes out the same.
@@ -95,6 +118,21 @@ pub enum Command {
     },
     /// Simulate a profile in virtual time (deterministic).
     Sim(crate::sim::SimArgs),
+}
+
+/// The API a verb talks to and the env var holding its key: `run` (optional, it then
+/// overrides the profile's placement) and `cleanup` (required).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ApiFlags {
+    /// Run the profile (embedded or not) against this E2B-compatible API instead,
+    /// with the same workload and checks. A non-loopback host must be listed in the
+    /// profile's `allow_targets`.
+    #[arg(long, value_name = "URL")]
+    pub api: Option<String>,
+    /// With `--api`: env var holding the API key (default: the profile's, else
+    /// STAMPEDE_API_KEY). The key itself is never taken on the command line.
+    #[arg(long, value_name = "VAR", requires = "api")]
+    pub api_key_env: Option<String>,
 }
 
 /// Why a verb could not run (its own failures are exit codes, not errors).
@@ -144,16 +182,15 @@ pub async fn dispatch(
             profile,
             report_dir,
             quiet,
-            api,
-            api_key_env,
+            target,
             admin_token_env,
             mock_admin,
             keep,
             placement_trace,
         } => {
-            let api = api.map(|url| ApiOverride {
+            let api = target.api.map(|url| ApiOverride {
                 url,
-                api_key_env,
+                api_key_env: target.api_key_env,
                 admin_token_env,
                 mock_admin,
             });
@@ -185,6 +222,41 @@ pub async fn dispatch(
                     Ok(ExitCode::from(1))
                 }
                 Ok(_) => Ok(ExitCode::SUCCESS),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    Ok(ExitCode::from(2))
+                }
+            }
+        }
+        Command::Cleanup {
+            target,
+            tag,
+            older_than,
+            dry_run,
+        } => {
+            let selector = match (tag, older_than) {
+                (Some(t), _) => Selector::Tag(t),
+                (None, Some(age)) => Selector::OlderThan(age),
+                // clap requires one of them.
+                (None, None) => return Ok(ExitCode::from(2)),
+            };
+            let req = CleanupRequest {
+                api: target.api.unwrap_or_default(),
+                api_key_env: target
+                    .api_key_env
+                    .unwrap_or_else(crate::profile::ExternalPlacement::default_api_key_env),
+                selector,
+                dry_run,
+            };
+            match cleanup_leftovers(&req).await {
+                Ok(summary) => {
+                    print_cleanup(&req, &summary, &mut std::io::stdout().lock())?;
+                    Ok(if summary.failed.is_empty() {
+                        ExitCode::SUCCESS
+                    } else {
+                        ExitCode::from(1)
+                    })
+                }
                 Err(e) => {
                     eprintln!("error: {e}");
                     Ok(ExitCode::from(2))
@@ -270,5 +342,36 @@ pub async fn dispatch(
                 Ok(ExitCode::from(2))
             }
         },
+    }
+}
+
+/// What `stampede cleanup` found and did, one sandbox a line.
+fn print_cleanup(
+    req: &CleanupRequest,
+    s: &CleanupSummary,
+    out: &mut impl std::io::Write,
+) -> std::io::Result<()> {
+    let verb = if req.dry_run { "would delete" } else { "found" };
+    for (id, tag) in &s.found {
+        writeln!(out, "{verb} {id} (stampede-run={tag})")?;
+    }
+    for (id, why) in &s.failed {
+        writeln!(out, "could not delete {id}: {why}")?;
+    }
+    if req.dry_run {
+        writeln!(
+            out,
+            "dry run: {} sandboxes on {}, none deleted",
+            s.found.len(),
+            req.api
+        )
+    } else {
+        writeln!(
+            out,
+            "deleted {} of {} sandboxes on {}",
+            s.deleted,
+            s.found.len(),
+            req.api
+        )
     }
 }

@@ -17,6 +17,12 @@ const RUNTIME_SHUTDOWN: Duration = Duration::from_millis(500);
 /// Longest an abort may spend naming the faults it leaves before the process exits anyway.
 const ABORT_DEADLINE: Duration = Duration::from_secs(5);
 
+/// A signal arriving within this window after the first one is the same interrupt
+/// delivered twice, not a second one: GNU `timeout` and CI runners forward the signal
+/// they receive both to their child and to its process group, and a user's second
+/// Ctrl-C comes well after a second (an assumption: a human press takes longer).
+const REPEAT_WINDOW: Duration = Duration::from_secs(1);
+
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -54,20 +60,29 @@ fn main() -> ExitCode {
 }
 
 /// SIGINT, SIGTERM and SIGHUP: the first stops the run (it heals its faults and writes a
-/// partial report marked incomplete, exit 2); a second one aborts (exit 130) after
-/// removing goose's staging directory and printing the faults it leaves active, and where.
-/// Installed before goose can install its own handler.
+/// partial report marked incomplete, exit 2); one within [`REPEAT_WINDOW`] of it is the
+/// same interrupt; a later one aborts (exit 130) after removing goose's staging
+/// directory and printing the faults it leaves active, and where. Installed before goose
+/// can install its own handler.
 fn install_run_signals(
     cancel: CancellationToken,
     abort: AbortState,
     runtime: tokio::runtime::Handle,
 ) {
+    let first = std::sync::OnceLock::<std::time::Instant>::new();
     let installed = ctrlc::set_handler(move || {
+        let at = *first.get_or_init(std::time::Instant::now);
         if !cancel.is_cancelled() {
             eprintln!(
-                "interrupted: stopping the workload, healing faults, writing a partial report (a second signal aborts)"
+                "interrupted: stopping the workload, healing faults, writing a partial report (a second signal after {REPEAT_WINDOW:?} aborts)"
             );
             cancel.cancel();
+            return;
+        }
+        if at.elapsed() < REPEAT_WINDOW {
+            eprintln!(
+                "signal repeated within {REPEAT_WINDOW:?}: the same interrupt, still stopping"
+            );
             return;
         }
         eprintln!("second signal: aborting");

@@ -320,6 +320,9 @@ pub struct FaultInfo {
     pub expires_at: Option<SystemTime>,
     /// Whether it is still in force.
     pub active: bool,
+    /// Why the last attempt to heal it failed, while it is still in force because of
+    /// that (a `kill` whose address was taken meanwhile); the heal is retried.
+    pub heal_error: Option<String>,
 }
 
 /// [`FaultInfo`] as the wire carries it.
@@ -339,6 +342,8 @@ struct FaultInfoWire {
     )]
     expires_at: Option<SystemTime>,
     active: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    heal_error: Option<String>,
 }
 
 impl TryFrom<FaultInfoWire> for FaultInfo {
@@ -351,6 +356,7 @@ impl TryFrom<FaultInfoWire> for FaultInfo {
             applied_at: w.applied_at,
             expires_at: w.expires_at,
             active: w.active,
+            heal_error: w.heal_error,
         })
     }
 }
@@ -365,6 +371,7 @@ impl From<FaultInfo> for FaultInfoWire {
             applied_at: f.applied_at,
             expires_at: f.expires_at,
             active: f.active,
+            heal_error: f.heal_error,
         }
     }
 }

@@ -69,6 +69,21 @@ pub struct MockNodeArgs {
     /// ServiceInfo serves a snapshot refreshed this often (e.g. `20s`; 0 = live).
     #[arg(long, value_parser = humantime::parse_duration)]
     pub metrics_lag: Option<Duration>,
+    /// IP advertised for the nodes (admin API, Nomad registrations) instead of the
+    /// bound one; an unspecified bind (0.0.0.0) otherwise advertises the host's IP.
+    #[arg(long, env = "MOCK_NODE_ADVERTISE_IP")]
+    pub advertise_ip: Option<IpAddr>,
+    /// Address of the Nomad-style discovery API (E2B's `NOMAD_ADDRESS` points here).
+    #[arg(long)]
+    pub nomad_addr: Option<SocketAddr>,
+    /// Service name the nodes register in the Nomad-style API (E2B's
+    /// `NOMAD_ORCHESTRATOR_SERVICE_NAMES`); default `stampede-orchestrator`.
+    #[arg(long)]
+    pub nomad_service_name: Option<String>,
+    /// Node pool of the virtual Nomad nodes; default `default` (the pool E2B's legacy
+    /// node-list discovery reads).
+    #[arg(long)]
+    pub nomad_node_pool: Option<String>,
 }
 
 /// Why `mock-node` stopped with an error.
@@ -127,6 +142,14 @@ impl MockNodeArgs {
             }
         };
         let defaults = FleetOptions::default();
+        let mut nomad = defaults.nomad.clone();
+        nomad.addr = self.nomad_addr.unwrap_or(nomad.addr);
+        if let Some(name) = self.nomad_service_name.clone().filter(|n| !n.is_empty()) {
+            nomad.service_name = name;
+        }
+        if let Some(pool) = self.nomad_node_pool.clone().filter(|p| !p.is_empty()) {
+            nomad.node_pool = pool;
+        }
         let opts = FleetOptions {
             addressing,
             admin_addr: self.admin_addr.unwrap_or(defaults.admin_addr),
@@ -138,6 +161,8 @@ impl MockNodeArgs {
                 .filter(|l| !l.is_empty())
                 .cloned()
                 .collect(),
+            advertise_ip: self.advertise_ip,
+            nomad,
         };
         Ok((cfg, opts))
     }
@@ -151,8 +176,9 @@ pub fn ready_line(fleet: &FleetHandle) -> String {
         .map(|n| format!("{}@{}", n.id, n.addr))
         .collect();
     format!(
-        "mock-node ready admin={} nodes={}",
+        "mock-node ready admin={} nomad={} nodes={}",
         fleet.admin_url(),
+        fleet.nomad_url(),
         nodes.join(",")
     )
 }

@@ -31,6 +31,11 @@ pub const MAX_ACTIVE_FAULTS: usize = 1024;
 /// Healed faults `GET /faults` keeps listing; the oldest are forgotten first.
 pub const MAX_HEALED_FAULTS_KEPT: usize = 1024;
 
+/// Period of the retries of a heal that failed (a killed node's address taken by
+/// another process meanwhile). Retried until it succeeds or the fleet stops: a node
+/// that cannot listen again stays reported `killed`, never healthy.
+pub const HEAL_RETRY_EVERY: Duration = Duration::from_secs(1);
+
 /// Why a fault could not be applied or removed.
 #[derive(Debug, thiserror::Error)]
 pub enum FaultError {
@@ -80,6 +85,8 @@ impl FaultError {
 pub struct FaultBook {
     next_id: u64,
     faults: BTreeMap<u64, FaultInfo>,
+    /// Faults whose failed heal is being retried in the background.
+    retrying: std::collections::BTreeSet<u64>,
 }
 
 impl FaultBook {
@@ -170,6 +177,7 @@ pub async fn add(fleet: &Arc<FleetShared>, mut req: FaultRequest) -> Result<u64,
         applied_at: now,
         expires_at,
         active: !instant,
+        heal_error: None,
     };
     book.faults.insert(id, info);
     book.prune();
@@ -192,8 +200,21 @@ pub async fn add(fleet: &Arc<FleetShared>, mut req: FaultRequest) -> Result<u64,
     Ok(id)
 }
 
-/// Heals a fault in force.
+/// Heals a fault in force. When a node cannot take its address back, the fault stays
+/// in force (its nodes stay `killed`), says why in [`FaultInfo::heal_error`], and the
+/// heal is retried every [`HEAL_RETRY_EVERY`] in the background.
 pub async fn remove(fleet: &Arc<FleetShared>, id: u64) -> Result<(), FaultError> {
+    match heal_once(fleet, id).await {
+        Err(e @ FaultError::Rebind { .. }) => {
+            retry_heal(fleet.clone(), id).await;
+            Err(e)
+        }
+        other => other,
+    }
+}
+
+/// One attempt to heal `id`; on failure the fault is in force again.
+async fn heal_once(fleet: &Arc<FleetShared>, id: u64) -> Result<(), FaultError> {
     let mut book = fleet.faults.lock().await;
     let nodes = match book.faults.get_mut(&id) {
         Some(f) if f.active => {
@@ -202,10 +223,51 @@ pub async fn remove(fleet: &Arc<FleetShared>, id: u64) -> Result<(), FaultError>
         }
         _ => return Err(FaultError::UnknownFault(id)),
     };
+    if let Err(e) = refresh(fleet, &book, &nodes).await {
+        if let Some(f) = book.faults.get_mut(&id) {
+            f.active = true;
+            f.heal_error = Some(e.to_string());
+        }
+        // Back to the fault's effect on every node, also those that did re-bind: a
+        // fault is healed whole or not at all.
+        if let Err(again) = refresh(fleet, &book, &nodes).await {
+            tracing::warn!(id, error = %again, "restoring a fault after a failed heal");
+        }
+        tracing::warn!(id, error = %e, "fault heal failed: still in force, retried");
+        return Err(e);
+    }
+    if let Some(f) = book.faults.get_mut(&id) {
+        f.heal_error = None;
+    }
     book.prune();
-    refresh(fleet, &book, &nodes).await?;
     tracing::info!(id, "fault healed");
     Ok(())
+}
+
+/// Retries healing `id` until it succeeds, the fault is removed otherwise, or the
+/// fleet stops. One retry task per fault.
+async fn retry_heal(fleet: Arc<FleetShared>, id: u64) {
+    if !fleet.faults.lock().await.retrying.insert(id) {
+        return;
+    }
+    let stop = fleet.shutdown.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => break,
+                _ = tokio::time::sleep(HEAL_RETRY_EVERY) => {}
+            }
+            match heal_once(&fleet, id).await {
+                Err(FaultError::Rebind { .. }) => continue,
+                Ok(()) => {
+                    tracing::info!(id, "fault healed on retry");
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        fleet.faults.lock().await.retrying.remove(&id);
+    });
 }
 
 /// Heals every fault in force (used at shutdown and by the harness between drills).

@@ -48,6 +48,11 @@ pub struct FleetOptions {
     pub node_id: Option<String>,
     /// Labels every node reports in ServiceInfo (`NODE_LABELS`).
     pub labels: Vec<String>,
+    /// IP advertised for every node (admin API, Nomad registrations); default: the
+    /// bound IP, or the host's outbound IP for an unspecified bind.
+    pub advertise_ip: Option<IpAddr>,
+    /// The Nomad-style discovery endpoint.
+    pub nomad: crate::nomad::NomadOptions,
 }
 
 impl Default for FleetOptions {
@@ -61,6 +66,8 @@ impl Default for FleetOptions {
             admin_token: None,
             node_id: None,
             labels: Vec::new(),
+            advertise_ip: None,
+            nomad: crate::nomad::NomadOptions::default(),
         }
     }
 }
@@ -88,6 +95,14 @@ pub enum FleetError {
     Bind {
         /// Node id.
         node: String,
+        /// Address tried.
+        addr: SocketAddr,
+        /// Bind error.
+        source: std::io::Error,
+    },
+    /// The Nomad endpoint could not bind.
+    #[error("Nomad endpoint: cannot bind {addr}: {source}")]
+    NomadBind {
         /// Address tried.
         addr: SocketAddr,
         /// Bind error.
@@ -126,6 +141,8 @@ pub fn node_seed(cluster_seed: u64, k: usize) -> u64 {
 pub struct FleetShared {
     /// Nodes in index order.
     pub nodes: Vec<Arc<NodeRuntime>>,
+    /// Each node's Nomad identity and advertised address, in node order.
+    pub discovery: Vec<crate::nomad::NomadIdentity>,
     index: BTreeMap<String, usize>,
     /// Faults applied so far.
     pub faults: tokio::sync::Mutex<FaultBook>,
@@ -142,12 +159,17 @@ impl FleetShared {
     /// Ground truth of every node, in node order.
     pub fn truth(&self) -> NodesResponse {
         NodesResponse {
-            nodes: self.nodes.iter().map(|n| node_truth(n)).collect(),
+            nodes: self
+                .nodes
+                .iter()
+                .zip(&self.discovery)
+                .map(|(n, d)| node_truth(n, d.advertised))
+                .collect(),
         }
     }
 }
 
-fn node_truth(node: &NodeRuntime) -> NodeTruth {
+fn node_truth(node: &NodeRuntime, advertised: SocketAddr) -> NodeTruth {
     let eff = node.effect();
     let mut m = node.model();
     let snap = m.truth(node.clock.now());
@@ -159,7 +181,7 @@ fn node_truth(node: &NodeRuntime) -> NodeTruth {
     };
     NodeTruth {
         id: node.id.clone(),
-        grpc_addr: node.addr,
+        grpc_addr: advertised,
         status,
         service_id: m.service_id().to_string(),
         cpu_count: snap.cpu_count,
@@ -194,6 +216,8 @@ pub struct FleetHandle {
     shared: Arc<FleetShared>,
     admin_addr: SocketAddr,
     admin: JoinHandle<()>,
+    nomad_addr: SocketAddr,
+    nomad: JoinHandle<()>,
     stack: StackTask,
 }
 
@@ -206,16 +230,25 @@ impl FleetHandle {
     pub fn admin_addr(&self) -> SocketAddr {
         self.admin_addr
     }
-    /// Every node's endpoint, in node order.
+    /// Base URL of the Nomad-style discovery API (E2B's `NOMAD_ADDRESS`).
+    pub fn nomad_url(&self) -> String {
+        format!("http://{}", self.nomad_addr)
+    }
+    /// Every node's endpoint (its advertised address), in node order.
     pub fn nodes(&self) -> Vec<NodeEndpoint> {
         let nodes = &self.shared.nodes;
         nodes
             .iter()
-            .map(|n| NodeEndpoint {
+            .zip(&self.shared.discovery)
+            .map(|(n, d)| NodeEndpoint {
                 id: n.id.clone(),
-                addr: n.addr,
+                addr: d.advertised,
             })
             .collect()
+    }
+    /// Every node's Nomad identity, in node order.
+    pub fn nomad_identities(&self) -> &[crate::nomad::NomadIdentity] {
+        &self.shared.discovery
     }
     /// Ground truth of every node, read in-process (same data as `GET /nodes`).
     pub fn truth(&self) -> NodesResponse {
@@ -236,6 +269,7 @@ impl FleetHandle {
         futures::future::join_all(stops).await;
         self.stack.stop().await;
         let _ = self.admin.await;
+        let _ = self.nomad.await;
     }
 }
 
@@ -308,6 +342,15 @@ pub async fn start(cfg: ClusterConfig, opts: FleetOptions) -> Result<FleetHandle
         )));
         listeners.push(listener);
     }
+    let discovery = nodes
+        .iter()
+        .enumerate()
+        .map(|(k, n)| crate::nomad::NomadIdentity {
+            node_id: crate::nomad::identity::node_uuid(seed, k),
+            name: n.id.clone(),
+            advertised: crate::nomad::identity::advertised(n.addr, opts.advertise_ip),
+        })
+        .collect();
     let index = nodes
         .iter()
         .enumerate()
@@ -315,6 +358,7 @@ pub async fn start(cfg: ClusterConfig, opts: FleetOptions) -> Result<FleetHandle
         .collect();
     let shared = Arc::new(FleetShared {
         nodes,
+        discovery,
         index,
         faults: tokio::sync::Mutex::new(FaultBook::default()),
         shutdown: CancellationToken::new(),
@@ -332,14 +376,30 @@ pub async fn start(cfg: ClusterConfig, opts: FleetOptions) -> Result<FleetHandle
             addr: opts.admin_addr,
             source,
         })?;
+    let nomad_listener =
+        TcpListener::bind(opts.nomad.addr)
+            .await
+            .map_err(|source| FleetError::NomadBind {
+                addr: opts.nomad.addr,
+                source,
+            })?;
+    let nomad_addr = nomad_listener
+        .local_addr()
+        .map_err(|source| FleetError::NomadBind {
+            addr: opts.nomad.addr,
+            source,
+        })?;
     for (node, listener) in shared.nodes.iter().zip(listeners) {
         node.serve_on(listener).await;
     }
     let admin = crate::admin::spawn(shared.clone(), admin_listener, opts.admin_token);
+    let nomad = crate::nomad::spawn(shared.clone(), nomad_listener, opts.nomad, seed);
     Ok(FleetHandle {
         shared,
         admin_addr,
         admin,
+        nomad_addr,
+        nomad,
         stack: stack_task,
     })
 }

@@ -287,11 +287,14 @@ impl NodeRpcs {
                 service_status: status as i32,
                 service_roles: vec![ServiceInfoRole::Orchestrator as i32],
                 service_startup: Some(clock.timestamp(started)),
-                machine_info: Some(MachineInfo {
-                    cpu_architecture: std::env::consts::ARCH.to_string(),
-                    cpu_family: "mock".to_string(),
-                    cpu_model: "mock".to_string(),
-                    cpu_model_name: "mock-node virtual CPU".to_string(),
+                machine_info: Some({
+                    let cpu = crate::machine::host_cpu();
+                    MachineInfo {
+                        cpu_architecture: cpu.architecture.clone(),
+                        cpu_family: cpu.family.clone(),
+                        cpu_model: cpu.model.clone(),
+                        cpu_model_name: cpu.model_name.clone(),
+                    }
                 }),
                 labels: self.node.labels.clone(),
                 metric_sandboxes_running: snap.sandboxes_running,

@@ -126,17 +126,25 @@ pub async fn start() -> (Stack, StackTask) {
     health.set_serving::<InfoServiceServer<NodeService>>().await;
     // The message limit answers oversized requests RESOURCE_EXHAUSTED before tonic's own
     // check (set to the same size) would answer OUT_OF_RANGE.
-    let router = tonic::transport::Server::builder()
-        .http2_max_header_list_size(MAX_HEADER_LIST_BYTES)
-        .layer(MessageLimitLayer::new(MAX_MESSAGE_BYTES))
-        .layer(HangLayer)
-        .add_service(health_svc)
+    let routes = tonic::service::Routes::new(health_svc)
         .add_service(
             SandboxServiceServer::new(NodeService).max_decoding_message_size(MAX_MESSAGE_BYTES),
         )
         .add_service(
             InfoServiceServer::new(NodeService).max_decoding_message_size(MAX_MESSAGE_BYTES),
         );
+    // HTTP/1.1 `GET /health` beside gRPC on the same port, as E2B's orchestrator serves it.
+    let routes = tonic::service::Routes::from(
+        routes
+            .into_axum_router()
+            .route("/health", axum::routing::get(crate::health_http::health)),
+    );
+    let router = tonic::transport::Server::builder()
+        .accept_http1(true)
+        .http2_max_header_list_size(MAX_HEADER_LIST_BYTES)
+        .layer(MessageLimitLayer::new(MAX_MESSAGE_BYTES))
+        .layer(HangLayer)
+        .add_routes(routes);
     let incoming = Incoming {
         joining: rx,
         listeners: SelectAll::new(),

@@ -128,17 +128,42 @@ pub fn write_report_dir(report: &Report, parent: &Path) -> io::Result<PathBuf> {
             Err(e) => return Err(at(&dir)(e)),
         }
     }
-    write_file(&dir.join("report.json"), |w| write_json(report, w))?;
-    write_file(&dir.join("report.md"), |w| write_markdown(report, w))?;
-    write_file(&dir.join("report.html"), |w| write_html(report, w))?;
+    let written = write_file(&dir.join("report.json"), |w| write_json(report, w))
+        .and_then(|()| write_file(&dir.join("report.md"), |w| write_markdown(report, w)))
+        .and_then(|()| write_file(&dir.join("report.html"), |w| write_html(report, w)));
+    if let Err(e) = written {
+        // A directory with part of a report would pass for a report: remove it whole
+        // (it was created above, so everything in it is this report's).
+        let _ = fs::remove_dir_all(&dir);
+        return Err(e);
+    }
     Ok(dir)
 }
 
+/// Writes `path` atomically: into a temporary name in the same directory, flushed to
+/// disk, then renamed over `path`. On failure the temporary file is removed, so no
+/// partial `path` is ever seen, and the error names `path`.
 fn write_file(
     path: &Path,
     f: impl FnOnce(&mut io::BufWriter<fs::File>) -> io::Result<()>,
 ) -> io::Result<()> {
-    let mut w = io::BufWriter::new(fs::File::create(path)?);
-    f(&mut w)?;
-    w.flush()
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+    let result = (|| {
+        let mut w = io::BufWriter::new(fs::File::create(&tmp)?);
+        f(&mut w)?;
+        let file = w.into_inner().map_err(io::IntoInnerError::into_error)?;
+        file.sync_all()?;
+        fs::rename(&tmp, path)
+    })();
+    result.map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        io::Error::new(
+            e.kind(),
+            format!("cannot write the report at {}: {e}", path.display()),
+        )
+    })
 }

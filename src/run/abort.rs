@@ -253,8 +253,9 @@ impl fmt::Display for AbortSummary {
                 None => writeln!(
                     f,
                     "aborted: cleanup did not run: this run's sandboxes are left running on {}; \
-                     list them with GET {}/sandboxes?metadata=stampede-run%3D{}",
-                    s.api, s.api, s.tag
+                     list them with GET {}/sandboxes?metadata=stampede-run%3D{}, \
+                     delete them with `stampede cleanup --api {} --tag {}`",
+                    s.api, s.api, s.tag, s.api, s.tag
                 )?,
             }
         }

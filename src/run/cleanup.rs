@@ -1,13 +1,12 @@
 //! Cleanup after a run against an external API: every sandbox the run created and did
 //! not delete is killed (`DELETE /sandboxes/{id}`) with a bounded retry. The run's
 //! creates carry the metadata tag `stampede-run=<tag>`, so sandboxes whose 201 the run
-//! never read (creates given up on a signal) are found by listing `GET /sandboxes`.
+//! never read (creates given up on a signal) are found by listing the API by that tag.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
 use futures::stream::{self, StreamExt};
-use serde::Deserialize;
 
 use super::abort::AbortState;
 use crate::report::{CleanupReport, NotCleaned};
@@ -21,8 +20,6 @@ const DELETE_TIMEOUT: Duration = Duration::from_secs(5);
 const FIRST_BACKOFF: Duration = Duration::from_millis(200);
 /// DELETEs in flight at once.
 const CONCURRENCY: usize = 16;
-/// Deadline of one listing.
-const LIST_TIMEOUT: Duration = Duration::from_secs(10);
 /// When creates were given up, how long their sandboxes may still appear in the
 /// listing after cleanup started, and how often it is read again meanwhile.
 const LATE_WINDOW: Duration = Duration::from_secs(1);
@@ -55,52 +52,17 @@ pub(crate) struct Leftovers {
     pub gave_up: bool,
 }
 
-#[derive(Debug, Deserialize)]
-struct Listed {
-    #[serde(rename = "sandboxID")]
-    sandbox_id: String,
-    #[serde(default)]
-    metadata: Option<std::collections::BTreeMap<String, String>>,
-}
-
 impl CleanupTarget {
-    /// Ids listed by `GET /sandboxes` that carry this run's tag.
+    /// Ids listed by the API that carry this run's tag.
     async fn tagged(&self, client: &reqwest::Client) -> Result<BTreeSet<String>, String> {
-        // E2B filters on `metadata=<url-encoded key=value>`; a service that ignores the
-        // query lists everything, so the tag is checked here as well.
-        let url = format!(
-            "{}/sandboxes?metadata={RUN_TAG_KEY}%3D{}",
-            self.api.trim_end_matches('/'),
-            self.tag
-        );
-        let resp = client
-            .get(&url)
-            .header("X-API-Key", self.key.expose())
-            .timeout(LIST_TIMEOUT)
-            .send()
-            .await
-            .map_err(|e| format!("GET /sandboxes: {e}"))?;
-        if !resp.status().is_success() {
-            return Err(format!("GET /sandboxes: status {}", resp.status()));
-        }
-        let all: Vec<Listed> = resp
-            .json()
-            .await
-            .map_err(|e| format!("GET /sandboxes: {e}"))?;
-        Ok(all
-            .into_iter()
-            .filter(|s| {
-                s.metadata
-                    .as_ref()
-                    .and_then(|m| m.get(RUN_TAG_KEY))
-                    .is_some_and(|t| t == &self.tag)
-            })
-            .map(|s| s.sandbox_id)
-            .collect())
+        let listed =
+            super::leftovers::list(client, &self.api, &self.key, Some((RUN_TAG_KEY, &self.tag)))
+                .await?;
+        Ok(listed.into_iter().map(|s| s.sandbox_id).collect())
     }
 
     /// Kills `id` with up to [`DELETE_ATTEMPTS`] tries; `Err` holds the last answer.
-    async fn kill(&self, client: &reqwest::Client, id: &str) -> Result<(), String> {
+    pub(super) async fn kill(&self, client: &reqwest::Client, id: &str) -> Result<(), String> {
         let url = format!("{}/sandboxes/{id}", self.api.trim_end_matches('/'));
         let mut backoff = FIRST_BACKOFF;
         let mut last = String::new();

@@ -94,9 +94,15 @@ pub(crate) async fn drive(
     };
     let start = Instant::now();
     let stop_sampling = CancellationToken::new();
-    let sampling = tokio::spawn(sampler.clone().run(start, stop_sampling.clone()));
-
     let judging = needs_set_checker(profile);
+    // Sandbox ids are read only by the set checker and the fault windows (which come
+    // with chaos, which is judged): without them a long run keeps counts only.
+    let sampling = if judging {
+        tokio::spawn(sampler.clone().run(start, stop_sampling.clone()))
+    } else {
+        tokio::spawn(sampler.clone().run_counts(start, stop_sampling.clone()))
+    };
+
     let before = if judging {
         chaos_stage::inventory_before(&target).await
     } else {
@@ -135,8 +141,10 @@ pub(crate) async fn drive(
             gate: gate_seen.clone(),
         })
     });
-    // `-q`: goose's own "N users launched." must not reach stdout either.
-    let muted = opts.quiet.then(MutedStdout::mute);
+    // goose prints "N users launched." on stdout from a worker thread, with a `println!`
+    // that panics when stdout is closed (`stampede run | head -1`); the run's own output
+    // is the summary printed at the end, and its progress goes to stderr.
+    let muted = MutedStdout::mute();
     let workload = run_workload(
         WorkloadRun {
             targets: target.urls.clone(),

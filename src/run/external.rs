@@ -14,7 +14,7 @@ use crate::error_chain::chain_text;
 use crate::placement::{REQUEST_TIMEOUT, SYNC_INTERVAL};
 use crate::profile::{ExternalPlacement, Profile};
 use crate::report::{CleanupReport, Report};
-use crate::workload::ApiKey;
+use crate::workload::{ApiKey, RUN_TAG_KEY};
 
 /// One run against `x.url`, truth from the first source the profile gives:
 /// mock-node admin URLs, else orchestrators over gRPC, else the API's `/nodes`.
@@ -48,6 +48,12 @@ pub(super) async fn run(
         .map_err(|e| StageError::Collect(chain_text(&e)))?;
     let node_ids = first.nodes.iter().map(|n| n.id.clone()).collect();
     let tag = cleanup::run_tag(&profile.name);
+    // Printed first, so that a run killed before its cleanup can still be cleaned up.
+    eprintln!(
+        "run tag: {RUN_TAG_KEY}={tag} (if this run dies before its cleanup: stampede cleanup --api {} --tag {tag})",
+        x.url
+    );
+    warn_of_leftovers(&x.url, &key, &tag).await;
     let mut settings = BTreeMap::new();
     settings.insert("target".to_string(), x.url.clone());
     let target = Target {
@@ -134,4 +140,22 @@ fn cleanup_text(c: &CleanupReport) -> String {
             format!(": {}", ids.join(", "))
         }
     )
+}
+
+/// Warns on stderr when earlier runs left tagged sandboxes on `api` (they weigh on the
+/// nodes this run measures). A listing that fails is only logged: the run goes on.
+async fn warn_of_leftovers(api: &str, key: &ApiKey, own_tag: &str) {
+    match super::leftovers::others_left(api, key, own_tag).await {
+        Ok(by_tag) if !by_tag.is_empty() => {
+            let total: usize = by_tag.values().sum();
+            let tags: Vec<String> = by_tag.iter().map(|(t, n)| format!("{t} ({n})")).collect();
+            eprintln!(
+                "warning: {total} sandboxes of earlier stampede runs are still running on {api}: {}; \
+                 remove them with `stampede cleanup --api {api} --tag TAG` (or `--older-than AGE`)",
+                tags.join(", ")
+            );
+        }
+        Ok(_) => {}
+        Err(e) => tracing::warn!(api, error = %e, "cannot list earlier runs' sandboxes"),
+    }
 }

@@ -19,8 +19,11 @@ impl GooseStaging {
         parent.join(format!(".goose-{}", std::process::id()))
     }
 
-    /// Staging under `parent` for this process, registered with `abort`.
+    /// Staging under `parent` for this process, registered with `abort`. The staging
+    /// directories that runs killed without a chance to clean up (SIGKILL) left under
+    /// `parent` are removed first.
     pub(crate) fn new(parent: &Path, abort: &AbortState) -> Self {
+        remove_stale(parent);
         let dir = Self::dir_under(parent);
         abort.add_staging(dir.clone());
         Self {
@@ -41,6 +44,58 @@ impl GooseStaging {
             std::fs::rename(e.path(), report_dir.join(e.file_name()))?;
         }
         Ok(())
+    }
+}
+
+/// Removes every `.goose-<pid>/` under `parent` whose process is gone. A directory
+/// whose pid is alive (another run, or a process that reused the pid) is left alone.
+fn remove_stale(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return; // no report parent yet: nothing stale
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(".goose-"))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == std::process::id() || process_alive(pid) {
+            continue;
+        }
+        match std::fs::remove_dir_all(e.path()) {
+            Ok(()) => {
+                tracing::info!(dir = %e.path().display(), "removed a dead run's goose staging")
+            }
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+            Err(err) => {
+                tracing::warn!(dir = %e.path().display(), error = %err, "cannot remove a dead run's goose staging");
+            }
+        }
+    }
+}
+
+/// Whether a process with this pid exists (signal 0 is sent to nobody; only ESRCH
+/// means it is gone, EPERM means it exists under another user).
+fn process_alive(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        let Ok(pid) = libc::pid_t::try_from(pid) else {
+            return true;
+        };
+        if pid <= 0 {
+            return true;
+        }
+        // SAFETY: kill with signal 0 only checks that the process exists.
+        let r = unsafe { libc::kill(pid, 0) };
+        r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        true
     }
 }
 

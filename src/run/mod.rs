@@ -10,6 +10,7 @@ mod embedded;
 mod external;
 mod final_read;
 mod goose_scratch;
+mod leftovers;
 mod mute;
 mod progress;
 mod result;
@@ -23,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use abort::{AbortState, AbortSummary, LeftActive, SandboxesLeft};
 pub use api_override::ApiOverride;
+pub use leftovers::{cleanup_leftovers, CleanupError, CleanupRequest, CleanupSummary, Selector};
 
 use crate::profile::{self, PlacementSection, Profile};
 use crate::report::{self, Report};
@@ -124,15 +126,33 @@ pub async fn run_profile(path: &Path, opts: RunOptions) -> Result<RunOutcome, Ru
         PlacementSection::Embedded(e) => embedded::run_all(&profile, e, &opts, &mut report).await,
         PlacementSection::External(x) => external::run(&profile, x, &opts, &mut report).await,
     };
+    let unhealed = unhealed_faults(&report);
     if let Err(e) = outcome {
         report.incomplete = true;
         report.incomplete_reason = Some(e.to_string());
+    } else if !unhealed.is_empty() {
+        report.incomplete = true;
+        report.incomplete_reason = Some(format!(
+            "the harness could not heal {}: it may still be in force",
+            unhealed.join(", ")
+        ));
     } else if opts.cancel.is_cancelled() {
         report.incomplete = true;
         report.incomplete_reason =
             Some("interrupted by a signal (SIGINT, SIGTERM or SIGHUP)".into());
     }
     finish(&profile, report, &opts, &staging)
+}
+
+/// Every fault a run applied and could not heal, named (`fault 3 (kill on node-01)`).
+fn unhealed_faults(report: &Report) -> Vec<String> {
+    report
+        .runs
+        .iter()
+        .flat_map(|r| &r.faults)
+        .filter(|f| !f.id.is_empty() && f.healed_at_ms.is_none())
+        .map(|f| format!("fault {} ({} on {})", f.id, f.kind, f.nodes.join(",")))
+        .collect()
 }
 
 /// Loads and validates the profile at `path`, turned into an external run by `api`.
@@ -185,14 +205,28 @@ fn finish(
     let dir = report::write_report_dir(&report, &parent)?;
     // On error too the staging directory goes when `staging` drops.
     staging.move_into(&dir)?;
-    {
-        let mut out = std::io::stdout().lock();
-        if opts.quiet {
-            report::write_verdict(&report, &mut out)?;
-        } else {
-            report::write_terminal(&report, &mut out)?;
+    // The report is written: a stdout that is closed or full (`stampede run | head -1`)
+    // loses the summary but must not turn the verdict into a harness failure.
+    if let Err(e) = print_summary(&report, &dir, opts.quiet, &mut std::io::stdout().lock()) {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("warning: cannot print the summary on stdout: {e}");
         }
-        writeln!(out, "report: {}", dir.display())?;
     }
     Ok(RunOutcome { report, dir })
+}
+
+/// The tables (or only the verdict with `quiet`) and where the report is.
+fn print_summary(
+    report: &Report,
+    dir: &Path,
+    quiet: bool,
+    out: &mut impl Write,
+) -> std::io::Result<()> {
+    if quiet {
+        report::write_verdict(report, &mut *out)?;
+    } else {
+        report::write_terminal(report, &mut *out)?;
+    }
+    writeln!(out, "report: {}", dir.display())?;
+    out.flush()
 }

@@ -1,9 +1,11 @@
-//! `run -q`: goose prints "N users launched." on stdout once its users are up, and no
-//! goose setting turns that line off (it is not behind `no_print_metrics` nor `quiet`,
-//! `GooseMetrics::reset_metrics` in goose 0.19). While a quiet workload runs, stdout
-//! points at `/dev/null`; the final summary is printed after it is restored.
+//! goose prints "N users launched." on stdout once its users are up, and no goose
+//! setting turns that line off (it is not behind `no_print_metrics` nor `quiet`,
+//! `GooseMetrics::reset_metrics` in goose 0.19). It is printed with `println!` from a
+//! worker thread, which panics when stdout is closed (`stampede run | head -1`). While a
+//! workload runs, stdout points at `/dev/null`; the run's summary is printed after it is
+//! restored, and the live progress goes to stderr.
 //!
-//! The descriptor is the process's, so the mute is counted: quiet runs that overlap in
+//! The descriptor is the process's, so the mute is counted: runs that overlap in
 //! one process (a test binary runs several) share one redirection, made by the first
 //! and undone by the last, and stdout is never left pointing at `/dev/null`.
 

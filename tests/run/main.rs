@@ -1,4 +1,4 @@
-//! `stampede run` end to end: the CLI, plans, progress, signals, secrets, restart drills, retry storms, the set checker, staging rehearsals, `collect`, trace replay.
+//! `stampede run` end to end: the CLI, plans, progress, signals, secrets, failing surroundings, restart drills, retry storms, the set checker, staging rehearsals, `collect`, trace replay.
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -8,6 +8,7 @@ mod collect_cli;
 mod placement_replay;
 mod plan;
 mod progress;
+mod reliability;
 mod restart_drill;
 mod retry_storm;
 mod secrets;

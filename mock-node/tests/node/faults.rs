@@ -65,19 +65,7 @@ async fn kill_resets_connections_then_heals_on_the_same_address() {
     other.list(()).await.expect("other nodes unaffected");
 
     assert_eq!(heal(&f, id).await, 204);
-    let back = eventually(Duration::from_secs(5), async || {
-        let ch = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
-            .expect("uri")
-            .timeout(Duration::from_secs(1));
-        match ch.connect().await {
-            Ok(ch) => stampede_proto::sandbox_service_client::SandboxServiceClient::new(ch)
-                .list(())
-                .await
-                .is_ok(),
-            Err(_) => false,
-        }
-    })
-    .await;
+    let back = eventually(Duration::from_secs(5), async || serves(addr).await).await;
     assert!(back, "node reachable again on {addr}");
     assert_eq!(
         truth(&f, 0).starting,
@@ -323,5 +311,77 @@ async fn restart_loses_sandboxes_and_changes_service_id() {
         .is_empty());
     let t = truth(&f, 0);
     assert_eq!((t.restarts, t.sandbox_count), (1, 0));
+    f.shutdown().await;
+}
+
+/// Whether a fresh connection to `addr` answers a `List`.
+async fn serves(addr: std::net::SocketAddr) -> bool {
+    let ch = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .expect("uri")
+        .timeout(Duration::from_secs(1));
+    match ch.connect().await {
+        Ok(ch) => stampede_proto::sandbox_service_client::SandboxServiceClient::new(ch)
+            .list(())
+            .await
+            .is_ok(),
+        Err(_) => false,
+    }
+}
+
+/// `GET /faults` over HTTP: the fault with `id`.
+async fn fault_info(f: &mock_node::fleet::FleetHandle, id: u64) -> serde_json::Value {
+    let all: serde_json::Value = http()
+        .get(format!("{}/faults", f.admin_url()))
+        .send()
+        .await
+        .expect("admin answers")
+        .json()
+        .await
+        .expect("JSON");
+    all["faults"]
+        .as_array()
+        .expect("faults")
+        .iter()
+        .find(|x| x["id"] == id)
+        .cloned()
+        .expect("fault listed")
+}
+
+/// A heal of `kill` whose address was taken meanwhile answered 500 but marked the fault
+/// healed, and `GET /nodes` said healthy while every RPC got UNAVAILABLE. The fault
+/// stays in force (node `killed`), says why, and its heal is retried until the address
+/// is free again.
+#[tokio::test]
+async fn a_kill_whose_address_is_taken_stays_in_force_and_heals_once_it_is_free() {
+    let f = fleet_with(2, |_| {}).await;
+    let addr = f.nodes()[0].addr;
+    let id = fault(&f, json!({"kind": "kill", "nodes": ["node-00"]})).await;
+    assert_eq!(nodes(&f).await.nodes[0].status, "killed");
+    // Another process takes the port while the node is down.
+    let squatter = std::net::TcpListener::bind(addr).expect("the freed port can be taken");
+
+    assert_eq!(heal(&f, id).await, 500, "the heal could not happen");
+    let info = fault_info(&f, id).await;
+    assert_eq!(info["active"], true, "{info}");
+    assert!(
+        info["heal_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("node-00")),
+        "{info}"
+    );
+    assert_eq!(nodes(&f).await.nodes[0].status, "killed");
+    let (mut other, _) = clients(f.nodes()[1].addr).await;
+    other.list(()).await.expect("other nodes unaffected");
+
+    drop(squatter);
+    let back = eventually(Duration::from_secs(10), async || {
+        fault_info(&f, id).await["active"] == false && serves(addr).await
+    })
+    .await;
+    assert!(back, "healed by the retry once the port was free");
+    assert_ne!(nodes(&f).await.nodes[0].status, "killed");
+    assert!(fault_info(&f, id).await.get("heal_error").is_none());
+    // A heal of the healed fault is a 404, as for any fault no longer in force.
+    assert_eq!(heal(&f, id).await, 404);
     f.shutdown().await;
 }

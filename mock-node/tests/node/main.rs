@@ -1,4 +1,4 @@
-//! mock-node over the network: its gRPC and admin APIs, faults, the node model, the wire format, config and CLI, hostile input.
+//! mock-node over the network: its gRPC and admin APIs, Nomad-style discovery, faults, the node model, the wire format, config and CLI, hostile input.
 
 mod support;
 
@@ -9,5 +9,6 @@ mod faults;
 mod hostile_rpc;
 mod many_nodes;
 mod model;
+mod nomad;
 mod rpc;
 mod wire;

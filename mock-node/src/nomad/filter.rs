@@ -1,0 +1,552 @@
+//! Nomad's `filter` query parameter: the go-bexpr expression language, evaluated on the
+//! JSON form of each listed object.
+//!
+//! Grammar (go-bexpr, as Nomad documents it under "Filtering"): `or`, `and`, `not`,
+//! parentheses, and match expressions `Sel == V`, `Sel != V`, `Sel contains V`,
+//! `Sel not contains V`, `V in Sel`, `V not in Sel`, `Sel is empty`, `Sel is not empty`,
+//! `Sel matches V`, `Sel not matches V`. A selector is a dotted path (`Meta.x`) or a
+//! bracketed key (`Meta["x"]`); a value is a double-quoted or backquoted string, a
+//! number, `true`/`false`, or a bare word. Parsing and evaluation errors carry the text
+//! Nomad wraps them in, so a caller sees the same 400 it would see from a real agent.
+
+use serde_json::Value;
+
+/// Why a filter was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FilterError {
+    /// The expression does not parse (Nomad: "failed to read filter expression").
+    #[error("failed to read filter expression: {0}")]
+    Syntax(String),
+    /// A selector names a field the object does not have (Nomad: "error finding value
+    /// in datum").
+    #[error("error finding value in datum: /{path} at part {part}: couldn't find key: struct field with name \"{field}\"")]
+    UnknownField {
+        /// The selector, slash-separated.
+        path: String,
+        /// Index of the missing part.
+        part: usize,
+        /// The missing field.
+        field: String,
+    },
+    /// A literal that cannot be compared with the field's type.
+    #[error("error evaluating expression: {0}")]
+    Mismatch(String),
+}
+
+/// A parsed filter expression.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    /// Both hold.
+    And(Box<Expr>, Box<Expr>),
+    /// Either holds.
+    Or(Box<Expr>, Box<Expr>),
+    /// Negation.
+    Not(Box<Expr>),
+    /// One match expression.
+    Match {
+        /// The field path.
+        selector: Vec<String>,
+        /// The operator.
+        op: Op,
+        /// The literal (empty for `is empty`).
+        value: String,
+    },
+}
+
+/// A match operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// `==`
+    Equal,
+    /// `!=`
+    NotEqual,
+    /// `contains` (and `V in Sel`)
+    Contains,
+    /// `not contains` (and `V not in Sel`)
+    NotContains,
+    /// `is empty`
+    IsEmpty,
+    /// `is not empty`
+    IsNotEmpty,
+    /// `matches` (a regular expression)
+    Matches,
+    /// `not matches`
+    NotMatches,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Word(String),
+    Str(String),
+    Op(&'static str),
+    LParen,
+    RParen,
+    LBracket,
+    RBracket,
+    Dot,
+}
+
+fn lex(s: &str) -> Result<Vec<(usize, Tok)>, FilterError> {
+    let mut out = Vec::new();
+    let b: Vec<char> = s.chars().collect();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        let at = i;
+        match c {
+            ' ' | '\t' | '\r' | '\n' => i += 1,
+            '(' | ')' | '[' | ']' | '.' => {
+                let t = match c {
+                    '(' => Tok::LParen,
+                    ')' => Tok::RParen,
+                    '[' => Tok::LBracket,
+                    ']' => Tok::RBracket,
+                    _ => Tok::Dot,
+                };
+                out.push((at, t));
+                i += 1;
+            }
+            '=' | '!' => {
+                if b.get(i + 1) == Some(&'=') {
+                    out.push((at, Tok::Op(if c == '=' { "==" } else { "!=" })));
+                    i += 2;
+                } else {
+                    return Err(syntax(at, "expected \"==\" or \"!=\""));
+                }
+            }
+            '"' => {
+                let mut v = String::new();
+                i += 1;
+                loop {
+                    match b.get(i) {
+                        None => return Err(syntax(at, "unterminated string")),
+                        Some('"') => break,
+                        Some('\\') => {
+                            match b.get(i + 1) {
+                                Some(&e @ ('"' | '\\')) => v.push(e),
+                                Some('n') => v.push('\n'),
+                                Some('t') => v.push('\t'),
+                                _ => return Err(syntax(i, "invalid escape")),
+                            }
+                            i += 2;
+                            continue;
+                        }
+                        Some(&ch) => v.push(ch),
+                    }
+                    i += 1;
+                }
+                out.push((at, Tok::Str(v)));
+                i += 1;
+            }
+            '`' => {
+                let rest: String = b[i + 1..].iter().collect();
+                let Some(end) = rest.find('`') else {
+                    return Err(syntax(at, "unterminated string"));
+                };
+                out.push((at, Tok::Str(rest[..end].to_string())));
+                i += 1 + rest[..end].chars().count() + 1;
+            }
+            c if c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '/' => {
+                let mut w = String::new();
+                while let Some(&ch) = b.get(i) {
+                    if ch.is_ascii_alphanumeric() || ch == '_' || ch == '-' || ch == '/' {
+                        w.push(ch);
+                        i += 1;
+                    } else {
+                        break;
+                    }
+                }
+                out.push((at, Tok::Word(w)));
+            }
+            _ => return Err(syntax(at, &format!("unexpected character {c:?}"))),
+        }
+    }
+    Ok(out)
+}
+
+fn syntax(at: usize, msg: &str) -> FilterError {
+    FilterError::Syntax(format!("1:{} ({at}): {msg}", at + 1))
+}
+
+/// Deepest nesting of parentheses and `not` accepted: the parser recurses, and a URL
+/// can carry tens of thousands of `(`. Deeper is a syntax error, not a stack overflow.
+const MAX_DEPTH: usize = 64;
+
+struct Parser {
+    toks: Vec<(usize, Tok)>,
+    pos: usize,
+    len: usize,
+    depth: usize,
+}
+
+impl Parser {
+    fn peek(&self) -> Option<&Tok> {
+        self.toks.get(self.pos).map(|(_, t)| t)
+    }
+    fn at(&self) -> usize {
+        self.toks.get(self.pos).map_or(self.len, |(a, _)| *a)
+    }
+    fn word_is(&self, w: &str) -> bool {
+        matches!(self.peek(), Some(Tok::Word(x)) if x == w)
+    }
+    fn bump(&mut self) -> Option<Tok> {
+        let t = self.toks.get(self.pos).map(|(_, t)| t.clone());
+        self.pos += 1;
+        t
+    }
+
+    fn or(&mut self) -> Result<Expr, FilterError> {
+        let mut e = self.and()?;
+        while self.word_is("or") {
+            self.bump();
+            e = Expr::Or(Box::new(e), Box::new(self.and()?));
+        }
+        Ok(e)
+    }
+    fn and(&mut self) -> Result<Expr, FilterError> {
+        let mut e = self.not()?;
+        while self.word_is("and") {
+            self.bump();
+            e = Expr::And(Box::new(e), Box::new(self.not()?));
+        }
+        Ok(e)
+    }
+    fn not(&mut self) -> Result<Expr, FilterError> {
+        self.depth += 1;
+        let e = self.not_inner();
+        self.depth -= 1;
+        e
+    }
+    fn not_inner(&mut self) -> Result<Expr, FilterError> {
+        if self.depth > MAX_DEPTH {
+            return Err(syntax(self.at(), "expression nested too deeply"));
+        }
+        if self.word_is("not") {
+            self.bump();
+            return Ok(Expr::Not(Box::new(self.not()?)));
+        }
+        if self.peek() == Some(&Tok::LParen) {
+            self.bump();
+            let e = self.or()?;
+            if self.bump() != Some(Tok::RParen) {
+                return Err(syntax(self.at(), "expected \")\""));
+            }
+            return Ok(e);
+        }
+        self.matching()
+    }
+
+    /// `Sel op V`, `Sel is [not] empty`, or `V [not] in Sel`.
+    fn matching(&mut self) -> Result<Expr, FilterError> {
+        let start = self.pos;
+        // `V [not] in Sel`: a value followed by `in` / `not in`.
+        if let Some(v) = self.value_token() {
+            let negated = self.word_is("not")
+                && matches!(self.toks.get(self.pos + 1), Some((_, Tok::Word(w))) if w == "in");
+            if self.word_is("in") || negated {
+                if negated {
+                    self.bump();
+                }
+                self.bump();
+                let selector = self.selector()?;
+                let op = if negated {
+                    Op::NotContains
+                } else {
+                    Op::Contains
+                };
+                return Ok(Expr::Match {
+                    selector,
+                    op,
+                    value: v,
+                });
+            }
+        }
+        self.pos = start;
+        let selector = self.selector()?;
+        let (op, needs_value) = match self.bump() {
+            Some(Tok::Op("==")) => (Op::Equal, true),
+            Some(Tok::Op("!=")) => (Op::NotEqual, true),
+            Some(Tok::Word(w)) if w == "contains" => (Op::Contains, true),
+            Some(Tok::Word(w)) if w == "matches" => (Op::Matches, true),
+            Some(Tok::Word(w)) if w == "not" => match self.bump() {
+                Some(Tok::Word(w)) if w == "contains" => (Op::NotContains, true),
+                Some(Tok::Word(w)) if w == "matches" => (Op::NotMatches, true),
+                _ => return Err(syntax(self.at(), "expected \"contains\" or \"matches\"")),
+            },
+            Some(Tok::Word(w)) if w == "is" => {
+                let negated = self.word_is("not");
+                if negated {
+                    self.bump();
+                }
+                match self.bump() {
+                    Some(Tok::Word(w)) if w == "empty" => {
+                        (if negated { Op::IsNotEmpty } else { Op::IsEmpty }, false)
+                    }
+                    _ => return Err(syntax(self.at(), "expected \"empty\"")),
+                }
+            }
+            _ => {
+                return Err(syntax(
+                    self.at(),
+                    "no match found, expected: \"!=\", \"==\", \"contains\", \"is\", \"matches\" or \"not\"",
+                ))
+            }
+        };
+        let value = if needs_value {
+            self.value_token()
+                .ok_or_else(|| syntax(self.at(), "expected a value"))?
+        } else {
+            String::new()
+        };
+        Ok(Expr::Match {
+            selector,
+            op,
+            value,
+        })
+    }
+
+    fn value_token(&mut self) -> Option<String> {
+        match self.peek() {
+            Some(Tok::Str(s)) => {
+                let s = s.clone();
+                self.bump();
+                Some(s)
+            }
+            Some(Tok::Word(w)) if !is_keyword(w) => {
+                let w = w.clone();
+                // A dotted bare word is a selector, never a value.
+                if matches!(
+                    self.toks.get(self.pos + 1),
+                    Some((_, Tok::Dot | Tok::LBracket))
+                ) {
+                    return None;
+                }
+                self.bump();
+                Some(w)
+            }
+            _ => None,
+        }
+    }
+
+    fn selector(&mut self) -> Result<Vec<String>, FilterError> {
+        let mut parts = match self.bump() {
+            Some(Tok::Word(w)) if !is_keyword(&w) => vec![w],
+            _ => return Err(syntax(self.at(), "expected a selector")),
+        };
+        loop {
+            match self.peek() {
+                Some(Tok::Dot) => {
+                    self.bump();
+                    match self.bump() {
+                        Some(Tok::Word(w)) => parts.push(w),
+                        _ => return Err(syntax(self.at(), "expected a field name")),
+                    }
+                }
+                Some(Tok::LBracket) => {
+                    self.bump();
+                    match (self.bump(), self.bump()) {
+                        (Some(Tok::Str(k)), Some(Tok::RBracket)) => parts.push(k),
+                        _ => return Err(syntax(self.at(), "expected [\"key\"]")),
+                    }
+                }
+                _ => return Ok(parts),
+            }
+        }
+    }
+}
+
+fn is_keyword(w: &str) -> bool {
+    matches!(
+        w,
+        "and" | "or" | "not" | "in" | "is" | "empty" | "contains" | "matches"
+    )
+}
+
+/// Parses a filter expression.
+pub fn parse(s: &str) -> Result<Expr, FilterError> {
+    let toks = lex(s)?;
+    let mut p = Parser {
+        len: s.len(),
+        toks,
+        pos: 0,
+        depth: 0,
+    };
+    if p.toks.is_empty() {
+        return Err(syntax(0, "empty expression"));
+    }
+    let e = p.or()?;
+    if p.pos < p.toks.len() {
+        return Err(syntax(p.at(), "unexpected input after the expression"));
+    }
+    Ok(e)
+}
+
+impl Expr {
+    /// Whether `datum` (an object's JSON form, field names as Nomad's API spells them)
+    /// matches.
+    pub fn eval(&self, datum: &Value) -> Result<bool, FilterError> {
+        match self {
+            Expr::And(a, b) => Ok(a.eval(datum)? && b.eval(datum)?),
+            Expr::Or(a, b) => Ok(a.eval(datum)? || b.eval(datum)?),
+            Expr::Not(e) => Ok(!e.eval(datum)?),
+            Expr::Match {
+                selector,
+                op,
+                value,
+            } => {
+                let field = lookup(datum, selector)?;
+                compare(field, *op, value)
+            }
+        }
+    }
+}
+
+/// The field a selector names. A missing top-level field is an error (a struct field);
+/// a missing key deeper down is a missing map entry, which compares as absent.
+fn lookup<'a>(datum: &'a Value, selector: &[String]) -> Result<Option<&'a Value>, FilterError> {
+    let mut cur = datum;
+    for (i, part) in selector.iter().enumerate() {
+        match cur.get(part) {
+            Some(v) => cur = v,
+            None if i == 0 => {
+                return Err(FilterError::UnknownField {
+                    path: selector.join("/"),
+                    part: i,
+                    field: part.clone(),
+                })
+            }
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(cur))
+}
+
+fn compare(field: Option<&Value>, op: Op, lit: &str) -> Result<bool, FilterError> {
+    let empty = match field {
+        None | Some(Value::Null) => true,
+        Some(Value::String(s)) => s.is_empty(),
+        Some(Value::Array(a)) => a.is_empty(),
+        Some(Value::Object(o)) => o.is_empty(),
+        Some(_) => false,
+    };
+    Ok(match op {
+        Op::IsEmpty => empty,
+        Op::IsNotEmpty => !empty,
+        Op::Equal => equals(field, lit)?,
+        Op::NotEqual => !equals(field, lit)?,
+        Op::Contains => contains(field, lit)?,
+        Op::NotContains => !contains(field, lit)?,
+        Op::Matches => matches(field, lit)?,
+        Op::NotMatches => !matches(field, lit)?,
+    })
+}
+
+fn equals(field: Option<&Value>, lit: &str) -> Result<bool, FilterError> {
+    Ok(match field {
+        None | Some(Value::Null) => false,
+        Some(Value::String(s)) => s == lit,
+        Some(Value::Bool(b)) => {
+            *b == lit
+                .parse::<bool>()
+                .map_err(|_| FilterError::Mismatch(format!("{lit:?} is not a bool")))?
+        }
+        Some(Value::Number(n)) => {
+            let want: f64 = lit
+                .parse()
+                .map_err(|_| FilterError::Mismatch(format!("{lit:?} is not a number")))?;
+            n.as_f64() == Some(want)
+        }
+        Some(_) => {
+            return Err(FilterError::Mismatch(
+                "== and != need a string, number or bool field".into(),
+            ))
+        }
+    })
+}
+
+fn contains(field: Option<&Value>, lit: &str) -> Result<bool, FilterError> {
+    Ok(match field {
+        None | Some(Value::Null) => false,
+        Some(Value::String(s)) => s.contains(lit),
+        Some(Value::Array(a)) => a.iter().any(|v| matches!(v, Value::String(s) if s == lit)),
+        Some(Value::Object(o)) => o.contains_key(lit),
+        Some(_) => {
+            return Err(FilterError::Mismatch(
+                "contains and in need a string, list or map field".into(),
+            ))
+        }
+    })
+}
+
+fn matches(field: Option<&Value>, lit: &str) -> Result<bool, FilterError> {
+    let re = regex::Regex::new(lit).map_err(|e| FilterError::Syntax(e.to_string()))?;
+    Ok(match field {
+        None | Some(Value::Null) => false,
+        Some(Value::String(s)) => re.is_match(s),
+        Some(_) => return Err(FilterError::Mismatch("matches needs a string field".into())),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn node() -> Value {
+        json!({"ID": "6b1e0c8a-0000", "Status": "ready", "NodePool": "default",
+               "Drain": false, "CreateIndex": 7, "Attributes": {"os.name": "linux"},
+               "Tags": ["a", "b"]})
+    }
+
+    #[test]
+    fn e2b_legacy_node_filter_selects_ready_default_pool_nodes() {
+        let e = parse(r#"Status == "ready" and NodePool == "default""#).expect("parses");
+        assert!(e.eval(&node()).expect("evaluates"));
+        let other = json!({"Status": "ready", "NodePool": "stampede"});
+        assert!(!e.eval(&other).expect("evaluates"));
+    }
+
+    #[test]
+    fn e2b_allocation_filter_parses() {
+        let f = "ClientStatus == \"running\" and ((TaskGroup == \"template-manager\" and JobID contains \"template-manager\") or (TaskGroup == \"client-orchestrator\" and JobID contains \"orchestrator\"))";
+        parse(f).expect("E2B's template-builder filter parses");
+    }
+
+    #[test]
+    fn operators_follow_bexpr() {
+        let n = node();
+        let t = |s: &str| parse(s).expect(s).eval(&n).expect(s);
+        assert!(t("Status != \"down\""));
+        assert!(t("ID contains `6b1e`"));
+        assert!(t("\"a\" in Tags"));
+        assert!(t("\"z\" not in Tags"));
+        assert!(t("Attributes[\"os.name\"] == linux"));
+        assert!(t("Attributes.missing is empty"));
+        assert!(t("Tags is not empty"));
+        assert!(t("Drain == false and CreateIndex == 7"));
+        assert!(t("not (Status == \"down\" or NodePool matches \"^x\")"));
+    }
+
+    #[test]
+    fn bad_input_is_an_error_never_a_panic() {
+        for bad in [
+            "",
+            "Status ==",
+            "Status = \"x\"",
+            "(Status == \"x\"",
+            "\"x",
+            "a b c",
+            "Status is",
+            "%",
+        ] {
+            assert!(matches!(parse(bad), Err(FilterError::Syntax(_))), "{bad}");
+        }
+        let e = parse("Nope == \"x\"").expect("parses");
+        assert!(matches!(
+            e.eval(&node()),
+            Err(FilterError::UnknownField { .. })
+        ));
+        let e = parse("Drain == maybe").expect("parses");
+        assert!(matches!(e.eval(&node()), Err(FilterError::Mismatch(_))));
+    }
+}
