@@ -422,8 +422,6 @@ pub struct NodeTruth {
     pub creates_failed: u64,
     /// Deletes and pauses that removed a sandbox.
     pub deletes_ok: u64,
-    /// Sandboxes expired at their end time.
-    pub expired: u64,
     /// Restarts so far.
     pub restarts: u64,
     /// Ids of the faults in force on this node, as strings.

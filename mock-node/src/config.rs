@@ -49,6 +49,40 @@ impl ClusterConfig {
         }
     }
 
+    /// Each node's background host load ([`NodeSpec::idle_cpu_percent`]), from
+    /// `cluster_seed`: nodes sharing a range draw distinct values while the range has
+    /// one for each of them, else independently.
+    pub fn idle_cpu_percents(&self, cluster_seed: u64) -> Vec<u32> {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(cluster_seed ^ 0x1D1E_C0DE_5EED_0001);
+        let specs: Vec<VcpuRange> = (0..self.nodes)
+            .map(|k| self.spec_for(k).idle_cpu_percent)
+            .collect();
+        let mut sharing: BTreeMap<(u32, u32), usize> = BTreeMap::new();
+        for r in &specs {
+            *sharing.entry((r.min, r.max)).or_default() += 1;
+        }
+        let mut used: BTreeMap<(u32, u32), std::collections::BTreeSet<u32>> = BTreeMap::new();
+        specs
+            .iter()
+            .map(|r| {
+                if r.max <= r.min {
+                    return r.min;
+                }
+                let key = (r.min, r.max);
+                let distinct = u64::from(r.max - r.min) + 1 >= sharing[&key] as u64;
+                let taken = used.entry(key).or_default();
+                loop {
+                    let v = rng.random_range(r.min..=r.max);
+                    // Terminates: while `distinct`, fewer values are taken than exist.
+                    if !distinct || taken.insert(v) {
+                        return v;
+                    }
+                }
+            })
+            .collect()
+    }
+
     /// Ids named in `overrides` that are not nodes of this cluster (a likely typo).
     pub fn unknown_override_ids(&self) -> Vec<String> {
         let ids: Vec<String> = (0..self.nodes).map(|k| self.node_id(k)).collect();
@@ -99,11 +133,22 @@ pub struct NodeSpec {
     pub busy_fraction: f64,
     /// How `metric_cpu_percent` is computed from the busy CPUs. Default `host`.
     pub cpu_percent: CpuPercentModel,
-    /// Background host CPU load (100 = one busy CPU), drawn uniformly in `[min, max]` per
-    /// node and counted as busy CPU in `metric_cpu_percent`. Real hosts never report
-    /// identical CPU usage, and Best-of-K breaks ties between equally allocated nodes on
-    /// it. E2B's benchmark has none. Default 0..0.
+    /// Background load added to `metric_cpu_percent` (in the figure's own unit: percent
+    /// of the host under `host`), drawn per node in `[min, max]`. A fleet draws it without
+    /// replacement among the nodes that share the range, while the range has a value for
+    /// each, so no two default nodes report the same figure: real hosts never do, and
+    /// Best-of-K's order between equally allocated nodes rests on it. Default 1..20, an
+    /// assumption (an idle orchestrator host runs the orchestrator, its Nomad and Consul
+    /// agents and exporters; E2B publishes no figure). E2B's benchmark has none: 0..0.
     pub idle_cpu_percent: VcpuRange,
+    /// How often the node resamples `metric_cpu_percent`; ServiceInfo reports the last
+    /// sample, while the allocated vCPU and counts stay live. Default 10s, E2B's
+    /// `hostPollInterval` (`packages/orchestrator/pkg/metrics/host.go`); each node's
+    /// ticks start at a seeded phase. 0 = live (E2B's benchmark pushes it with each
+    /// heartbeat).
+    #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub cpu_percent_period: Duration,
     /// ServiceInfo serves a snapshot refreshed every `metrics_lag`; 0 = live. Default 0s.
     #[serde(with = "humantime_serde")]
     #[schemars(with = "String")]
@@ -128,7 +173,8 @@ impl Default for NodeSpec {
             baseline_vcpu: VcpuRange::default(),
             busy_fraction: 0.5,
             cpu_percent: CpuPercentModel::default(),
-            idle_cpu_percent: VcpuRange::default(),
+            idle_cpu_percent: VcpuRange { min: 1, max: 20 },
+            cpu_percent_period: Duration::from_secs(10),
             metrics_lag: Duration::ZERO,
         }
     }
@@ -162,6 +208,10 @@ pub struct NodeOverride {
     pub cpu_percent: Option<CpuPercentModel>,
     /// See [`NodeSpec::idle_cpu_percent`].
     pub idle_cpu_percent: Option<VcpuRange>,
+    /// See [`NodeSpec::cpu_percent_period`].
+    #[serde(with = "humantime_serde")]
+    #[schemars(with = "Option<String>")]
+    pub cpu_percent_period: Option<Duration>,
     /// See [`NodeSpec::metrics_lag`].
     #[serde(with = "humantime_serde")]
     #[schemars(with = "Option<String>")]
@@ -185,6 +235,7 @@ impl NodeOverride {
             busy_fraction: self.busy_fraction.unwrap_or(b.busy_fraction),
             cpu_percent: self.cpu_percent.unwrap_or(b.cpu_percent),
             idle_cpu_percent: self.idle_cpu_percent.unwrap_or(b.idle_cpu_percent),
+            cpu_percent_period: self.cpu_percent_period.unwrap_or(b.cpu_percent_period),
             metrics_lag: self.metrics_lag.unwrap_or(b.metrics_lag),
         }
     }

@@ -194,7 +194,6 @@ fn node_truth(node: &NodeRuntime, advertised: SocketAddr) -> NodeTruth {
         creates_rejected: c.creates_rejected,
         creates_failed: c.creates_failed,
         deletes_ok: c.deletes_ok,
-        expired: c.expired,
         restarts: c.restarts,
         active_faults: eff.fault_ids.iter().map(|i| i.to_string()).collect(),
         sandbox_ids: snap.sandbox_ids,
@@ -311,7 +310,8 @@ pub async fn start(cfg: ClusterConfig, opts: FleetOptions) -> Result<FleetHandle
     let mut listeners = Vec::with_capacity(cfg.nodes);
     let mut nodes = Vec::with_capacity(cfg.nodes);
     let mut free_ports = FreePorts::new();
-    for k in 0..cfg.nodes {
+    let idle = cfg.idle_cpu_percents(seed);
+    for (k, &idle_load) in idle.iter().enumerate() {
         let id = match &opts.node_id {
             Some(id) => id.clone(),
             None => cfg.node_id(k),
@@ -332,7 +332,8 @@ pub async fn start(cfg: ClusterConfig, opts: FleetOptions) -> Result<FleetHandle
             addr,
             source,
         })?;
-        let model = NodeModel::new(id, cfg.spec_for(k), node_seed(seed, k));
+        let model = NodeModel::new(id, cfg.spec_for(k), node_seed(seed, k))
+            .with_idle_cpu_percent(idle_load);
         nodes.push(Arc::new(NodeRuntime::new(
             model,
             bound,

@@ -1,8 +1,11 @@
-//! The sans-IO model of one orchestrator node: admission, inventory, expiry, metrics.
+//! The sans-IO model of one orchestrator node: admission, inventory, metrics.
 //!
 //! No clock and no I/O: every call takes `now`, the time since fleet start. The gRPC
 //! server and the discrete-event simulator both drive this one model, so the node the
-//! simulator sees is the node the wire sees. Expiry is applied lazily at every call.
+//! simulator sees is the node the wire sees. A sandbox never leaves by itself: E2B's
+//! orchestrator only reports its `end_time` in `List`
+//! (`packages/orchestrator/pkg/server/sandboxes.go`); it leaves through Delete, Pause or
+//! a restart, and the API's evictor is what sends that Delete.
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
@@ -46,9 +49,11 @@ pub struct NodeModel {
     counters: Counters,
     last_now: Duration,
     lagged: Option<(u128, MetricsSnapshot)>,
-    /// A lower bound of the earliest `end` among running sandboxes: `advance` scans
-    /// for expiries only once time has reached it (the scan is O(running)).
-    next_expiry: Option<Duration>,
+    /// Offset of this node's host-CPU sampling ticks from its start (a real host's
+    /// sampler starts with its process, at an arbitrary phase).
+    cpu_phase: Duration,
+    /// Host CPU% as last sampled, with the sampling period it belongs to.
+    cpu_sample: Option<(u128, u32)>,
     frozen: Option<MetricsSnapshot>,
 }
 
@@ -69,6 +74,12 @@ impl NodeModel {
         } else {
             p.min
         };
+        let period = spec.cpu_percent_period.as_nanos();
+        let cpu_phase = if period > 1 {
+            Duration::from_nanos(rng.random_range(0..period.min(u128::from(u64::MAX)) as u64))
+        } else {
+            Duration::ZERO
+        };
         Self {
             id,
             spec,
@@ -85,9 +96,24 @@ impl NodeModel {
             counters: Counters::default(),
             last_now: Duration::ZERO,
             lagged: None,
-            next_expiry: None,
+            cpu_phase,
+            cpu_sample: None,
             frozen: None,
         }
+    }
+
+    /// The same node with its background host load set to `percent` (a fleet draws
+    /// these together so that no two of its nodes share one, see
+    /// [`ClusterConfig::idle_cpu_percents`](crate::config::ClusterConfig::idle_cpu_percents)).
+    pub fn with_idle_cpu_percent(mut self, percent: u32) -> Self {
+        self.idle_cpu_percent = percent;
+        self.cpu_sample = None;
+        self
+    }
+
+    /// Background host load drawn for this node (see [`NodeSpec::idle_cpu_percent`](crate::config::NodeSpec::idle_cpu_percent)).
+    pub fn idle_cpu_percent(&self) -> u32 {
+        self.idle_cpu_percent
     }
 
     /// Node id (`node-03`).
@@ -122,12 +148,6 @@ impl NodeModel {
     pub fn starting_count(&self) -> usize {
         self.starting.len()
     }
-    /// The earliest `end_time` of a running sandbox as of the last [`advance`](Self::advance):
-    /// the node's state changes then without any call.
-    pub fn next_expiry(&self) -> Option<Duration> {
-        self.next_expiry
-    }
-
     /// Counts `n` refusals for `reason` at once (a simulator's parked retries).
     pub fn count_refusals(&mut self, reason: &str, n: u64) {
         if n > 0 {
@@ -144,25 +164,22 @@ impl NodeModel {
         &self.counters
     }
 
-    /// Applies expiry and refreshes the lagged metrics snapshot when its period ended.
-    /// Every other call does this first; drivers may also call it on a timer.
+    /// Takes a new host CPU sample and refreshes the lagged metrics snapshot when their
+    /// periods ended. Every other call does this first, before changing anything, so
+    /// the state it samples is the state at the period's start (nothing changed between
+    /// two calls); drivers may also call it on a timer.
     pub fn advance(&mut self, now: Duration) {
         let now = now.max(self.last_now);
         self.last_now = now;
-        if self.next_expiry.is_some_and(|t| t <= now) {
-            let expired: Vec<String> = self
-                .running
-                .iter()
-                .filter(|(_, s)| s.end.is_some_and(|e| e <= now))
-                .map(|(id, _)| id.clone())
-                .collect();
-            for id in expired {
-                if let Some(sb) = self.running.remove(&id) {
-                    self.running_vcpu -= u64::from(sb.vcpu);
-                }
-                self.counters.expired += 1;
+        // Zero period means a live figure: no sample kept.
+        let since_start = now.saturating_sub(self.started_at) + self.cpu_phase;
+        if let Some(p) = since_start
+            .as_nanos()
+            .checked_div(self.spec.cpu_percent_period.as_nanos())
+        {
+            if self.cpu_sample.is_none_or(|(q, _)| q != p) {
+                self.cpu_sample = Some((p, self.cpu_percent()));
             }
-            self.next_expiry = self.running.values().filter_map(|s| s.end).min();
         }
         // Zero lag means live metrics: no period, no snapshot.
         if let Some(period) = now.as_nanos().checked_div(self.spec.metrics_lag.as_nanos()) {
@@ -170,11 +187,6 @@ impl NodeModel {
                 self.lagged = Some((period, self.live_metrics(now)));
             }
         }
-    }
-
-    /// Removes the sandboxes whose `end_time` is at or before `now`.
-    pub fn expire(&mut self, now: Duration) {
-        self.advance(now);
     }
 
     /// Validates and admits a create; on success the sandbox is *starting* until
@@ -308,7 +320,6 @@ impl NodeModel {
                 self.starting_vcpu -= u64::from(sb.vcpu);
                 self.running_vcpu += u64::from(sb.vcpu);
                 sb.start = self.last_now;
-                self.note_end(sb.end);
                 self.counters.creates_ok += 1;
                 Ok(match self.running.entry(id) {
                     Entry::Vacant(v) => v.insert(sb),
@@ -353,7 +364,8 @@ impl NodeModel {
         Ok(sb)
     }
 
-    /// Changes the expiry of a running sandbox (`None` = never).
+    /// Changes the `end_time` a running sandbox reports (`None` = none). The node does
+    /// not act on it: the API's evictor does.
     pub fn update_end_time(
         &mut self,
         sandbox_id: &str,
@@ -366,15 +378,7 @@ impl NodeModel {
             .get_mut(sandbox_id)
             .ok_or_else(|| NotFound(sandbox_id.to_string()))?;
         sb.end = end;
-        self.note_end(end);
         Ok(())
-    }
-
-    /// Keeps `next_expiry` a lower bound after a sandbox got `end`.
-    fn note_end(&mut self, end: Option<Duration>) {
-        if let Some(e) = end {
-            self.next_expiry = Some(self.next_expiry.map_or(e, |n| n.min(e)));
-        }
     }
 
     /// Running sandboxes, by id.
@@ -441,6 +445,9 @@ impl NodeModel {
         self.service_id = new_service_id(&mut self.rng);
         self.started_at = self.last_now;
         self.counters.restarts += 1;
+        // A new process primes its host sampler at once (`HostMetrics.Start`).
+        self.cpu_phase = Duration::ZERO;
+        self.cpu_sample = None;
         self.lagged = None;
         self.frozen = None;
         self.advance(now);
@@ -485,7 +492,10 @@ impl NodeModel {
         let s = &self.spec;
         let allocated = u64::from(self.baseline_vcpu).saturating_add(self.running_vcpu);
         let allocated_vcpu = u32::try_from(allocated).unwrap_or(u32::MAX);
-        let cpu_percent = self.cpu_percent();
+        let cpu_percent = match self.cpu_sample {
+            Some((_, sampled)) if !self.spec.cpu_percent_period.is_zero() => sampled,
+            _ => self.cpu_percent(),
+        };
         // Saturating, never wrapping: a total past u64 reads as "everything", not as a little.
         let mem_mib = self
             .running
@@ -514,18 +524,19 @@ impl NodeModel {
         ids
     }
 
-    /// `metric_cpu_percent` now, per the spec's [`CpuPercentModel`].
+    /// `metric_cpu_percent` of the node's state now, per the spec's [`CpuPercentModel`],
+    /// before any sampling period applies.
     fn cpu_percent(&self) -> u32 {
         let s = &self.spec;
-        let idle_cpus = f64::from(self.idle_cpu_percent) / 100.0;
+        let idle = f64::from(self.idle_cpu_percent);
         let sandboxes = self.running_vcpu as f64;
         let percent = match s.cpu_percent {
             CpuPercentModel::Host => {
                 let allocated = f64::from(self.baseline_vcpu) + sandboxes;
-                let busy = idle_cpus + s.busy_fraction * allocated;
-                (100.0 * busy / f64::from(s.cpu_count.max(1))).clamp(0.0, 100.0)
+                let busy = s.busy_fraction * allocated;
+                (idle + 100.0 * busy / f64::from(s.cpu_count.max(1))).clamp(0.0, 100.0)
             }
-            CpuPercentModel::PerSandbox => 100.0 * (idle_cpus + s.busy_fraction * sandboxes),
+            CpuPercentModel::PerSandbox => idle + 100.0 * s.busy_fraction * sandboxes,
         };
         // `as` saturates: a figure past u32 reads as the most, never wraps.
         percent.round() as u32

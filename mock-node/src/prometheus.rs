@@ -67,7 +67,7 @@ pub fn write_sample(
 pub fn render(truth: &NodesResponse) -> String {
     let mut out = String::new();
     type Getter = fn(&crate::api::NodeTruth) -> u64;
-    let gauges: [(&str, &str, &str, Getter); 10] = [
+    let gauges: [(&str, &str, &str, Getter); 9] = [
         ("mock_node_sandboxes", "gauge", "Running sandboxes.", |n| {
             n.sandbox_count
         }),
@@ -109,12 +109,6 @@ pub fn render(truth: &NodesResponse) -> String {
             "counter",
             "Deletes that removed a sandbox.",
             |n| n.deletes_ok,
-        ),
-        (
-            "mock_node_expired_total",
-            "counter",
-            "Sandboxes expired at end_time.",
-            |n| n.expired,
         ),
         (
             "mock_node_restarts_total",

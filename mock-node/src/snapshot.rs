@@ -125,8 +125,6 @@ pub struct Counters {
     pub creates_failed: u64,
     /// Deletes (and pauses) that removed a sandbox.
     pub deletes_ok: u64,
-    /// Sandboxes removed because their `end_time` passed.
-    pub expired: u64,
     /// Restarts (each loses every sandbox).
     pub restarts: u64,
 }

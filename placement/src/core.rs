@@ -189,6 +189,31 @@ impl PlacementCore {
             .map(NodeView::id)
     }
 
+    /// The [`candidates`](Self::candidates) some Best-of-K draw could return now: a node
+    /// wins a draw only over K - 1 others scoring no less, so with scores fixed the nodes
+    /// ranked below the K-th highest score never win (E2B's closed form: ranks n-K+2..n
+    /// get nothing). Ties count as winnable (the first sampled wins them). A driver can
+    /// tell from this that every possible choice would be refused, though some node has
+    /// room that no draw reaches.
+    pub fn winnable(&self, vcpu: u32, excluded: &BTreeSet<NodeId>) -> Vec<&str> {
+        let cfg = &self.config;
+        let mut pool: Vec<(f64, &str)> = self
+            .nodes
+            .values()
+            .filter(|n| can_accept(cfg, n, excluded))
+            .map(|n| (score_node(cfg, n, vcpu), n.id()))
+            .collect();
+        let m = cfg.k.min(pool.len());
+        if m == 0 {
+            return Vec::new();
+        }
+        let mut scores: Vec<f64> = pool.iter().map(|&(s, _)| s).collect();
+        // The m-th highest score: a node wins some draw iff it scores no more than it.
+        let (_, &mut bar, _) = scores.select_nth_unstable_by(m - 1, |a, b| b.total_cmp(a));
+        pool.retain(|&(s, _)| s.is_finite() && s <= bar);
+        pool.into_iter().map(|(_, id)| id).collect()
+    }
+
     /// The score `id` would get for a `vcpu` request now (`None` for an unknown node).
     pub fn score_of(&self, id: &str, vcpu: u32) -> Option<f64> {
         self.nodes

@@ -153,6 +153,11 @@ fn create_reply(
 ) -> CreateReply {
     match answer {
         Ok(_) => {
+            // E2B's store gets a new start and end once placement succeeds
+            // (`create_instance.go`), and its evictor reads those; the node keeps the
+            // end time it was sent. A long storm so does not shorten the sandbox's life.
+            let placed = SystemTime::now();
+            let life = spec.end.duration_since(spec.start).unwrap_or_default();
             lock(&shared.sandboxes).insert(
                 spec.sandbox_id.clone(),
                 SandboxRecord {
@@ -161,8 +166,8 @@ fn create_reply(
                     vcpu: spec.vcpu,
                     ram_mb: spec.ram_mb,
                     metadata: spec.metadata.clone(),
-                    started_at: spec.start,
-                    end_at: spec.end,
+                    started_at: placed,
+                    end_at: placed.checked_add(life).unwrap_or(spec.end),
                     placed_at: Instant::now(),
                 },
             );

@@ -31,8 +31,8 @@ pub struct Inventory {
     pub restarts: BTreeMap<String, Vec<f64>>,
     /// Where each id was seen in the truth samples taken during the run.
     pub seen: BTreeMap<String, BTreeMap<String, SeenAt>>,
-    /// Ids known to be gone legitimately (expired at their end time, deleted by someone
-    /// else than the workload).
+    /// Ids known to be gone legitimately (deleted by the API's evictor or by someone
+    /// else than the workload). A node never drops a sandbox by itself.
     pub gone: BTreeSet<String>,
     /// Ids on the nodes before the workload began: not this run's, ignored.
     pub preexisting: BTreeSet<String>,
@@ -80,8 +80,16 @@ impl Inventory {
         }
     }
 
+    /// Marks as gone the sandboxes the API's evictor deleted.
+    pub fn note_evicted<I: IntoIterator<Item = String>>(&mut self, ids: I) {
+        self.gone.extend(ids);
+    }
+
     /// Marks as gone the sandboxes whose lifetime (`timeout` after the answer) ended
-    /// before `now_ms`.
+    /// before `now_ms`: the ones an evictor *may* have deleted. Nodes keep a sandbox
+    /// past its end time, so this is only for a target whose evictions the harness
+    /// cannot read; it forgives a loss of any sandbox past its timeout, where
+    /// [`note_evicted`](Self::note_evicted) forgives only the evictor's deletes.
     pub fn note_expired(&mut self, ledger: &Ledger, timeout: Duration, now_ms: f64) {
         let life = timeout.as_secs_f64() * 1000.0;
         for e in &ledger.entries {

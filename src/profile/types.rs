@@ -82,6 +82,13 @@ pub struct EmbeddedPlacement {
     #[serde(with = "humantime_serde")]
     #[schemars(with = "String")]
     pub sync_interval: Duration,
+    /// Simulator only: when the first periodic sync lands after the workload's start,
+    /// in `(0, sync_interval]` (replica r of n lands r/n of an interval after it). A
+    /// real cluster's phase is arbitrary, so sweeping it (`stampede sim --sweep
+    /// sync_phase=...`) shows the spread of outcomes. Default one `sync_interval`.
+    #[serde(with = "humantime_serde", skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub sync_phase: Option<Duration>,
     /// Independent placement instances, each with its own state; the workload spreads
     /// requests over them round-robin. Default 1.
     pub replicas: u32,
@@ -108,7 +115,8 @@ pub struct EmbeddedPlacement {
     #[schemars(with = "Option<String>")]
     pub retry_backoff: Option<Duration>,
     /// Simulator only: client-visible round trip of an RPC a node answers at once (a
-    /// refusal, an injected error), which paces E2B's retry loop. Default 100us.
+    /// refusal, an injected error), which paces E2B's retry loop. Default 1ms
+    /// ([`RPC_ROUND_TRIP`](crate::sim::RPC_ROUND_TRIP)).
     #[serde(with = "humantime_serde")]
     #[schemars(with = "String")]
     pub rpc_round_trip: Duration,
@@ -121,6 +129,7 @@ impl Default for EmbeddedPlacement {
             best_of_k: BestOfK::default(),
             max_retries: crate::placement::PlacementConfig::default().max_retries,
             sync_interval: crate::placement::SYNC_INTERVAL,
+            sync_phase: None,
             replicas: 1,
             max_starting_per_node: None,
             request_timeout: crate::placement::REQUEST_TIMEOUT,

@@ -342,6 +342,15 @@ fn embedded_placement(v: &mut Problems, e: &EmbeddedPlacement, nodes: usize) {
         );
     }
     interval(v, &format!("{p}.sync_interval"), e.sync_interval);
+    if let Some(phase) = e.sync_phase {
+        within(
+            v,
+            &format!("{p}.sync_phase"),
+            phase,
+            Duration::from_nanos(1),
+            e.sync_interval,
+        );
+    }
     within(
         v,
         &format!("{p}.request_timeout"),

@@ -20,12 +20,12 @@ fn ms(t: Nanos) -> f64 {
 }
 
 /// Lost / duplicated / orphaned / recovered of `ledger` against `inventory` (final ids
-/// per node) at virtual time `now`.
+/// per node), forgiving only the absence of the sandboxes the evictor deleted.
 pub(super) fn check_sets(
     ledger: SetLedger,
     setup: &SimSetup,
     inventory: BTreeMap<String, Vec<String>>,
-    now: Nanos,
+    evicted: Vec<String>,
 ) -> CheckerResult {
     let ledger = ledger.into_ledger();
     let mut inv = Inventory {
@@ -38,6 +38,6 @@ pub(super) fn check_sets(
             inv.restarts.entry(id).or_default().push(ms(f.at));
         }
     }
-    inv.note_expired(&ledger, setup.sandbox.timeout, ms(now));
+    inv.note_evicted(evicted);
     check(&ledger, &inv)
 }

@@ -18,7 +18,7 @@ pub struct SimArgs {
     /// Profile to simulate (embedded placement, burst or rate shape).
     pub profile: PathBuf,
     /// Vary a setting: `KEY=V1,V2,...`, repeatable; the cartesian product runs. Keys:
-    /// accounting, k, r, alpha, sync_interval, replicas, rate, nodes, create_latency
+    /// accounting, k, r, alpha, sync_interval, sync_phase, replicas, rate, nodes, create_latency
     /// (`0ms-2ms` uniform or `1ms` constant), max_starting (node side), burst.
     #[arg(long = "sweep", value_name = "KEY=V1,V2,...")]
     pub sweep: Vec<String>,

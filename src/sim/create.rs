@@ -247,7 +247,8 @@ impl Engine<'_> {
     /// the optional backoff (`retry.rs` settles the ticks it can prove refused).
     fn retry_at(&mut self, slot: u32, at: Nanos) {
         if at <= self.now {
-            return self.retry_tick(slot);
+            self.retry_tick(slot);
+            return;
         }
         let Some(a) = self.slots.get(slot as usize).and_then(Option::as_ref) else {
             return;
@@ -335,6 +336,9 @@ impl Engine<'_> {
         let input = delete_ended(&n.id, id, vcpu, outcome);
         self.placers[replica as usize].handle(now, input);
         self.evicted.insert(req);
+        if self.set_ledger.is_some() {
+            self.evictions.push(req);
+        }
     }
 }
 

@@ -55,8 +55,6 @@ pub(super) enum Event {
     Sample,
     /// Retry tick `gen` of the refused request in `slot` (see `retry.rs`); a late event.
     Retry { slot: u32, gen: u32 },
-    /// Nothing happens, but a parked request must look again (a sandbox expires).
-    Wake,
 }
 
 /// One node: the shared model plus the faults in force on it.
@@ -114,6 +112,9 @@ pub(super) struct Engine<'a> {
     pub pending_deletes: u64,
     /// Requests whose sandbox the evictor killed (a later workload delete is a 404).
     pub evicted: std::collections::HashSet<u64>,
+    /// Every request whose sandbox the evictor deleted, in order (kept for the set
+    /// checker only).
+    pub evictions: Vec<u64>,
     /// `UserSend` events scheduled and not yet handled.
     pub user_sends: u64,
     pub tally: Tally,
@@ -127,13 +128,12 @@ pub(super) struct Engine<'a> {
     pub last_late: Option<(Nanos, u64)>,
     /// Whether the event being handled changed nothing (a refusal certain in advance).
     pub quiet: bool,
-    /// When the pending expiry wake-up fires.
-    pub wake_at: Option<Nanos>,
 }
 
 impl<'a> Engine<'a> {
     pub fn new(setup: &'a SimSetup) -> Self {
         let n = setup.cluster.nodes;
+        let idle = setup.cluster.idle_cpu_percents(setup.cluster_seed);
         let nodes: Vec<SimNode> = (0..n)
             .map(|k| {
                 let id = setup.cluster.node_id(k);
@@ -141,7 +141,8 @@ impl<'a> Engine<'a> {
                     id.clone(),
                     setup.cluster.spec_for(k),
                     node_seed(setup.cluster_seed, k),
-                );
+                )
+                .with_idle_cpu_percent(idle[k]);
                 SimNode {
                     id,
                     model,
@@ -185,6 +186,7 @@ impl<'a> Engine<'a> {
             next_arrival: 0,
             pending_deletes: 0,
             evicted: std::collections::HashSet::new(),
+            evictions: Vec::new(),
             user_sends: 0,
             tally: Tally::new(setup),
             set_ledger: setup.check_sets.then(SetLedger::default),
@@ -192,7 +194,6 @@ impl<'a> Engine<'a> {
             parked: Vec::new(),
             last_late: None,
             quiet: false,
-            wake_at: None,
         }
     }
 
@@ -249,7 +250,7 @@ impl<'a> Engine<'a> {
             // Only an event that can let a refusing node accept (or change which nodes
             // a decision may return) can end a park. Without the service's own starting
             // filter, a create admitted only tightens, and in-progress marks only move
-            // scores.
+            // scores (which `retry.rs` does not rely on outside `reported`).
             let marks_matter = self.setup.placement.max_starting_per_node.is_some();
             if (loosens || (marks_matter && !self.quiet)) && !self.parked.is_empty() {
                 self.unpark_all();
@@ -269,11 +270,13 @@ impl<'a> Engine<'a> {
     /// Replica `r` syncs `r / replicas` of an interval after replica 0.
     fn first_periodic_sync(&self, r: usize) -> Nanos {
         let interval = self.setup.sync_interval;
-        let phase = (u128::from(interval) * r as u128 / self.setup.replicas as u128) as u64;
-        if phase == 0 {
-            interval
+        let offset = (u128::from(interval) * r as u128 / self.setup.replicas as u128) as u64;
+        let first = self.setup.sync_phase.saturating_add(offset);
+        // Within (0, interval]: replica 0 at the phase, the others after it, wrapped.
+        if first > interval {
+            first - interval
         } else {
-            phase
+            first
         }
     }
 
@@ -317,7 +320,6 @@ impl<'a> Engine<'a> {
                 self.queue.push(next, Event::Sample);
             }
             Event::Retry { slot, gen } => self.retry_event(slot, gen),
-            Event::Wake => {}
         }
     }
 
@@ -438,7 +440,8 @@ impl<'a> Engine<'a> {
 }
 
 /// Whether `event` can free capacity on a node or change a replica's view of the fleet:
-/// a create that ends, a delete, a sync, a fault edge, an expiry wake-up.
+/// a create that ends, a delete, a sync, a fault edge. (A node never frees capacity by
+/// itself: sandboxes leave only through Delete, Pause or a restart.)
 fn loosens_admission(event: &Event) -> bool {
     matches!(
         event,
@@ -449,7 +452,6 @@ fn loosens_admission(event: &Event) -> bool {
             | Event::Sync { .. }
             | Event::FaultStart { .. }
             | Event::FaultEnd { .. }
-            | Event::Wake
     )
 }
 

@@ -315,7 +315,11 @@ impl Engine<'_> {
                     (n.id.clone(), ids.collect())
                 })
                 .collect();
-            check_sets(ledger, self.setup, inventory, self.now)
+            let evicted = std::mem::take(&mut self.evictions)
+                .into_iter()
+                .map(super::engine::sandbox_id)
+                .collect();
+            check_sets(ledger, self.setup, inventory, evicted)
         });
         let t = &mut self.tally;
         t.agg.service(&ServiceCounters {

@@ -4,18 +4,25 @@
 //! (`placement.go`): one retry per [`SimSetup::retry_period`] (the round trip of a
 //! refusal, plus `retry_backoff` if set). A retry is a *tick* on that grid. When every
 //! node a decision could return would refuse for sure (limits reached, an `exhaust`
-//! fault; no random failure, no slow or dead node, no expiry due), the tick is a
+//! fault; no random failure, no slow or dead node), the tick is a
 //! refusal whatever the draw, and so is every later tick until some state changes.
 //!
 //! - **Parked** (the default): the request waits without an event until an event
 //!   that can let a node accept is handled (a create that ends, a delete, a sync, a
-//!   fault edge, an expiry wake-up; any event when the service's own starting filter
+//!   fault edge; any event when the service's own starting filter
 //!   is on, since in-progress marks then decide which nodes are candidates), then
 //!   settles the ticks it skipped as refusals and resumes at its next tick. Its only
 //!   pending event is the tick of its deadline.
 //! - **Stepped** (`SimSetup::step_retries`): every tick is an event that checks again.
 //!   Slow, and there to test the parked path: both must give the same placements and
 //!   the same retry counts.
+//!
+//! Under `reported` accounting the nodes a decision could return are the candidates
+//! scoring no worse than the K-th highest
+//! ([`PlacementCore::winnable`](crate::placement::PlacementCore::winnable)): a node
+//! below them has room no draw reaches until the next sync, so the storm parks as soon
+//! as the nodes it can reach are full (seed 000's herd). In the other modes every
+//! decision's in-progress mark moves the scores, so a park needs every candidate full.
 //!
 //! A tick the model proves refused draws no random number and holds no in-progress
 //! mark on a node (E2B holds one for the round trip, on a node that changes each
@@ -24,7 +31,7 @@
 
 use super::engine::{Engine, Event};
 use super::queue::Nanos;
-use super::setup::to_nanos;
+use crate::placement::AccountingMode;
 use mock_node::config::RpcKind;
 use mock_node::model::CreateRejection;
 
@@ -41,32 +48,33 @@ pub(super) struct Park {
 
 impl Engine<'_> {
     /// One retry tick of the request in `slot` at `now`: the deadline, then a sure
-    /// refusal (counted, parked or stepped), else a real decision.
-    pub(super) fn retry_tick(&mut self, slot: u32) {
+    /// refusal (counted, parked or stepped), else a real decision. True for a sure
+    /// refusal, which changes nothing a decision reads.
+    pub(super) fn retry_tick(&mut self, slot: u32) -> bool {
         let now = self.now;
         let Some(a) = self.slots.get(slot as usize).and_then(Option::as_ref) else {
-            return;
+            return false;
         };
         if now >= a.deadline {
             self.decide(slot);
-            return;
+            return false;
         }
         let Some((node, reason)) = self.sure_refusal(slot) else {
             self.decide(slot);
-            return;
+            return false;
         };
-        self.quiet = true;
         self.count_virtual_refusals(slot, node, reason, now, 1);
         let period = self.setup.retry_period();
         let Some(a) = self.slots.get_mut(slot as usize).and_then(Option::as_mut) else {
-            return;
+            return true;
         };
         let (req, gen) = (a.req, a.gen);
+        // The node the skipped refusals are counted on, kept as stepping keeps it.
+        a.node = node;
         if self.setup.step_retries {
-            a.node = node;
             let at = now.saturating_add(period);
             self.queue.push_late(at, req, Event::Retry { slot, gen });
-            return;
+            return true;
         }
         a.park = Some(Park {
             since: now,
@@ -79,7 +87,7 @@ impl Engine<'_> {
         let at = now.saturating_add(ticks.saturating_mul(period));
         self.queue.push_late(at, req, Event::Retry { slot, gen });
         self.parked.push(slot);
-        self.wake_for_expiry();
+        true
     }
 
     /// A `Retry` event for `slot`: ignored if stale (a newer tick replaced it);
@@ -107,7 +115,11 @@ impl Engine<'_> {
                 skipped,
             );
         }
-        self.retry_tick(slot);
+        // A tick of its own (not one run inside a reply that moved marks) whose
+        // refusal was certain changed nothing a decision reads.
+        if self.retry_tick(slot) {
+            self.quiet = true;
+        }
     }
 
     /// Something may have changed: every parked request settles the ticks before now
@@ -151,14 +163,27 @@ impl Engine<'_> {
     }
 
     /// The node and reason of a refusal certain for any decision `slot` could make now;
-    /// `None` if some candidate might accept, or if there is no candidate at all.
+    /// `None` if some node a draw could return might accept, or if there is none. A node
+    /// with room that no draw can return (ranked below the K best scores) does not
+    /// count: under `reported` the scores stay fixed between syncs, so the storm parks
+    /// while the top K are full.
     fn sure_refusal(&self, slot: u32) -> Option<(u32, &'static str)> {
         let a = self.slots.get(slot as usize)?.as_ref()?;
         let placer = &self.placers[a.replica as usize];
         let attempt = placer.attempt(a.req)?;
         let vcpu = attempt.vcpu();
         let mut pick: Option<(u32, &'static str)> = None;
-        for id in placer.core().candidates(vcpu, attempt.excluded()) {
+        // Under `reported` the scores move only at a sync (an event that unparks), so
+        // the nodes a draw can return stay put while parked; in the other modes every
+        // decision's in-progress mark moves them, and only a refusal by every candidate
+        // is certain.
+        let core = placer.core();
+        let reach: Vec<&str> = if core.config().mode == AccountingMode::Reported {
+            core.winnable(vcpu, attempt.excluded())
+        } else {
+            core.candidates(vcpu, attempt.excluded()).collect()
+        };
+        for id in reach {
             let &i = self.node_index.get(id)?;
             let reason = self.node_sure_refusal(i, vcpu)?;
             if pick.is_none() || i == a.node {
@@ -181,7 +206,7 @@ impl Engine<'_> {
             .failures
             .iter()
             .any(|r| matches!(r.rpc, RpcKind::Create | RpcKind::Any) && r.probability > 0.0);
-        if random_failure || m.next_expiry().is_some_and(|t| to_nanos(t) <= self.now) {
+        if random_failure {
             return None;
         }
         if e.exhaust {
@@ -212,23 +237,5 @@ impl Engine<'_> {
         self.tally
             .retries_on(node, first, self.setup.retry_period(), n);
         self.nodes[node as usize].model.count_refusals(reason, n);
-    }
-
-    /// Make sure an event fires at the earliest sandbox expiry of any node, so that a
-    /// parked request sees the capacity it frees.
-    fn wake_for_expiry(&mut self) {
-        let next = self
-            .nodes
-            .iter()
-            .filter_map(|n| n.model.next_expiry())
-            .map(to_nanos)
-            .filter(|&t| t > self.now)
-            .min();
-        if let Some(t) = next {
-            if self.wake_at.is_none_or(|w| w <= self.now || w > t) {
-                self.wake_at = Some(t);
-                self.queue.push(t, Event::Wake);
-            }
-        }
     }
 }

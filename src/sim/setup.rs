@@ -16,9 +16,12 @@ use crate::profile::{
 };
 
 /// Client-visible round trip of an RPC the node answers at once (a refusal, an
-/// injected error, a killed listener). It also keeps a ResourceExhausted retry loop
-/// from spinning at one instant: E2B retries those without backoff.
-pub const RPC_ROUND_TRIP: Duration = Duration::from_micros(100);
+/// injected error, a killed listener), which paces E2B's no-backoff ResourceExhausted
+/// loop. An assumption, E2B publishes no figure: a gRPC unary call between two hosts
+/// of one datacenter with the orchestrator's handling of a refused Create, taken at the
+/// round upper end of the sub-millisecond to millisecond range such calls take. The
+/// real wire on a loaded 2-core machine is slower (docs/fidelity.md).
+pub const RPC_ROUND_TRIP: Duration = Duration::from_millis(1);
 
 /// When the workload's requests are meant to leave.
 #[derive(Debug, Clone, PartialEq)]
@@ -80,6 +83,8 @@ pub struct SimSetup {
     pub replicas: usize,
     /// Period of each replica's node sync.
     pub sync_interval: Nanos,
+    /// When replica 0's first periodic sync lands, in `(0, sync_interval]`.
+    pub sync_phase: Nanos,
     /// Overall deadline of one create request.
     pub request_timeout: Nanos,
     /// When requests are meant to leave.
@@ -176,6 +181,7 @@ impl SimSetup {
             placement,
             replicas: p.replicas.max(1) as usize,
             sync_interval: to_nanos(p.sync_interval),
+            sync_phase: to_nanos(p.sync_phase.unwrap_or(p.sync_interval)),
             request_timeout: to_nanos(p.request_timeout),
             arrivals,
             workers,

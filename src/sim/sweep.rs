@@ -30,7 +30,7 @@ impl std::fmt::Debug for SweepKey {
 }
 
 /// The settings a sweep can vary, each once: its name, its value type and where it goes.
-pub const SWEEP_KEYS: [SweepKey; 11] = [
+pub const SWEEP_KEYS: [SweepKey; 12] = [
     SweepKey {
         name: "accounting",
         parse: |_, v| v.parse().map(Value::Mode),
@@ -65,6 +65,14 @@ pub const SWEEP_KEYS: [SweepKey; 11] = [
         parse: |k, v| time(k, v).map(Value::Time),
         apply: |p, v| {
             embedded(p)?.sync_interval = v.time()?;
+            Ok(None)
+        },
+    },
+    SweepKey {
+        name: "sync_phase",
+        parse: |k, v| time(k, v).map(Value::Time),
+        apply: |p, v| {
+            embedded(p)?.sync_phase = Some(v.time()?);
             Ok(None)
         },
     },
@@ -535,6 +543,7 @@ mod tests {
             ("r", "2"),
             ("alpha", "0.25"),
             ("sync_interval", "5s"),
+            ("sync_phase", "1s"),
             ("replicas", "2"),
             ("nodes", "7"),
             ("create_latency", "1ms-2ms"),

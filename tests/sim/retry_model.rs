@@ -9,8 +9,8 @@ fn profile(name: &str, yaml: &str) -> Profile {
     parse(&Source::inline(name, yaml.to_string())).expect("test profile parses")
 }
 
-fn run(p: &Profile, step: bool) -> SimRun {
-    let mut setup = SimSetup::from_profile(p, AccountingMode::Optimistic).expect("setup");
+fn run(p: &Profile, step: bool, mode: AccountingMode) -> SimRun {
+    let mut setup = SimSetup::from_profile(p, mode).expect("setup");
     setup.step_retries = step;
     let budget = SimBudget {
         max_events: 200_000_000,
@@ -22,8 +22,13 @@ fn run(p: &Profile, step: bool) -> SimRun {
 /// Both modes agree on every figure that a retry could change, and parking processes
 /// `saving` times fewer events than stepping; returns the parked run.
 fn same(p: &Profile, saving: u64) -> SimRun {
-    let fast = run(p, false);
-    let slow = run(p, true);
+    same_in(p, saving, AccountingMode::Optimistic)
+}
+
+/// [`same`] under accounting `mode`.
+fn same_in(p: &Profile, saving: u64, mode: AccountingMode) -> SimRun {
+    let fast = run(p, false, mode);
+    let slow = run(p, true, mode);
     let (f, s) = (&fast.result, &slow.result);
     let placed = |r: &stampede::report::RunResult| -> Vec<u64> {
         r.nodes.iter().map(|n| n.sandboxes).collect()
@@ -65,6 +70,7 @@ cluster:
     create_latency: {dist: lognormal, median: 40ms, sigma: 0.5}
 placement:
   embedded:
+    rpc_round_trip: 100us
     sync_interval: 200ms
     request_timeout: 2s
 workload:
@@ -75,6 +81,45 @@ collect:
 ",
         ),
         10,
+    );
+}
+
+/// Under `reported` the scores stay put between syncs, so a K=2 draw on 4 nodes never
+/// returns the lowest-ranked node: the storm parks once the three it can reach are
+/// full, though the fourth has room (the herd of seed 000).
+#[test]
+fn reported_storm_parks_while_only_unreachable_nodes_have_room() {
+    let fast = same_in(
+        &profile(
+            "herd.yaml",
+            "name: herd
+seed: 7
+cluster:
+  nodes: 4
+  node:
+    max_starting: 2
+    create_latency: {dist: lognormal, median: 40ms, sigma: 0.5}
+placement:
+  embedded:
+    rpc_round_trip: 100us
+    best_of_k: {k: 2}
+    sync_interval: 1s
+    request_timeout: 3s
+workload:
+  shape:
+    burst: {count: 60}
+collect:
+  interval: 100ms
+",
+        ),
+        10,
+        AccountingMode::Reported,
+    );
+    let placed: Vec<u64> = fast.result.nodes.iter().map(|n| n.sandboxes).collect();
+    assert_eq!(placed.iter().sum::<u64>(), 60, "{placed:?}");
+    assert!(
+        placed.contains(&0),
+        "the last-ranked node gets nothing before a sync: {placed:?}"
     );
 }
 
@@ -94,6 +139,7 @@ cluster:
     create_latency: {dist: constant, value: 400ms}
 placement:
   embedded:
+    rpc_round_trip: 100us
     request_timeout: 1s
 workload:
   shape:
@@ -110,8 +156,9 @@ workload:
 }
 
 #[test]
-fn full_nodes_expire_lifetimes_and_deletes() {
-    // max_sandboxes refusals freed by deletes (events) and by expiries (no event).
+fn full_nodes_freed_by_deletes_and_evictions() {
+    // max_sandboxes refusals freed by the workload's deletes and by the evictor's at the
+    // 1 s timeout: both are events, since a node never drops a sandbox by itself.
     same(
         &profile(
             "churn.yaml",
@@ -125,6 +172,7 @@ cluster:
     create_latency: {dist: uniform, min: 1ms, max: 9ms}
 placement:
   embedded:
+    rpc_round_trip: 100us
     accounting: optimistic
     sync_interval: 300ms
     request_timeout: 3s

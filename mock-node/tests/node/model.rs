@@ -66,17 +66,84 @@ fn max_starting_zero_is_unlimited_and_starting_counts_for_overcommit() {
     assert_eq!(m.counters().creates_rejected.get("overcommit"), Some(&1));
 }
 
+/// E2B's orchestrator only reports `end_time` (`packages/orchestrator/pkg/server/sandboxes.go`);
+/// the API's evictor deletes the sandbox. A node that dropped it by itself would hide
+/// evictor bugs and leaks.
 #[test]
-fn expiry_is_lazy_and_exact() {
+fn a_sandbox_past_its_end_time_stays_until_deleted() {
     let mut m = node(|_| {});
     let mut r = req("a", 1);
     r.end_time = Some(ms(100));
     m.begin_create(r, ms(0)).expect("admit");
     m.finish_create("a", ms(1)).expect("finish");
-    assert_eq!(m.list(ms(99)).len(), 1);
-    assert_eq!(m.list(ms(100)).len(), 0);
-    assert_eq!(m.counters().expired, 1);
-    m.update_end_time("a", None, ms(101)).expect_err("gone");
+    let later = Duration::from_secs(3600);
+    let listed = m.list(later);
+    assert_eq!(listed.len(), 1, "still running an hour past its end time");
+    assert_eq!(listed[0].end, Some(ms(100)), "end time reported as sent");
+    assert_eq!(m.truth(later).sandboxes_running, 1);
+    m.update_end_time("a", None, later).expect("still there");
+    m.delete("a", later).expect("deleted");
+    assert!(m.list(later).is_empty());
+}
+
+/// Host CPU% is resampled on E2B's 10 s `hostPollInterval` (`pkg/metrics/host.go`),
+/// while the allocated vCPU in the same ServiceInfo stays live (`service_info.go`).
+#[test]
+fn host_cpu_percent_is_sampled_per_period_and_allocation_stays_live() {
+    let mut m = node(|s| {
+        s.cpu_count = 4;
+        s.busy_fraction = 1.0;
+        s.idle_cpu_percent = VcpuRange { min: 0, max: 0 };
+        s.cpu_percent_period = Duration::from_secs(10);
+    });
+    // The node's ticks run at a seeded phase: find the first tick after 1 s.
+    let before = m.metrics(ms(0)).cpu_percent;
+    assert_eq!(before, 0);
+    m.begin_create(req("a", 1), ms(1)).expect("admit");
+    m.finish_create("a", ms(1)).expect("finish");
+    let now = m.metrics(ms(2));
+    assert_eq!(now.allocated_vcpu, 1, "allocation is live");
+    let mut seen = Vec::new();
+    for t in (2..=12_000).step_by(1) {
+        seen.push(m.metrics(ms(t)).cpu_percent);
+    }
+    // One busy vCPU of 4 is 25 %: reached once, at a tick, and kept from then on.
+    let first = seen
+        .iter()
+        .position(|&p| p == 25)
+        .expect("a tick within 10 s");
+    assert!(seen[first..].iter().all(|&p| p == 25));
+    assert!(seen[..first].iter().all(|&p| p == 0));
+    let mut live = node(|s| {
+        s.cpu_count = 4;
+        s.busy_fraction = 1.0;
+        s.idle_cpu_percent = VcpuRange { min: 0, max: 0 };
+        s.cpu_percent_period = Duration::ZERO;
+    });
+    live.begin_create(req("a", 1), ms(1)).expect("admit");
+    live.finish_create("a", ms(1)).expect("finish");
+    assert_eq!(live.metrics(ms(2)).cpu_percent, 25, "period 0: live");
+}
+
+/// A fleet draws its nodes' background host load without replacement, so default nodes
+/// never tie on `metric_cpu_percent`.
+#[test]
+fn fleet_idle_loads_are_distinct_while_the_range_allows() {
+    use mock_node::config::ClusterConfig;
+    for seed in 0..200 {
+        let c = ClusterConfig::default();
+        let mut v = c.idle_cpu_percents(seed);
+        assert!(v.iter().all(|p| (1..=20).contains(p)));
+        v.sort_unstable();
+        v.dedup();
+        assert_eq!(v.len(), c.nodes, "seed {seed}");
+    }
+    // More nodes than values: drawn independently, still in range.
+    let c = ClusterConfig {
+        nodes: 50,
+        ..Default::default()
+    };
+    assert!(c.idle_cpu_percents(1).iter().all(|p| (1..=20).contains(p)));
 }
 
 #[test]
@@ -195,6 +262,8 @@ fn cpu_percent_models_host_and_per_sandbox() {
             s.cpu_count = 8;
             s.busy_fraction = 1.0;
             s.baseline_vcpu = VcpuRange { min: 2, max: 2 };
+            s.idle_cpu_percent = VcpuRange { min: 0, max: 0 };
+            s.cpu_percent_period = Duration::ZERO;
             s.cpu_percent = model;
         });
         for id in ["a", "b", "c"] {
@@ -211,6 +280,7 @@ fn cpu_percent_models_host_and_per_sandbox() {
     let mut full = node(|s| {
         s.cpu_count = 2;
         s.busy_fraction = 1.0;
+        s.cpu_percent_period = Duration::ZERO;
     });
     for id in ["a", "b", "c", "d", "e"] {
         full.begin_create(req(id, 1), ms(0)).expect("admit");

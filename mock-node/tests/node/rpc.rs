@@ -14,7 +14,12 @@ use tonic::Code;
 
 #[tokio::test]
 async fn create_list_update_delete_pause_roundtrip() {
-    let f = fleet_with(2, |_| {}).await;
+    // A live CPU figure with no background load, to check the arithmetic.
+    let f = fleet_with(2, |c| {
+        c.node.idle_cpu_percent = VcpuRange { min: 0, max: 0 };
+        c.node.cpu_percent_period = Duration::ZERO;
+    })
+    .await;
     let (mut sb, mut info) = clients(f.nodes()[1].addr).await;
 
     let r = sb.create(create("sb-1", 2, 512)).await.expect("create");
@@ -161,6 +166,8 @@ async fn admission_overcommit_counts_baseline() {
         c.node.cpu_count = 4;
         c.node.overcommit = 2.0;
         c.node.baseline_vcpu = VcpuRange { min: 2, max: 2 };
+        c.node.idle_cpu_percent = VcpuRange { min: 0, max: 0 };
+        c.node.cpu_percent_period = Duration::ZERO;
     })
     .await;
     let (mut sb, mut info) = clients(f.nodes()[0].addr).await;
@@ -221,31 +228,72 @@ async fn admission_max_starting() {
     f.shutdown().await;
 }
 
+/// E2B's orchestrator only reports `end_time` in List (`pkg/server/sandboxes.go`): the
+/// sandbox stays until the API's evictor deletes it.
 #[tokio::test]
-async fn sandboxes_expire_at_end_time() {
+async fn a_sandbox_past_its_end_time_is_listed_until_deleted() {
     let f = fleet_with(1, |_| {}).await;
     let (mut sb, _) = clients(f.nodes()[0].addr).await;
-    let mut req = create("short", 1, 1);
-    req.end_time = Some(ts_in(Duration::from_millis(300)));
+    // Started two hours ago, ended one hour ago: past its end time from the start.
+    let mut req = create("ended", 1, 1);
+    req.start_time = Some(ts_ago(Duration::from_secs(7200)));
+    req.end_time = Some(ts_ago(Duration::from_secs(3600)));
     sb.create(req).await.expect("create");
-    sb.create(create("long", 1, 1)).await.expect("create");
-    assert_eq!(
-        sb.list(())
-            .await
-            .expect("list")
-            .into_inner()
-            .sandboxes
-            .len(),
-        2
-    );
-    let gone = eventually(Duration::from_secs(5), async || {
-        let l = sb.list(()).await.expect("list").into_inner().sandboxes;
-        l.len() == 1 && l[0].sandbox_id == "long"
+    sb.create(create("open", 1, 1)).await.expect("create");
+    let listed = sb.list(()).await.expect("list").into_inner().sandboxes;
+    let mut ids: Vec<&str> = listed.iter().map(|s| s.sandbox_id.as_str()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, ["ended", "open"], "past its end time, still running");
+    let ended = listed
+        .iter()
+        .find(|s| s.sandbox_id == "ended")
+        .expect("listed");
+    assert!(ended.end_time.is_some(), "end time reported");
+    assert_eq!(truth(&f, 0).sandbox_count, 2);
+    sb.delete(SandboxDeleteRequest {
+        sandbox_id: "ended".into(),
     })
-    .await;
-    assert!(gone, "short sandbox expired, long one stayed");
-    assert_eq!(truth(&f, 0).expired, 1);
+    .await
+    .expect("the evictor's delete");
+    let listed = sb.list(()).await.expect("list").into_inner().sandboxes;
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].sandbox_id, "open");
     f.shutdown().await;
+}
+
+/// Best-of-K keeps a strict order only if nodes differ: on a default fleet of 10 no two
+/// nodes give a create the same score at t=0, from what each reports over the wire
+/// (E2B's score, `placement_best_of_K.go`: `(requested + allocated + alpha * percent/100)
+/// / (R * cpus)`, R 4, alpha 0.5).
+#[tokio::test]
+async fn no_two_default_nodes_score_the_same_at_start() {
+    for seed in [0, 1, 42, 2201] {
+        let f = mock_node::fleet::start(
+            mock_node::config::ClusterConfig {
+                seed: Some(seed),
+                ..Default::default()
+            },
+            mock_node::fleet::FleetOptions::default(),
+        )
+        .await
+        .expect("fleet starts");
+        assert_eq!(f.nodes().len(), 10);
+        let mut scores = Vec::new();
+        for n in f.nodes() {
+            let (_, mut info) = clients(n.addr).await;
+            let si = info.service_info(()).await.expect("info").into_inner();
+            let usage = f64::from(si.metric_cpu_percent) / 100.0;
+            let s = (1.0 + f64::from(si.metric_cpu_allocated) + 0.5 * usage)
+                / (4.0 * f64::from(si.metric_cpu_count));
+            scores.push((s, si.node_id));
+        }
+        for (i, (a, na)) in scores.iter().enumerate() {
+            for (b, nb) in &scores[i + 1..] {
+                assert!(a != b, "seed {seed}: {na} and {nb} tie at {a}");
+            }
+        }
+        f.shutdown().await;
+    }
 }
 
 #[tokio::test]

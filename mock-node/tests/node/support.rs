@@ -74,6 +74,16 @@ pub fn ts_in(d: Duration) -> Timestamp {
     }
 }
 
+/// Wall-clock timestamp `d` before now.
+pub fn ts_ago(d: Duration) -> Timestamp {
+    let t = SystemTime::now() - d;
+    let since = t.duration_since(UNIX_EPOCH).expect("after epoch");
+    Timestamp {
+        seconds: since.as_secs() as i64,
+        nanos: since.subsec_nanos() as i32,
+    }
+}
+
 /// HTTP client for the admin API.
 pub fn http() -> reqwest::Client {
     reqwest::Client::builder()
