@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// How a placement instance estimates a node's allocated vCPU between syncs
-/// (design.md section 1, "Accounting modes").
+/// (docs/design.md section 1, "Accounting modes").
 #[derive(
     Debug,
     Clone,

@@ -1,4 +1,4 @@
-//! Hostile profiles (issue 16): no panic, no hang, no unbounded growth, and `validate`
+//! Hostile profiles: no panic, no hang, no unbounded growth, and `validate`
 //! catches what `run` rejects. Each test is named after the finding it pins; each
 //! hostile input is checked within a time bound (a worker thread and `recv_timeout`),
 //! so a regression shows as a failure, not as a test that never ends.

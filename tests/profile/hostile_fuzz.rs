@@ -1,4 +1,4 @@
-//! Fuzzing the profile loader (issue 16): mutations of the shipped profiles (random
+//! Fuzzing the profile loader: mutations of the shipped profiles (random
 //! keys, values, types and nesting, huge numbers, odd durations, repeated lines,
 //! truncations) go through the whole path a profile takes: parse, validate, the chaos
 //! plan `run` resolves, and for a simulable profile the simulator's setup, estimate and

@@ -1,4 +1,4 @@
-//! `stampede run` and signals (issue 16), with the real binaries: a mock-node fleet and a
+//! `stampede run` and signals, with the real binaries: a mock-node fleet and a
 //! placement service started as external processes, a run against them with an
 //! open-ended chaos `kill`, then SIGTERM / SIGHUP (stop, heal, partial report), a SIGINT
 //! repeated at once (the same interrupt) or two SIGINTs apart (abort, naming the faults

@@ -1,4 +1,4 @@
-//! Rehearsal of a staging run (issue 15), with the real binaries: a mock-node fleet and
+//! Rehearsal of a staging run, with the real binaries: a mock-node fleet and
 //! `stampede serve` started as separate processes on loopback, then `stampede run`
 //! against them as a platform engineer would run it against staging.
 //!
@@ -215,7 +215,7 @@ async fn nightly_profile_guards_an_external_serve() {
     );
 }
 
-/// Issue 15's report: `rate: {per_second: 20, duration: 30s}` on full nodes (every
+/// A staging run's finding: `rate: {per_second: 20, duration: 30s}` on full nodes (every
 /// create refused and retried by the service until its 70 s deadline), interrupted
 /// early, kept sending until the schedule ended and exited 95 s after the signal. Now
 /// the creates in flight are given up within the grace and recorded as cancelled.

@@ -1,4 +1,4 @@
-//! `stampede serve` against hostile clients (issue 16): sizes no node can hold, metadata
+//! `stampede serve` against hostile clients: sizes no node can hold, metadata
 //! beyond its caps, and connections that never finish a request head or sit idle.
 
 use crate::support::serve as serve_common;

@@ -1,5 +1,5 @@
 //! Fidelity of the simulator against numbers known in closed form or from E2B
-//! (design.md section 3).
+//! (docs/design.md section 3).
 
 use std::path::Path;
 

@@ -1,4 +1,4 @@
-//! Hostile input to `stampede sim` (issue 16): an event budget and a memory estimate
+//! Hostile input to `stampede sim`: an event budget and a memory estimate
 //! instead of endless or runaway runs, sweeps through the same validation as profiles,
 //! messages printed once and naming their file, and no skew check passing on nothing.
 //! Every simulation here runs on a worker thread with a time bound.
@@ -53,7 +53,7 @@ workload:
 
 /// A saturated cluster (every create refused, retried every 100 us until the 70 s
 /// deadline) ran for about 70 million events with no end in sight. The simulator now
-/// parks E2B's no-backoff retries until a node's state can change (issue 13), so the run
+/// parks E2B's no-backoff retries until a node's state can change, so the run
 /// ends within the budget, every refused create answered 503 at its deadline with its
 /// retries counted; a budget that is too small still stops it with a clear error.
 #[test]

@@ -126,11 +126,11 @@ fn baselines(profile: &Profile, seed: u64) -> Vec<u32> {
 
 /// The frozen variant's `reported` runs are a fully frozen burst: each seed's CV is near
 /// the closed form with that seed's baseline ties (1.00 for 10 distinct baselines and
-/// K=3: design.md section 3), and far above the faithful profile's, whose 20 s heartbeat
+/// K=3: docs/design.md section 3), and far above the faithful profile's, whose 20 s heartbeat
 /// corrects the last 100 creates.
 #[test]
 fn frozen_variant_reported_cv_is_the_closed_form_and_above_the_faithful_profile() {
-    // The enumeration reproduces design.md's shares for distinct baselines.
+    // The enumeration reproduces docs/design.md's shares for distinct baselines.
     let distinct: Vec<u32> = (0..10).collect();
     for (k, design) in [(3, 1.00), (5, 1.58)] {
         let c = cv(&frozen_shares(&distinct, k));

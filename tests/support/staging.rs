@@ -1,4 +1,4 @@
-//! Helpers of `tests/staging_rehearsal.rs`: the real binaries as separate processes
+//! Helpers of `tests/run/staging_rehearsal.rs`: the real binaries as separate processes
 //! (mock-node fleet, `stampede serve`, `stampede run`), reports and node truth.
 
 #![allow(dead_code)]

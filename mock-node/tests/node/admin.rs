@@ -114,7 +114,7 @@ async fn list_faults(f: &mock_node::fleet::FleetHandle) -> (u16, String) {
 
 #[tokio::test]
 async fn fault_duration_overflowing_the_clock_is_400_not_a_handler_panic() {
-    // Issue 16: `now + 18446744073709551615s` overflowed and panicked the handler.
+    // `now + 18446744073709551615s` overflowed and panicked the handler.
     let f = fleet_with(1, |_| {}).await;
     for duration in ["18446744073709551615s", "9223372036854775807s"] {
         let (status, v) = post_fault(
@@ -135,7 +135,7 @@ async fn fault_duration_overflowing_the_clock_is_400_not_a_handler_panic() {
 
 #[tokio::test]
 async fn fault_duration_8000y_is_400_and_get_faults_keeps_answering() {
-    // Issue 16: "8000y" was accepted with 201, after which every GET /faults panicked
+    // "8000y" was accepted with 201, after which every GET /faults panicked
     // (an expiry past year 9999 cannot be written as RFC 3339), even once deleted.
     let f = fleet_with(1, |_| {}).await;
     let (status, v) = post_fault(
@@ -171,7 +171,7 @@ async fn fault_duration_8000y_is_400_and_get_faults_keeps_answering() {
 
 #[tokio::test]
 async fn fault_request_with_an_unknown_field_is_400_naming_it() {
-    // Issue 16: a misspelt field (`durration`) was silently ignored, so the fault never healed.
+    // A misspelt field (`durration`) was silently ignored, so the fault never healed.
     let f = fleet_with(1, |_| {}).await;
     for (body, field) in [
         (
@@ -198,7 +198,7 @@ async fn fault_request_with_an_unknown_field_is_400_naming_it() {
 
 #[tokio::test]
 async fn fault_book_is_bounded_healed_faults_forgotten_and_active_ones_capped() {
-    // Issue 16, no unbounded growth: every POST used to stay listed forever.
+    // No unbounded growth: every POST used to stay listed forever.
     use mock_node::api::{FaultKind, FaultRequest, FaultsResponse};
     use mock_node::faults::{MAX_ACTIVE_FAULTS, MAX_HEALED_FAULTS_KEPT};
     let f = fleet_with(1, |_| {}).await;

@@ -1,4 +1,4 @@
-//! Property test of the admin API (issue 16): arbitrary fault bodies sent to a real
+//! Property test of the admin API: arbitrary fault bodies sent to a real
 //! admin endpoint never get a 5xx or kill the handler, and `GET /faults` keeps answering.
 //!
 //! 200 cases by default (a few seconds); `PROPTEST_CASES=100000 cargo test -p mock-node

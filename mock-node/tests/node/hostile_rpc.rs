@@ -1,4 +1,4 @@
-//! Hostile gRPC input (issue 16): oversized messages, absurd sizes, huge ids and
+//! Hostile gRPC input: oversized messages, absurd sizes, huge ids and
 //! backwards lifetimes get a clean status code, never a panic, a wrap or a huge List.
 
 use crate::support as common;
@@ -38,7 +38,7 @@ async fn oversized_message_is_resource_exhausted_not_out_of_range() {
 
 #[tokio::test]
 async fn ram_mb_above_node_memory_is_invalid_argument_and_memory_never_wraps() {
-    // Issue 16: two sandboxes of 2^63-1 MiB plus two small ones showed 512 MiB allocated.
+    // Two sandboxes of 2^63-1 MiB plus two small ones showed 512 MiB allocated.
     let f = fleet_with(1, |c| c.node.memory_mib = 65536).await;
     let (mut sb, mut info) = clients(f.nodes()[0].addr).await;
     for id in ["huge-1", "huge-2"] {
@@ -90,7 +90,7 @@ async fn vcpu_above_node_cpu_count_is_invalid_argument() {
 
 #[tokio::test]
 async fn ids_longer_than_the_limit_are_invalid_argument_and_list_stays_small() {
-    // Issue 16: three 1 MB ids made List 8.2 MB, which a client then failed to decode.
+    // Three 1 MB ids made List 8.2 MB, which a client then failed to decode.
     let f = fleet_with(1, |_| {}).await;
     let (mut sb, _) = clients(f.nodes()[0].addr).await;
     let long = "x".repeat(1 << 20);

@@ -212,7 +212,7 @@ fn node_seeds_differ_per_node_and_are_stable() {
 
 #[test]
 fn memory_accounting_saturates_instead_of_wrapping() {
-    // Issue 16: 2 * (2^63 - 1) MiB + 256 + 258 MiB wrapped to 512 MiB. On a node big
+    // 2 * (2^63 - 1) MiB + 256 + 258 MiB wrapped to 512 MiB. On a node big
     // enough to admit such sandboxes the total must saturate, never wrap.
     let mut m = node(|s| s.memory_mib = u64::MAX);
     for (id, ram_mb) in [("h1", i64::MAX), ("h2", i64::MAX), ("s1", 256), ("s2", 258)] {

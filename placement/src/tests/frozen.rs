@@ -1,5 +1,5 @@
 //! Frozen metrics (no sync during the burst): `reported` scoring reproduces the closed
-//! form of design.md section 3, the node of stale rank r gets C(n-r, K-1)/C(n, K) of the
+//! form of docs/design.md section 3, the node of stale rank r gets C(n-r, K-1)/C(n, K) of the
 //! placements; `optimistic` and `reconciled` spread the same burst evenly.
 
 use crate::{
