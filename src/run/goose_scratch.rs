@@ -1,4 +1,4 @@
-//! goose's staging directory (`.goose-<pid>/` in the report parent): goose writes its HTML
+//! goose's scratch directory (`.goose-<pid>/` in the report parent): goose writes its HTML
 //! reports there until the run's report directory exists. Removed on every way out of a
 //! run: moved into the report, dropped on error, removed by an abort.
 
@@ -6,26 +6,26 @@ use std::path::{Path, PathBuf};
 
 use super::abort::AbortState;
 
-/// The staging directory of one run; dropping it removes the directory.
+/// The scratch directory of one run; dropping it removes the directory.
 #[derive(Debug)]
-pub(crate) struct GooseStaging {
+pub(crate) struct GooseScratch {
     dir: PathBuf,
     abort: AbortState,
 }
 
-impl GooseStaging {
-    /// The staging directory of this process under report parent `parent`.
+impl GooseScratch {
+    /// The scratch directory of this process under report parent `parent`.
     pub(crate) fn dir_under(parent: &Path) -> PathBuf {
         parent.join(format!(".goose-{}", std::process::id()))
     }
 
-    /// Staging under `parent` for this process, registered with `abort`. The staging
+    /// Scratch under `parent` for this process, registered with `abort`. The scratch
     /// directories that runs killed without a chance to clean up (SIGKILL) left under
     /// `parent` are removed first.
     pub(crate) fn new(parent: &Path, abort: &AbortState) -> Self {
         remove_stale(parent);
         let dir = Self::dir_under(parent);
-        abort.add_staging(dir.clone());
+        abort.add_scratch(dir.clone());
         Self {
             dir,
             abort: abort.clone(),
@@ -67,11 +67,11 @@ fn remove_stale(parent: &Path) {
         }
         match std::fs::remove_dir_all(e.path()) {
             Ok(()) => {
-                tracing::info!(dir = %e.path().display(), "removed a dead run's goose staging")
+                tracing::info!(dir = %e.path().display(), "removed a dead run's goose scratch directory")
             }
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
             Err(err) => {
-                tracing::warn!(dir = %e.path().display(), error = %err, "cannot remove a dead run's goose staging");
+                tracing::warn!(dir = %e.path().display(), error = %err, "cannot remove a dead run's goose scratch directory");
             }
         }
     }
@@ -99,16 +99,16 @@ fn process_alive(pid: u32) -> bool {
     }
 }
 
-impl Drop for GooseStaging {
+impl Drop for GooseScratch {
     fn drop(&mut self) {
         match std::fs::remove_dir_all(&self.dir) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => {
-                tracing::warn!(dir = %self.dir.display(), error = %e, "cannot remove goose's staging directory");
+                tracing::warn!(dir = %self.dir.display(), error = %e, "cannot remove goose's scratch directory");
             }
         }
-        self.abort.remove_staging(&self.dir);
+        self.abort.remove_scratch(&self.dir);
     }
 }
 
@@ -123,22 +123,22 @@ mod tests {
         let report = root.join("report");
         std::fs::create_dir_all(&report).unwrap();
         let abort = AbortState::default();
-        let staged = GooseStaging::dir_under(&root);
+        let staged = GooseScratch::dir_under(&root);
         {
-            let s = GooseStaging::new(&root, &abort);
+            let s = GooseScratch::new(&root, &abort);
             std::fs::create_dir_all(&staged).unwrap();
             std::fs::write(staged.join("goose-x.html"), "x").unwrap();
             s.move_into(&report).unwrap();
         }
         assert!(report.join("goose-x.html").exists());
         {
-            let _s = GooseStaging::new(&root, &abort);
+            let _s = GooseScratch::new(&root, &abort);
             std::fs::create_dir_all(&staged).unwrap();
             // dropped without moving (a failed report write): still removed
         }
         assert!(!staged.exists());
         {
-            let s = GooseStaging::new(&root, &abort);
+            let s = GooseScratch::new(&root, &abort);
             s.move_into(&report).unwrap(); // nothing staged
         }
         let _ = std::fs::remove_dir_all(&root);
