@@ -316,6 +316,13 @@ async fn second_sigint_aborts_cleanup_and_names_what_is_left() {
         assert!(Instant::now() < deadline, "first signal not handled");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+    // The gap is the scenario, not a wait for a state: a signal within 1 s of the first
+    // is the same interrupt; 1.3 s is past that window and inside the 3 s cleanup.
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    assert!(
+        run.proc.0.try_wait().unwrap().is_none(),
+        "ended before the 2nd signal"
+    );
     sigint(&run);
     let status = wait_exit(&mut run, Duration::from_secs(30)).await;
     let stderr = run.stderr.lock().unwrap().clone();
