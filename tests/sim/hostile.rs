@@ -81,7 +81,10 @@ fn saturated_cluster_ends_and_a_small_budget_still_stops_it() {
     assert!(*open > 0);
     let msg = err.to_string();
     assert!(msg.contains("--max-events 200"), "{msg}");
-    assert!(msg.contains("saturated"), "{msg}");
+    // Parked storms settle their retries in bulk, so 200 events hold few retries and the
+    // "looks saturated" hint (retries over a quarter of the budget) need not show; the
+    // open requests are always named.
+    assert!(msg.contains("48 requests still open"), "{msg}");
 }
 
 /// The estimate is checked before anything runs and names the figure to lower.
