@@ -1,12 +1,13 @@
 //! Helpers shared by the integration tests: a fleet on loopback and clients for it.
 #![allow(dead_code)]
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use mock_node::api::{FaultCreated, NodeTruth, NodesResponse};
 use mock_node::config::ClusterConfig;
-use mock_node::fleet::{self, FleetHandle, FleetOptions};
+use mock_node::fleet::{self, Addressing, FleetHandle, FleetOptions};
 use stampede_proto::info_service_client::InfoServiceClient;
 use stampede_proto::prost_types::Timestamp;
 use stampede_proto::sandbox_service_client::SandboxServiceClient;
@@ -21,9 +22,29 @@ pub async fn fleet_with(nodes: usize, edit: impl FnOnce(&mut ClusterConfig)) -> 
         ..Default::default()
     };
     edit(&mut cfg);
-    fleet::start(cfg, FleetOptions::default())
-        .await
-        .expect("fleet starts")
+    let opts = FleetOptions {
+        addressing: Addressing::Ports {
+            ip: own_loopback_ip(),
+            base_port: 0,
+        },
+        ..FleetOptions::default()
+    };
+    fleet::start(cfg, opts).await.expect("fleet starts")
+}
+
+/// A loopback address no other fleet of this test binary uses (127.0.0.0/8 routes to lo).
+/// The tests of one binary run at once: a node killed by a fault frees its port, and a
+/// fleet of another test binding on the same IP could take it meanwhile, so the heal
+/// could not re-bind. On its own IP a fleet's ports are its own.
+pub fn own_loopback_ip() -> IpAddr {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    IpAddr::V4(Ipv4Addr::new(
+        127,
+        0,
+        200 + (n / 250 % 50) as u8,
+        (n % 250 + 1) as u8,
+    ))
 }
 
 /// A channel to `addr` with a per-request timeout.
