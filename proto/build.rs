@@ -9,6 +9,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     tonic_prost_build::configure()
         .build_server(true)
         .build_client(true)
+        // The services need tonic; the messages alone need only prost.
+        .server_mod_attribute(".", "#[cfg(feature = \"grpc\")]")
+        .client_mod_attribute(".", "#[cfg(feature = \"grpc\")]")
         .compile_fds(fds)?;
     Ok(())
 }

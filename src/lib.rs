@@ -8,11 +8,15 @@ pub mod cli;
 pub mod collect;
 pub mod collect_cmd;
 pub mod error_chain;
-pub mod mock_admin;
-pub mod placement;
 pub mod profile;
 pub mod report;
 pub mod run;
-pub mod serve;
 pub mod sim;
 pub mod workload;
+
+/// The client of a mock-node fleet's admin API (mock-node's library).
+pub use mock_node::admin_client as mock_admin;
+/// The sans-IO placement core (its own crate: no async runtime, HTTP or gRPC).
+pub use stampede_placement as placement;
+/// The reference placement service, the system under test (its own crate, below the harness).
+pub use stampede_serve as serve;

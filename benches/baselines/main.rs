@@ -1,5 +1,5 @@
 //! Figures as ratios against bare baselines, each pair measured in the same run with
-//! the same client (issue 14):
+//! the same client:
 //!
 //! 1. mock-node `Create` (unique ids) and `ServiceInfo` vs a bare tonic server with the
 //!    same protos (a map store, a constant reply);

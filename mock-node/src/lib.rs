@@ -2,6 +2,7 @@
 #![deny(missing_docs)]
 
 pub mod admin;
+pub mod admin_client;
 pub mod api;
 pub mod cli;
 pub mod clock;

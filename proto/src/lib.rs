@@ -1,5 +1,6 @@
 //! E2B-compatible orchestrator protos (no proto package, as upstream), compiled with
-//! protox at build time. Both the gRPC client and server sides are generated.
+//! protox at build time. The messages need only prost; the gRPC client and server
+//! modules are generated behind the `grpc` feature.
 #![allow(missing_docs)]
 #![allow(clippy::all, clippy::pedantic)]
 

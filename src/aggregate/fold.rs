@@ -5,12 +5,12 @@ use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
 
-use super::counters::ServiceCounters;
 use super::outcomes::OutcomeFold;
 use crate::report::{
     AccountingError, LatencySummary, NodeFigures, RetryStorm, RunResult, SendTiming, SkewOverTime,
     SkewStats, TimelinePoint,
 };
+use crate::serve::ServiceCounters;
 use crate::workload::Outcome;
 
 /// How the workload sent: which send figure the result reports.

@@ -14,14 +14,13 @@
 //!
 //! Pure: no I/O, no clock. Times are ms after the workload's gate, as the ledger's.
 
-mod counters;
 mod entries;
 mod fold;
 mod outcomes;
 mod sets;
 mod windows;
 
-pub use counters::ServiceCounters;
+pub use crate::serve::ServiceCounters;
 pub use entries::{Entries, EntryAnswer};
 pub use fold::{RunAggregate, RunShape};
 pub use outcomes::{OutcomeFold, OutcomeSnapshot};

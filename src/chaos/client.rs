@@ -1,18 +1,19 @@
-//! Talking to mock-node admin APIs: apply a fault, get a guard that heals it.
+//! Faults on mock-node fleets (through mock-node's admin client) and drains through the
+//! placement APIs: apply a fault, get a guard that heals it.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mock_node::api::{ApiError, FaultCreated, FaultInfo, FaultKind, FaultsResponse};
-use reqwest::StatusCode;
+use mock_node::admin_client::checked;
+use mock_node::api::FaultInfo;
 
 use super::plan::PlannedFault;
 use crate::error_chain::chain_text;
 use crate::mock_admin::{MockAdmin, MockAdminError};
 use crate::workload::ApiKey;
 
-/// Deadline of one admin HTTP call.
+/// Deadline of one drain call to a placement API.
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Why an admin call failed.
@@ -58,6 +59,8 @@ pub struct ChaosClient {
 struct Inner {
     http: reqwest::Client,
     token: Option<String>,
+    /// One admin client per fleet, in the order of `fleets`.
+    admins: Vec<MockAdmin>,
     /// Placement API base URLs and admin token, for `drain` steps.
     api: Vec<String>,
     api_token: Option<ApiKey>,
@@ -92,11 +95,8 @@ impl ChaosClient {
         let fleets: Vec<String> = admin_urls.iter().map(|u| trim(u)).collect();
         let probe = Self::build(fleets.clone(), token.clone(), BTreeMap::new());
         let mut owner = BTreeMap::new();
-        for (k, base) in fleets.iter().enumerate() {
-            let nodes = MockAdmin::new(probe.inner.http.clone(), base, token.as_deref())
-                .nodes()
-                .await
-                .map_err(admin_error)?;
+        for (k, admin) in probe.inner.admins.iter().enumerate() {
+            let nodes = admin.nodes().await.map_err(admin_error)?;
             for n in nodes.nodes {
                 owner.entry(n.id).or_insert(k);
             }
@@ -105,10 +105,16 @@ impl ChaosClient {
     }
 
     fn build(fleets: Vec<String>, token: Option<String>, owner: BTreeMap<String, usize>) -> Self {
+        let http = reqwest::Client::new();
+        let admins = fleets
+            .iter()
+            .map(|base| MockAdmin::new(http.clone(), base, token.as_deref()))
+            .collect();
         ChaosClient {
             inner: Arc::new(Inner {
-                http: reqwest::Client::new(),
+                http,
                 token,
+                admins,
                 api: Vec::new(),
                 api_token: None,
                 fleets,
@@ -126,6 +132,7 @@ impl ChaosClient {
             inner: Arc::new(Inner {
                 http: inner.http.clone(),
                 token: inner.token.clone(),
+                admins: inner.admins.clone(),
                 api: services.iter().map(|u| trim(u)).collect(),
                 api_token: admin_token,
                 fleets: inner.fleets.clone(),
@@ -152,7 +159,7 @@ impl ChaosClient {
                     req = req.header("X-Admin-Token", t.expose());
                 }
                 let resp = req.send().await.map_err(|e| http("POST", &url, e))?;
-                ok_or_status("POST", &url, resp).await?;
+                checked("POST", &url, resp).await.map_err(call_error)?;
             }
         }
         Ok(())
@@ -172,24 +179,6 @@ impl ChaosClient {
             .get(node)
             .copied()
             .ok_or_else(|| ChaosError::UnknownNode(node.to_string()))
-    }
-
-    fn auth(&self, req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-        let req = req.timeout(CALL_TIMEOUT);
-        match &self.inner.token {
-            Some(t) => req.bearer_auth(t),
-            None => req,
-        }
-    }
-
-    async fn get_json<T: serde::de::DeserializeOwned>(&self, url: &str) -> Result<T, ChaosError> {
-        let resp = self
-            .auth(self.inner.http.get(url))
-            .send()
-            .await
-            .map_err(|e| http("GET", url, e))?;
-        let resp = ok_or_status("GET", url, resp).await?;
-        resp.json().await.map_err(|e| http("GET", url, e))
     }
 
     /// Applies `fault` (one `POST /faults` per fleet holding its nodes) and returns the
@@ -220,20 +209,16 @@ impl ChaosClient {
             client: self.clone(),
             ids: Vec::new(),
             drained: Vec::new(),
-            armed: fault.kind != FaultKind::Restart,
+            armed: !fault.kind.is_instant(),
         };
         for (k, nodes) in per_fleet {
-            let url = format!("{}/faults", self.inner.fleets[k]);
             let mut body = fault.request();
             body.nodes = nodes;
-            let resp = self
-                .auth(self.inner.http.post(&url).json(&body))
-                .send()
-                .await
-                .map_err(|e| http("POST", &url, e))?;
             // On error the guard drops here and heals the parts already applied.
-            let resp = ok_or_status("POST", &url, resp).await?;
-            let created: FaultCreated = resp.json().await.map_err(|e| http("POST", &url, e))?;
+            let created = self.inner.admins[k]
+                .add_fault(&body)
+                .await
+                .map_err(call_error)?;
             guard.ids.push((k, created.id));
         }
         Ok(guard)
@@ -243,8 +228,8 @@ impl ChaosClient {
     /// `(fleet index, fault)`.
     pub async fn list(&self) -> Result<Vec<(usize, FaultInfo)>, ChaosError> {
         let mut out = Vec::new();
-        for (k, base) in self.inner.fleets.iter().enumerate() {
-            let r: FaultsResponse = self.get_json(&format!("{base}/faults")).await?;
+        for (k, admin) in self.inner.admins.iter().enumerate() {
+            let r = admin.faults().await.map_err(call_error)?;
             out.extend(r.faults.into_iter().map(|f| (k, f)));
         }
         Ok(out)
@@ -252,21 +237,12 @@ impl ChaosClient {
 
     /// Heals fault `id` of fleet `fleet`; a fault already healed (404) is not an error.
     pub async fn heal(&self, fleet: usize, id: u64) -> Result<(), ChaosError> {
-        let base = self
+        let admin = self
             .inner
-            .fleets
+            .admins
             .get(fleet)
             .ok_or_else(|| ChaosError::UnknownNode(format!("fleet #{fleet}")))?;
-        let url = format!("{base}/faults/{id}");
-        let resp = self
-            .auth(self.inner.http.delete(&url))
-            .send()
-            .await
-            .map_err(|e| http("DELETE", &url, e))?;
-        if resp.status() == StatusCode::NOT_FOUND {
-            return Ok(());
-        }
-        ok_or_status("DELETE", &url, resp).await.map(|_| ())
+        admin.heal_fault(id).await.map(|_| ()).map_err(call_error)
     }
 
     /// Heals every fault still active on every fleet (the last line of defence at the
@@ -290,20 +266,39 @@ fn trim(url: &str) -> String {
 /// A failed `GET /nodes`, as the chaos client reports its calls.
 fn admin_error(e: MockAdminError) -> ChaosError {
     match e {
+        MockAdminError::Request {
+            method, ref url, ..
+        } => ChaosError::Http {
+            method,
+            url: url.clone(),
+            message: chain_text(&e),
+        },
+        e => call_error(e),
+    }
+}
+
+/// A failed fault call: the transport's own message, or the API's status and message.
+fn call_error(e: MockAdminError) -> ChaosError {
+    match e {
         MockAdminError::Status {
+            method,
             url,
             status,
             message,
         } => ChaosError::Status {
-            method: "GET",
+            method,
             url,
             status,
             message,
         },
-        MockAdminError::Request { ref url, .. } => ChaosError::Http {
-            method: "GET",
-            url: url.clone(),
-            message: chain_text(&e),
+        MockAdminError::Request {
+            method,
+            url,
+            source,
+        } => ChaosError::Http {
+            method,
+            url,
+            message: source.to_string(),
         },
     }
 }
@@ -314,27 +309,6 @@ fn http(method: &'static str, url: &str, e: reqwest::Error) -> ChaosError {
         url: url.to_string(),
         message: e.to_string(),
     }
-}
-
-async fn ok_or_status(
-    method: &'static str,
-    url: &str,
-    resp: reqwest::Response,
-) -> Result<reqwest::Response, ChaosError> {
-    let status = resp.status();
-    if status.is_success() {
-        return Ok(resp);
-    }
-    let text = resp.text().await.unwrap_or_default();
-    let message = serde_json::from_str::<ApiError>(&text)
-        .map(|e| e.error)
-        .unwrap_or(text);
-    Err(ChaosError::Status {
-        method,
-        url: url.to_string(),
-        status: status.as_u16(),
-        message,
-    })
 }
 
 /// An applied fault. [`heal`](Self::heal) removes it; dropping an unhealed guard spawns

@@ -2,7 +2,6 @@
 
 use std::time::{Duration, Instant};
 
-use mock_node::api::FaultKind;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
@@ -116,7 +115,7 @@ async fn run_one(
         out.calls_in_force = p.read(&f.nodes).await;
     }
     tracing::info!(step = f.step, id = %out.id, kind = f.name(), nodes = ?f.nodes, "chaos: fault applied");
-    if f.kind == FaultKind::Restart {
+    if f.kind.is_instant() {
         out.healed_at_ms = Some(out.applied_at_ms);
         return Some(out);
     }

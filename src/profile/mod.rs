@@ -6,6 +6,7 @@
 //! Every bound a profile must stay within is in [`limits`].
 
 mod chaos_step;
+mod check_table;
 mod issue;
 pub mod limits;
 mod load;
@@ -18,6 +19,7 @@ mod validate;
 mod variants;
 
 pub use chaos_step::{ChaosFault, ChaosStep, StepError};
+pub use check_table::{CheckDef, CheckId, SetBound, CHECKS};
 pub use issue::{ProfileError, ProfileErrors, ProfileIssue};
 pub use load::{load, load_and_validate, parse, Source};
 pub use locate::{Locator, Position, ShapeProblem};

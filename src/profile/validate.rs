@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use mock_node::config::{ClusterConfig, LatencyDist, NodeSpec};
 
+use super::check_table::{SetBound, CHECKS};
 use super::issue::ProfileIssue;
 use super::limits::*;
 use super::load::Source;
@@ -696,21 +697,12 @@ enum Level {
 /// `ks` are the profile's Best-of-K `k` values (`None` for an external placement,
 /// which runs no `k` of ours).
 fn checks(v: &mut Problems, p: &str, c: &Checks, level: Level, ks: Option<&[usize]>) {
-    let fraction = |v: &mut Problems, name: &str, b: &Option<Bound>, hi: Option<f64>| {
-        if let Some(b) = b {
-            bound(v, &format!("{p}.{name}"), b, hi);
+    for def in &CHECKS {
+        match (def.get)(c) {
+            Some(SetBound::Figure(b)) => bound(v, &format!("{p}.{}", def.name), &b, def.at_most),
+            Some(SetBound::Latency(l)) => positive(v, &format!("{p}.{}.max", def.name), l.max),
+            None => {}
         }
-    };
-    fraction(v, "cv", &c.cv, None);
-    fraction(v, "max_over_mean", &c.max_over_mean, None);
-    fraction(v, "jain", &c.jain, Some(1.0));
-    fraction(v, "error_rate", &c.error_rate, Some(1.0));
-    fraction(v, "lost", &c.lost, None);
-    fraction(v, "duplicated", &c.duplicated, None);
-    fraction(v, "limited", &c.limited, Some(1.0));
-    fraction(v, "cancelled", &c.cancelled, None);
-    if let Some(l) = &c.p99_latency {
-        positive(v, &format!("{p}.p99_latency.max"), l.max);
     }
     if level != Level::Top && !c.per_mode.is_empty() {
         v.add(&format!("{p}.per_mode"), "per_mode cannot be nested");

@@ -300,7 +300,7 @@ impl FaultWindow {
     }
 }
 
-/// Set-checker findings (design.md 2.6).
+/// Set-checker findings (docs/design.md 2.6).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CheckerResult {
     /// 201 to the client, on no node, not deleted or expired.

@@ -1,5 +1,5 @@
 //! What a second signal does before `stampede run` exits without its report: remove
-//! goose's staging directories and name every fault it leaves in force, and where.
+//! goose's scratch directories and name every fault it leaves in force, and where.
 //!
 //! The run registers what an abort must know as it goes ([`AbortState`] rides in
 //! [`RunOptions`](super::RunOptions)); the signal handler calls [`AbortState::abort`].
@@ -23,8 +23,8 @@ pub struct AbortState {
 
 #[derive(Debug, Default)]
 struct Inner {
-    /// goose staging directories that exist or may be created.
-    staging: BTreeSet<PathBuf>,
+    /// goose scratch directories that exist or may be created.
+    scratch: BTreeSet<PathBuf>,
     /// Fleets this run applies faults to that outlive the process.
     faults: Option<FaultWatch>,
     /// Sandboxes on an external API this run may leave running.
@@ -71,8 +71,8 @@ pub struct AbortSummary {
     pub unreadable: Vec<(String, String)>,
     /// Whether the run was applying faults to a fleet that outlives it at all.
     pub watched: bool,
-    /// Staging directories that could not be removed (path, why).
-    pub staging_left: Vec<(PathBuf, String)>,
+    /// goose scratch directories that could not be removed (path, why).
+    pub scratch_left: Vec<(PathBuf, String)>,
     /// Sandboxes left running on an external API (cleanup not run or cut short).
     pub sandboxes_left: Option<SandboxesLeft>,
 }
@@ -82,14 +82,14 @@ fn lock(m: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
 }
 
 impl AbortState {
-    /// Registers a goose staging directory to remove on abort.
-    pub(crate) fn add_staging(&self, dir: PathBuf) {
-        lock(&self.inner).staging.insert(dir);
+    /// Registers a goose scratch directory to remove on abort.
+    pub(crate) fn add_scratch(&self, dir: PathBuf) {
+        lock(&self.inner).scratch.insert(dir);
     }
 
-    /// Forgets a staging directory (the run removed it).
-    pub(crate) fn remove_staging(&self, dir: &Path) {
-        lock(&self.inner).staging.remove(dir);
+    /// Forgets a scratch directory (the run removed it).
+    pub(crate) fn remove_scratch(&self, dir: &Path) {
+        lock(&self.inner).scratch.remove(dir);
     }
 
     /// Watches the fleets of `client` (whose faults outlive this process): the faults
@@ -150,13 +150,13 @@ impl AbortState {
         lock(&self.inner).sandboxes = None;
     }
 
-    /// Removes every registered staging directory, then reads which faults this run
+    /// Removes every registered scratch directory, then reads which faults this run
     /// leaves in force. Never waits longer than a couple of seconds per fleet.
     pub async fn abort(&self) -> AbortSummary {
-        let (staging, watch, sandboxes) = {
+        let (scratch, watch, sandboxes) = {
             let inner = lock(&self.inner);
             (
-                inner.staging.clone(),
+                inner.scratch.clone(),
                 inner.faults.clone(),
                 inner.sandboxes.clone(),
             )
@@ -165,11 +165,11 @@ impl AbortState {
             sandboxes_left: sandboxes,
             ..AbortSummary::default()
         };
-        for dir in staging {
+        for dir in scratch {
             match std::fs::remove_dir_all(&dir) {
-                Ok(()) => self.remove_staging(&dir),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => self.remove_staging(&dir),
-                Err(e) => out.staging_left.push((dir, e.to_string())),
+                Ok(()) => self.remove_scratch(&dir),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => self.remove_scratch(&dir),
+                Err(e) => out.scratch_left.push((dir, e.to_string())),
             }
         }
         let Some(watch) = watch else {
@@ -229,7 +229,7 @@ impl fmt::Display for AbortSummary {
         if self.watched && self.left_active.is_empty() && self.unreadable.is_empty() {
             writeln!(f, "aborted: no fault left active")?;
         }
-        for (dir, why) in &self.staging_left {
+        for (dir, why) in &self.scratch_left {
             writeln!(f, "aborted: cannot remove {}: {why}", dir.display())?;
         }
         if let Some(s) = &self.sandboxes_left {
@@ -317,17 +317,17 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn abort_removes_staging_directories() {
+    async fn abort_removes_goose_scratch_directories() {
         let dir = std::env::temp_dir().join(format!("stampede-abort-{}", std::process::id()));
         let staging = dir.join(".goose-1");
         std::fs::create_dir_all(&staging).unwrap();
         std::fs::write(staging.join("goose-x.html"), "x").unwrap();
         let state = AbortState::default();
-        state.add_staging(staging.clone());
-        state.add_staging(dir.join(".goose-never-created"));
+        state.add_scratch(staging.clone());
+        state.add_scratch(dir.join(".goose-never-created"));
         let summary = state.abort().await;
         assert!(!staging.exists());
-        assert!(summary.staging_left.is_empty(), "{summary:?}");
+        assert!(summary.scratch_left.is_empty(), "{summary:?}");
         assert!(!summary.watched);
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -3,7 +3,6 @@
 
 use std::time::{Duration, Instant};
 
-use mock_node::api::FaultKind;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -82,9 +81,10 @@ pub(crate) async fn spawn(
         .iter()
         .map(|f| {
             // A restart is an instant: never in force.
-            let lasts = match f.kind {
-                FaultKind::Restart => Some(Duration::ZERO),
-                _ => f.duration,
+            let lasts = if f.kind.is_instant() {
+                Some(Duration::ZERO)
+            } else {
+                f.duration
             };
             (f.at, lasts.map(|d| f.at.saturating_add(d)))
         })

@@ -14,7 +14,7 @@ use crate::profile::{EmbeddedPlacement, Profile, RunVariant};
 use crate::report::{Report, RunResult};
 use crate::workload::ApiKey;
 
-use super::placement::start_replicas;
+use super::services::start_replicas;
 
 /// Runs every (k, accounting mode) the profile lists, appending one result per run.
 /// Stops at the first failing stage (the report is then marked incomplete).

@@ -11,6 +11,7 @@ use super::{RunOptions, StageError};
 use crate::aggregate::ServiceCounters;
 use crate::collect::{Before, TruthSource};
 use crate::error_chain::chain_text;
+use crate::placement::{REQUEST_TIMEOUT, SYNC_INTERVAL};
 use crate::profile::{ExternalPlacement, Profile};
 use crate::report::{CleanupReport, Report};
 use crate::workload::{ApiKey, RUN_TAG_KEY};
@@ -71,9 +72,10 @@ pub(super) async fn run(
         chaos_outlives_run: true,
         node_ids,
         services: Vec::new(),
-        // E2B syncs nodes every 20 s.
-        settle: Duration::from_secs(21),
-        request_timeout: Duration::from_secs(75),
+        // A node's count lags up to one of E2B's syncs; a second more for the read.
+        settle: SYNC_INTERVAL + Duration::from_secs(1),
+        // E2B's request deadline, plus the margin an embedded run's client also gets.
+        request_timeout: REQUEST_TIMEOUT + Duration::from_secs(5),
         staging: Some(StagingTarget {
             before: Before::of(&first),
             tag: tag.clone(),

@@ -9,12 +9,12 @@ mod drive;
 mod embedded;
 mod external;
 mod final_read;
+mod goose_scratch;
 mod leftovers;
 mod mute;
-mod placement;
 mod progress;
 mod result;
-mod staging;
+mod services;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -28,7 +28,7 @@ pub use leftovers::{cleanup_leftovers, CleanupError, CleanupRequest, CleanupSumm
 
 use crate::profile::{self, PlacementSection, Profile};
 use crate::report::{self, Report};
-use staging::GooseStaging;
+use goose_scratch::GooseScratch;
 
 /// How to run a profile.
 #[derive(Debug, Clone, Default)]
@@ -121,7 +121,7 @@ pub async fn run_profile(path: &Path, opts: RunOptions) -> Result<RunOutcome, Ru
     let started = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let mut report = Report::new(&profile.name, &profile.description, profile.seed, &started);
     tracing::info!(profile = %profile.name, seed = profile.seed, "run starting");
-    let staging = GooseStaging::new(&report_parent(&profile, &opts), &opts.abort);
+    let scratch = GooseScratch::new(&report_parent(&profile, &opts), &opts.abort);
     let outcome = match &profile.placement {
         PlacementSection::Embedded(e) => embedded::run_all(&profile, e, &opts, &mut report).await,
         PlacementSection::External(x) => external::run(&profile, x, &opts, &mut report).await,
@@ -141,7 +141,7 @@ pub async fn run_profile(path: &Path, opts: RunOptions) -> Result<RunOutcome, Ru
         report.incomplete_reason =
             Some("interrupted by a signal (SIGINT, SIGTERM or SIGHUP)".into());
     }
-    finish(&profile, report, &opts, &staging)
+    finish(&profile, report, &opts, &scratch)
 }
 
 /// Every fault a run applied and could not heal, named (`fault 3 (kill on node-01)`).
@@ -186,7 +186,7 @@ pub(crate) fn goose_report_path(
     label: &str,
 ) -> Option<PathBuf> {
     profile.report.goose_html.then(|| {
-        GooseStaging::dir_under(&report_parent(profile, opts)).join(format!("goose-{label}.html"))
+        GooseScratch::dir_under(&report_parent(profile, opts)).join(format!("goose-{label}.html"))
     })
 }
 
@@ -194,7 +194,7 @@ fn finish(
     profile: &Profile,
     mut report: Report,
     opts: &RunOptions,
-    staging: &GooseStaging,
+    scratch: &GooseScratch,
 ) -> Result<RunOutcome, RunError> {
     let checks = report::evaluate(&profile.checks, &report);
     report.set_checks(checks);
@@ -203,8 +203,8 @@ fn finish(
     }
     let parent = report_parent(profile, opts);
     let dir = report::write_report_dir(&report, &parent)?;
-    // On error too the staging directory goes when `staging` drops.
-    staging.move_into(&dir)?;
+    // On error too the scratch directory goes when `scratch` drops.
+    scratch.move_into(&dir)?;
     // The report is written: a stdout that is closed or full (`stampede run | head -1`)
     // loses the summary but must not turn the verdict into a harness failure.
     if let Err(e) = print_summary(&report, &dir, opts.quiet, &mut std::io::stdout().lock()) {

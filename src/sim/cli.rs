@@ -1,4 +1,4 @@
-//! `stampede sim PROFILE [--sweep key=v1,v2 ...] [--repeat N] [--csv FILE] [--out DIR]
+//! `stampede sim PROFILE [--sweep key=v1,v2 ...] [--repeat N] [--csv FILE] [--report-dir DIR]
 //! [--max-events N] [--max-memory-mb MIB]`.
 
 use std::io::Write;
@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use super::budget::{SimBudget, DEFAULT_MAX_EVENTS, DEFAULT_MAX_MEMORY_MB};
 use super::error::SimError;
-use super::sweep::{run_sweep_within, SweepAxis, SWEEP_KEYS};
+use super::sweep::{run_sweep_within, SweepAxis};
 use super::table::{write_sweep_csv, write_sweep_table};
 use super::{new_report, simulate_profile_within};
 use crate::profile::load_and_validate;
@@ -28,9 +28,9 @@ pub struct SimArgs {
     /// Also write the sweep table as CSV to FILE.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
-    /// Parent directory of the report.
-    #[arg(long, default_value = "reports", value_name = "DIR")]
-    pub out: PathBuf,
+    /// Parent directory of the report (as `run --report-dir`; `--out` is its old name).
+    #[arg(long, alias = "out", default_value = "reports", value_name = "DIR")]
+    pub report_dir: PathBuf,
     /// Events the whole command may process (every mode, combination and seed): an
     /// event is a request step, or one node read by a sync or a timeline sample. A
     /// profile estimated over it is refused before it starts; a run that goes over
@@ -51,7 +51,7 @@ impl Default for SimArgs {
             sweep: Vec::new(),
             repeat: 1,
             csv: None,
-            out: PathBuf::from("reports"),
+            report_dir: PathBuf::from("reports"),
             max_events: DEFAULT_MAX_EVENTS,
             max_memory_mb: DEFAULT_MAX_MEMORY_MB,
         }
@@ -95,7 +95,7 @@ pub fn run_sim_cli(args: SimArgs) -> Result<bool, SimError> {
             profile.name,
             sweep.keys.join(" x "),
             sweep.seeds,
-            SWEEP_KEYS.join(", ")
+            super::sweep::sweep_key_names()
         )
         .map_err(io("stdout"))?;
         write_sweep_table(&sweep, &mut stdout).map_err(io("stdout"))?;
@@ -117,7 +117,7 @@ pub fn run_sim_cli(args: SimArgs) -> Result<bool, SimError> {
         report.set_checks(checks);
         report
     };
-    let dir = report::write_report_dir(&report, &args.out).map_err(io("the report"))?;
+    let dir = report::write_report_dir(&report, &args.report_dir).map_err(io("the report"))?;
     writeln!(stdout, "simulated report: {}", dir.display()).map_err(io("stdout"))?;
     Ok(report.passed)
 }

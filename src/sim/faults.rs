@@ -66,9 +66,10 @@ pub fn plan_faults(
                     .filter_map(|id| index.get(id.as_str()).copied())
                     .collect(),
                 at,
-                until: match f.kind {
-                    FaultKind::Restart => Some(at),
-                    _ => f.duration.map(|d| at.saturating_add(to_nanos(d))),
+                until: if f.kind.is_instant() {
+                    Some(at)
+                } else {
+                    f.duration.map(|d| at.saturating_add(to_nanos(d)))
                 },
             }
         })

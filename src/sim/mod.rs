@@ -1,4 +1,4 @@
-//! `stampede sim`: the deterministic discrete-event simulator (design.md 2.7).
+//! `stampede sim`: the deterministic discrete-event simulator (docs/design.md 2.7).
 //!
 //! Virtual time, one thread, one seeded RNG per run, no sockets and no wall clock. It
 //! drives the same sans-IO [`PlacementCore`](crate::placement::PlacementCore) and

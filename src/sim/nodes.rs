@@ -127,7 +127,7 @@ impl Engine<'_> {
         }
         match fault.until {
             // An instant fault: its window closes where it opens.
-            _ if fault.kind == FaultKind::Restart => self.tally.fault_healed(f, self.now),
+            _ if fault.kind.is_instant() => self.tally.fault_healed(f, self.now),
             Some(until) => self.queue.push(until, Event::FaultEnd { fault: f as u32 }),
             None => {}
         }

@@ -11,29 +11,146 @@ use super::error::SimError;
 use super::setup::{check_profile, profile_modes, SimSetup};
 use super::simulate_setup;
 use crate::placement::AccountingMode;
-use crate::profile::{OneOrMany, PlacementSection, Profile, RunVariant, Shape};
+use crate::profile::{EmbeddedPlacement, OneOrMany, PlacementSection, Profile, RunVariant, Shape};
 use crate::report::RunResult;
 
-/// The settings a sweep can vary.
-pub const SWEEP_KEYS: [&str; 12] = [
-    "accounting",
-    "k",
-    "r",
-    "alpha",
-    "sync_interval",
-    "sync_phase",
-    "replicas",
-    "rate",
-    "nodes",
-    "create_latency",
-    "max_starting",
-    "burst",
+/// One setting a sweep can vary: how its values parse and where one goes in a profile.
+#[derive(Clone, Copy)]
+pub struct SweepKey {
+    /// The key of `--sweep KEY=...`.
+    pub name: &'static str,
+    parse: fn(&str, &str) -> Result<Value, String>,
+    apply: fn(&mut Profile, Value) -> Result<Option<AccountingMode>, String>,
+}
+
+impl std::fmt::Debug for SweepKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+/// The settings a sweep can vary, each once: its name, its value type and where it goes.
+pub const SWEEP_KEYS: [SweepKey; 12] = [
+    SweepKey {
+        name: "accounting",
+        parse: |_, v| v.parse().map(Value::Mode),
+        apply: |_, v| v.mode().map(Some),
+    },
+    SweepKey {
+        name: "k",
+        parse: |k, v| count(k, v, 1),
+        apply: |p, v| {
+            embedded(p)?.best_of_k.k = OneOrMany::One(v.count()?);
+            Ok(None)
+        },
+    },
+    SweepKey {
+        name: "r",
+        parse: float,
+        apply: |p, v| {
+            embedded(p)?.best_of_k.r = v.float()?;
+            Ok(None)
+        },
+    },
+    SweepKey {
+        name: "alpha",
+        parse: float,
+        apply: |p, v| {
+            embedded(p)?.best_of_k.alpha = v.float()?;
+            Ok(None)
+        },
+    },
+    SweepKey {
+        name: "sync_interval",
+        parse: |k, v| time(k, v).map(Value::Time),
+        apply: |p, v| {
+            embedded(p)?.sync_interval = v.time()?;
+            Ok(None)
+        },
+    },
+    SweepKey {
+        name: "sync_phase",
+        parse: |k, v| time(k, v).map(Value::Time),
+        apply: |p, v| {
+            embedded(p)?.sync_phase = Some(v.time()?);
+            Ok(None)
+        },
+    },
+    SweepKey {
+        name: "replicas",
+        parse: |k, v| count(k, v, 1),
+        apply: |p, v| {
+            embedded(p)?.replicas =
+                u32::try_from(v.count()?).map_err(|_| "too many replicas".to_string())?;
+            Ok(None)
+        },
+    },
+    SweepKey {
+        name: "rate",
+        parse: float,
+        apply: |p, v| {
+            match &mut p.workload.shape {
+                Shape::Rate { per_second, .. } => *per_second = v.float()?,
+                _ => return Err("`rate` needs a profile with a rate shape".into()),
+            }
+            Ok(None)
+        },
+    },
+    SweepKey {
+        name: "nodes",
+        parse: |k, v| count(k, v, 1),
+        apply: |p, v| {
+            p.cluster.nodes = v.count()?;
+            Ok(None)
+        },
+    },
+    SweepKey {
+        name: "create_latency",
+        parse: |k, v| match v.split_once('-') {
+            Some((lo, hi)) => Ok(Value::Latency(LatencyDist::Uniform {
+                min: time(k, lo)?,
+                max: time(k, hi)?,
+            })),
+            None => Ok(Value::Latency(LatencyDist::Constant { value: time(k, v)? })),
+        },
+        apply: |p, v| {
+            p.cluster.node.create_latency = v.latency()?;
+            Ok(None)
+        },
+    },
+    SweepKey {
+        name: "max_starting",
+        parse: |k, v| count(k, v, 0),
+        apply: |p, v| {
+            p.cluster.node.max_starting =
+                u32::try_from(v.count()?).map_err(|_| "too large".to_string())?;
+            Ok(None)
+        },
+    },
+    SweepKey {
+        name: "burst",
+        parse: |k, v| count(k, v, 1),
+        apply: |p, v| {
+            p.workload.shape = Shape::Burst { count: v.count()? };
+            Ok(None)
+        },
+    },
 ];
+
+/// The sweep key called `name`.
+fn sweep_key(name: &str) -> Option<&'static SweepKey> {
+    SWEEP_KEYS.iter().find(|k| k.name == name)
+}
+
+/// Every key, comma-separated (for messages).
+pub fn sweep_key_names() -> String {
+    SWEEP_KEYS.map(|k| k.name).join(", ")
+}
 
 /// One `--sweep` argument: a key and the values it takes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SweepAxis {
-    /// One of [`SWEEP_KEYS`].
+    /// The name of one of [`SWEEP_KEYS`].
     pub key: String,
     /// Values in the order given.
     pub values: Vec<String>,
@@ -54,12 +171,12 @@ impl std::str::FromStr for SweepAxis {
             .split_once('=')
             .ok_or_else(|| bad("expected key=v1,v2,...".into()))?;
         let key = key.trim().replace('-', "_");
-        if !SWEEP_KEYS.contains(&key.as_str()) {
+        let Some(def) = sweep_key(&key) else {
             return Err(bad(format!(
                 "unknown key `{key}` (expected one of {})",
-                SWEEP_KEYS.join(", ")
+                sweep_key_names()
             )));
-        }
+        };
         let values: Vec<String> = values
             .split(',')
             .map(|v| v.trim().to_string())
@@ -69,13 +186,14 @@ impl std::str::FromStr for SweepAxis {
             return Err(bad("no values".into()));
         }
         for v in &values {
-            parse_value(&key, v).map_err(bad)?;
+            (def.parse)(&key, v).map_err(bad)?;
         }
         Ok(SweepAxis { key, values })
     }
 }
 
-/// A parsed sweep value.
+/// A parsed sweep value; each key's `apply` takes the variant its `parse` gives.
+#[derive(Clone)]
 enum Value {
     Mode(AccountingMode),
     Count(usize),
@@ -84,38 +202,73 @@ enum Value {
     Latency(LatencyDist),
 }
 
-fn parse_value(key: &str, v: &str) -> Result<Value, String> {
-    let count = |min: usize| {
-        v.parse::<usize>()
-            .ok()
-            .filter(|n| *n >= min)
-            .map(Value::Count)
-            .ok_or_else(|| format!("{key}: `{v}` is not an integer >= {min}"))
-    };
-    let float = || {
-        v.parse::<f64>()
-            .ok()
-            .filter(|x| x.is_finite() && *x >= 0.0)
-            .map(Value::Float)
-            .ok_or_else(|| format!("{key}: `{v}` is not a finite number >= 0"))
-    };
-    let time = |s: &str| humantime::parse_duration(s).map_err(|e| format!("{key}: `{s}`: {e}"));
-    match key {
-        "accounting" => v.parse().map(Value::Mode),
-        "k" | "replicas" | "nodes" | "burst" => count(1),
-        "max_starting" => count(0),
-        "r" | "alpha" | "rate" => float(),
-        "sync_interval" | "sync_phase" => time(v).map(Value::Time),
-        "create_latency" => match v.split_once('-') {
-            Some((lo, hi)) => Ok(Value::Latency(LatencyDist::Uniform {
-                min: time(lo)?,
-                max: time(hi)?,
-            })),
-            None => Ok(Value::Latency(LatencyDist::Constant { value: time(v)? })),
-        },
-        _ => Err(format!("unknown key `{key}`")),
+/// What `apply` says when a value is not the type its key parses (never, for values
+/// that came from the key's own parser).
+const MISFIT: &str = "value does not fit the key";
+
+impl Value {
+    fn mode(self) -> Result<AccountingMode, String> {
+        match self {
+            Value::Mode(m) => Ok(m),
+            _ => Err(MISFIT.into()),
+        }
+    }
+    fn count(self) -> Result<usize, String> {
+        match self {
+            Value::Count(n) => Ok(n),
+            _ => Err(MISFIT.into()),
+        }
+    }
+    fn float(self) -> Result<f64, String> {
+        match self {
+            Value::Float(x) => Ok(x),
+            _ => Err(MISFIT.into()),
+        }
+    }
+    fn time(self) -> Result<Duration, String> {
+        match self {
+            Value::Time(t) => Ok(t),
+            _ => Err(MISFIT.into()),
+        }
+    }
+    fn latency(self) -> Result<LatencyDist, String> {
+        match self {
+            Value::Latency(d) => Ok(d),
+            _ => Err(MISFIT.into()),
+        }
     }
 }
+
+fn count(key: &str, v: &str, min: usize) -> Result<Value, String> {
+    v.parse::<usize>()
+        .ok()
+        .filter(|n| *n >= min)
+        .map(Value::Count)
+        .ok_or_else(|| format!("{key}: `{v}` is not an integer >= {min}"))
+}
+
+fn float(key: &str, v: &str) -> Result<Value, String> {
+    v.parse::<f64>()
+        .ok()
+        .filter(|x| x.is_finite() && *x >= 0.0)
+        .map(Value::Float)
+        .ok_or_else(|| format!("{key}: `{v}` is not a finite number >= 0"))
+}
+
+fn time(key: &str, s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s).map_err(|e| format!("{key}: `{s}`: {e}"))
+}
+
+/// The embedded placement a sweep varies.
+fn embedded(profile: &mut Profile) -> Result<&mut EmbeddedPlacement, String> {
+    match &mut profile.placement {
+        PlacementSection::Embedded(p) => Ok(p),
+        PlacementSection::External(_) => Err(EXTERNAL.into()),
+    }
+}
+
+/// Marks [`embedded`]'s refusal, which [`apply`] reports as its own error.
+const EXTERNAL: &str = "external placement";
 
 /// Apply `key=value` to `profile`; an `accounting` value is returned instead.
 fn apply(
@@ -127,34 +280,18 @@ fn apply(
         arg: format!("{key}={value}"),
         message,
     };
-    let parsed = parse_value(key, value).map_err(bad)?;
-    let PlacementSection::Embedded(p) = &mut profile.placement else {
+    let def = sweep_key(key).ok_or_else(|| bad(format!("unknown key `{key}`")))?;
+    let parsed = (def.parse)(key, value).map_err(bad)?;
+    if !matches!(profile.placement, PlacementSection::Embedded(_)) {
         return Err(SimError::ExternalPlacement);
-    };
-    match (key, parsed) {
-        ("accounting", Value::Mode(m)) => return Ok(Some(m)),
-        ("k", Value::Count(k)) => p.best_of_k.k = OneOrMany::One(k),
-        ("r", Value::Float(r)) => p.best_of_k.r = r,
-        ("alpha", Value::Float(a)) => p.best_of_k.alpha = a,
-        ("sync_interval", Value::Time(t)) => p.sync_interval = t,
-        ("sync_phase", Value::Time(t)) => p.sync_phase = Some(t),
-        ("replicas", Value::Count(n)) => {
-            p.replicas = u32::try_from(n).map_err(|_| bad("too many replicas".into()))?
-        }
-        ("nodes", Value::Count(n)) => profile.cluster.nodes = n,
-        ("create_latency", Value::Latency(d)) => profile.cluster.node.create_latency = d,
-        ("max_starting", Value::Count(n)) => {
-            profile.cluster.node.max_starting =
-                u32::try_from(n).map_err(|_| bad("too large".into()))?
-        }
-        ("burst", Value::Count(n)) => profile.workload.shape = Shape::Burst { count: n },
-        ("rate", Value::Float(r)) => match &mut profile.workload.shape {
-            Shape::Rate { per_second, .. } => *per_second = r,
-            _ => return Err(bad("`rate` needs a profile with a rate shape".into())),
-        },
-        _ => return Err(bad("value does not fit the key".into())),
     }
-    Ok(None)
+    (def.apply)(profile, parsed).map_err(|m| {
+        if m == EXTERNAL {
+            SimError::ExternalPlacement
+        } else {
+            bad(m)
+        }
+    })
 }
 
 /// Mean, population standard deviation, min and max of one figure over seeds.
@@ -368,4 +505,65 @@ fn cartesian(axes: &[SweepAxis]) -> Vec<Vec<String>> {
             .collect();
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `stampede sim --help` lists the keys in its own words; it must name each one.
+    #[test]
+    fn the_sweep_flags_help_names_every_key() {
+        let cmd = <crate::sim::SimArgs as clap::Args>::augment_args(clap::Command::new("sim"));
+        let help = cmd
+            .get_arguments()
+            .find(|a| a.get_id() == "sweep")
+            .and_then(|a| a.get_help())
+            .map(|h| h.to_string())
+            .unwrap_or_default();
+        for key in &SWEEP_KEYS {
+            assert!(
+                help.contains(key.name),
+                "--sweep help lacks {}: {help}",
+                key.name
+            );
+        }
+    }
+
+    #[test]
+    fn every_key_parses_a_value_and_applies_it() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/profiles/seed-000-five-node.yaml"
+        ))
+        .unwrap();
+        let values = [
+            ("accounting", "reconciled"),
+            ("k", "2"),
+            ("r", "2"),
+            ("alpha", "0.25"),
+            ("sync_interval", "5s"),
+            ("sync_phase", "1s"),
+            ("replicas", "2"),
+            ("nodes", "7"),
+            ("create_latency", "1ms-2ms"),
+            ("max_starting", "4"),
+            ("burst", "9"),
+        ];
+        for key in &SWEEP_KEYS {
+            let Some((_, v)) = values.iter().find(|(k, _)| *k == key.name) else {
+                assert_eq!(key.name, "rate", "no value for {} above", key.name);
+                continue;
+            };
+            let mut p =
+                crate::profile::parse(&crate::profile::Source::inline("p.yaml", &text)).unwrap();
+            let before = format!("{p:?}");
+            let mode = apply(&mut p, key.name, v).unwrap();
+            assert!(
+                mode.is_some() || format!("{p:?}") != before,
+                "{} changed nothing",
+                key.name
+            );
+        }
+    }
 }

@@ -99,11 +99,9 @@ enum Event {
 /// before the run stops waiting for it (its HTML report is then not written).
 const GOOSE_STOP_MARGIN: Duration = Duration::from_millis(500);
 
-/// Longest a worker waits at the start gate for the others: past it the gate opens
-/// anyway. It also bounds how long a burst holds each create's final byte, which the
-/// placement service's body deadline must exceed
-/// ([`DEFAULT_BODY_READ_TIMEOUT`](crate::serve::config::DEFAULT_BODY_READ_TIMEOUT)).
-pub const GATE_WAIT: Duration = Duration::from_secs(60);
+/// Longest a worker waits at the start gate for the others (defined beside the service's
+/// body deadline, which must exceed it).
+pub use crate::serve::config::GATE_WAIT;
 
 struct Shared {
     run: WorkloadRun,
@@ -113,6 +111,8 @@ struct Shared {
     slots: SlotCounter,
     barrier: Barrier,
     gate: OnceLock<Instant>,
+    /// Wakes the gate's watcher once `gate` is set (a stored permit if it is not waiting).
+    gate_opened: tokio::sync::Notify,
     /// Releases the final bytes of a burst's creates.
     release: Release,
     /// TLS of a burst's own connections to https targets.
@@ -122,6 +122,15 @@ struct Shared {
     delete_client: reqwest::Client,
     /// Creates sent and not yet recorded.
     in_flight: AtomicUsize,
+}
+
+impl Shared {
+    /// The gate's instant: now if no user opened it before (the first caller opens it).
+    fn open_gate(&self) -> Instant {
+        let gate = *self.gate.get_or_init(Instant::now);
+        self.gate_opened.notify_one();
+        gate
+    }
 }
 
 /// Runs the workload to completion (or cancellation) and returns its ledger. Gate
@@ -142,6 +151,7 @@ pub async fn run_workload(
         slots: SlotCounter::default(),
         barrier: Barrier::new(workers.max(1)),
         gate: OnceLock::new(),
+        gate_opened: tokio::sync::Notify::new(),
         release: Release::default(),
         tls: Tls::default(),
         events: tx,
@@ -183,10 +193,10 @@ pub async fn run_workload(
                     }
                     return;
                 }
-                if shared.run.cancel.is_cancelled() {
-                    return;
+                tokio::select! {
+                    _ = shared.gate_opened.notified() => {}
+                    _ = shared.run.cancel.cancelled() => return,
                 }
-                tokio::time::sleep(Duration::from_millis(1)).await;
             }
         })
     };
@@ -334,7 +344,7 @@ async fn open_worker(s: &Shared, user: &mut GooseUser) {
         _ = tokio::time::timeout(GATE_WAIT, s.barrier.wait()) => {}
         _ = s.run.cancel.cancelled() => return,
     }
-    let gate = *s.gate.get_or_init(Instant::now);
+    let gate = s.open_gate();
     while let (Some(i), Some(req)) = (slot, prepared.take()) {
         if s.run.cancel.is_cancelled() {
             break;
@@ -355,7 +365,7 @@ async fn open_worker(s: &Shared, user: &mut GooseUser) {
 
 /// Plan: one create per goose iteration, sent now (closed model).
 async fn plan_step(s: &Shared, user: &mut GooseUser) {
-    let gate = *s.gate.get_or_init(Instant::now);
+    let gate = s.open_gate();
     if s.run.cancel.is_cancelled() {
         return;
     }
@@ -400,7 +410,7 @@ async fn burst_slot(s: &Shared, user: &mut GooseUser, i: usize) {
             _ = s.run.cancel.cancelled() => return,
         };
         if waited.is_err() || waited.is_ok_and(|w| w.is_leader()) {
-            s.gate.get_or_init(Instant::now);
+            s.open_gate();
             s.release.open();
         }
     };
@@ -425,7 +435,7 @@ async fn burst_slot(s: &Shared, user: &mut GooseUser, i: usize) {
     s.in_flight.fetch_add(1, Ordering::SeqCst);
     let (r, ()) = tokio::join!(or_give_up(s, send), at_gate);
     let done = Instant::now();
-    let gate = *s.gate.get_or_init(Instant::now);
+    let gate = s.open_gate();
     // A create that failed before the gate counts as sent at the gate.
     let sent = gate_of.and_then(|g| g.released_at()).unwrap_or(gate);
     record_in_goose(user, &r, done.saturating_duration_since(sent)).await;

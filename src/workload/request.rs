@@ -23,9 +23,7 @@ pub(crate) struct CreateResult {
     pub node: Option<String>,
 }
 
-/// Response header of a 201 naming the node the sandbox landed on (stampede's own
-/// service sends it; E2B's API does not, so external runs have no per-create node).
-pub const NODE_HEADER: &str = "x-stampede-node";
+pub use crate::serve::NODE_HEADER;
 
 /// Metadata key every create of a tagged run carries (value: the run's tag), so that
 /// cleanup can find sandboxes whose 201 the run never read (E2B's `NewSandbox.metadata`).

@@ -1,0 +1,282 @@
+//! The Nomad-style discovery API over HTTP: what E2B's API reads, faults, bad input.
+
+use crate::support as common;
+
+use std::time::Duration;
+
+use common::*;
+use mock_node::fleet::FleetHandle;
+use serde_json::{json, Value};
+
+/// `GET {nomad}{path}`: status, headers and body text.
+async fn get(f: &FleetHandle, path: &str) -> (u16, reqwest::header::HeaderMap, String) {
+    let r = http()
+        .get(format!("{}{path}", f.nomad_url()))
+        .send()
+        .await
+        .expect("Nomad endpoint answers");
+    let status = r.status().as_u16();
+    let headers = r.headers().clone();
+    (status, headers, r.text().await.expect("body"))
+}
+
+/// The registrations of the default service name.
+async fn registrations(f: &FleetHandle) -> Vec<Value> {
+    let (status, _, body) = get(f, "/v1/service/stampede-orchestrator").await;
+    assert_eq!(status, 200, "{body}");
+    serde_json::from_str(&body).expect("JSON list")
+}
+
+fn node_ids(regs: &[Value]) -> Vec<String> {
+    regs.iter()
+        .map(|r| r["NodeID"].as_str().expect("NodeID").to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn registrations_pair_node_ids_with_names_and_routable_addresses() {
+    let f = fleet_with(3, |_| {}).await;
+    let (status, h, body) = get(&f, "/v1/service/stampede-orchestrator").await;
+    assert_eq!(status, 200);
+    for name in [
+        "x-nomad-index",
+        "x-nomad-lastcontact",
+        "x-nomad-knownleader",
+    ] {
+        assert!(h.contains_key(name), "{name} missing");
+    }
+    let regs: Vec<Value> = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(regs.len(), 3);
+    let ids = f.nomad_identities();
+    for (r, (ident, ep)) in regs.iter().zip(ids.iter().zip(f.nodes())) {
+        assert_eq!(r["NodeID"], ident.node_id.as_str());
+        assert_eq!(r["Address"], ep.addr.ip().to_string().as_str());
+        assert_eq!(r["Port"], ep.addr.port());
+        assert_eq!(r["ServiceName"], "stampede-orchestrator");
+        assert_eq!(ident.name, ep.id);
+    }
+    // The node list pairs each id with the node's name, which its ServiceInfo reports.
+    let (status, _, body) = get(&f, "/v1/nodes").await;
+    assert_eq!(status, 200);
+    let nodes: Vec<Value> = serde_json::from_str(&body).expect("JSON");
+    for (n, ep) in nodes.iter().zip(f.nodes()) {
+        let (_, mut info) = clients(ep.addr).await;
+        let si = info
+            .service_info(())
+            .await
+            .expect("ServiceInfo")
+            .into_inner();
+        assert_eq!(n["Name"], si.node_id.as_str());
+        assert_eq!(n["Status"], "ready");
+    }
+}
+
+#[tokio::test]
+async fn legacy_node_filter_is_answered_faithfully() {
+    let f = fleet_with(4, |_| {}).await;
+    let q =
+        "/v1/nodes?filter=Status%20%3D%3D%20%22ready%22%20and%20NodePool%20%3D%3D%20%22default%22";
+    let (status, _, body) = get(&f, q).await;
+    assert_eq!(status, 200, "{body}");
+    let nodes: Vec<Value> = serde_json::from_str(&body).expect("JSON");
+    let ids: Vec<&str> = nodes
+        .iter()
+        .map(|n| n["ID"].as_str().expect("ID"))
+        .collect();
+    let regs = registrations(&f).await;
+    assert_eq!(ids, node_ids(&regs), "same ids as the registrations");
+    // Another pool selects nothing; a prefix selects one node.
+    let (_, _, body) = get(&f, "/v1/nodes?filter=NodePool%20%3D%3D%20%22gpu%22").await;
+    assert_eq!(body, "[]");
+    let (_, _, body) = get(&f, &format!("/v1/nodes?prefix={}", &ids[2][..8])).await;
+    let one: Vec<Value> = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(one.len(), 1);
+    // Template managers: E2B's allocation query gets an empty JSON list, never 0 bytes.
+    let (status, h, body) = get(
+        &f,
+        "/v1/allocations?resources=true&filter=ClientStatus%20%3D%3D%20%22running%22",
+    )
+    .await;
+    assert_eq!((status, body.as_str()), (200, "[]"));
+    assert!(h.contains_key("x-nomad-index"));
+}
+
+#[tokio::test]
+async fn a_killed_node_has_no_registration_while_the_fault_lasts() {
+    let f = fleet_with(3, |_| {}).await;
+    let before = node_ids(&registrations(&f).await);
+    let killed = before[1].clone();
+    let id = fault(&f, json!({"kind": "kill", "nodes": ["node-01"]})).await;
+    let regs = node_ids(&registrations(&f).await);
+    assert_eq!(regs.len(), 2);
+    assert!(!regs.contains(&killed), "killed node still registered");
+    // Its Nomad node stays ready, as a node whose allocation failed does.
+    let (_, _, body) = get(&f, "/v1/nodes").await;
+    assert!(body.contains(&killed));
+    assert_eq!(heal(&f, id).await, 204);
+    assert_eq!(node_ids(&registrations(&f).await), before);
+
+    // A timed kill: gone during (3 s is far longer than one local GET), back after,
+    // without anyone healing it.
+    fault(
+        &f,
+        json!({"kind": "kill", "nodes": ["node-02"], "duration": "3s"}),
+    )
+    .await;
+    assert_eq!(registrations(&f).await.len(), 2);
+    assert!(
+        eventually(Duration::from_secs(15), async || registrations(&f)
+            .await
+            .len()
+            == 3)
+        .await,
+        "registration back after the fault"
+    );
+}
+
+#[tokio::test]
+async fn a_restart_replaces_the_allocation_and_moves_the_index() {
+    let f = fleet_with(2, |_| {}).await;
+    let (_, h0, body) = get(&f, "/v1/service/stampede-orchestrator").await;
+    let before: Vec<Value> = serde_json::from_str(&body).expect("JSON");
+    fault(&f, json!({"kind": "restart", "nodes": ["node-00"]})).await;
+    let (_, h1, body) = get(&f, "/v1/service/stampede-orchestrator").await;
+    let after: Vec<Value> = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(after[0]["NodeID"], before[0]["NodeID"]);
+    assert_ne!(after[0]["AllocID"], before[0]["AllocID"]);
+    assert_eq!(after[1]["AllocID"], before[1]["AllocID"]);
+    let index = |h: &reqwest::header::HeaderMap| -> u64 {
+        h["x-nomad-index"]
+            .to_str()
+            .expect("ascii")
+            .parse()
+            .expect("number")
+    };
+    assert!(index(&h1) > index(&h0));
+}
+
+/// Bad input gets the answer a Nomad agent gives (`command/agent/http.go`,
+/// `service_registration_endpoint.go`, `nomad/state/paginator`):
+/// - unknown path: 404, empty body (`handleRootFallthrough`);
+/// - unknown service name: 200 `[]` (the RPC's nil list becomes an empty one);
+/// - `/v1/service/` with no name: 400 `missing service name`;
+/// - more path parts: 400 `invalid URI`; a write method: 405 `Invalid method`;
+/// - filter that does not parse: 400 `failed to create result paginator: failed to
+///   read filter expression: ...`;
+/// - filter naming an unknown field: 400 `failed to read result page: error finding
+///   value in datum: ...`;
+/// - another region: 500 `No path to region`; bad `index`: 400 `Invalid index`.
+///
+/// Errors are `text/plain`, as Nomad writes them.
+#[tokio::test]
+async fn bad_input_is_answered_as_nomad_does() {
+    let f = fleet_with(2, |_| {}).await;
+    let cases: &[(&str, u16, &str)] = &[
+        ("/v1/nope", 404, ""),
+        ("/", 404, ""),
+        ("/v1/service/orchestrator", 200, "[]"),
+        ("/v1/service/", 400, "missing service name"),
+        ("/v1/service/a/b/c", 400, "invalid URI"),
+        ("/v1/service/a/b", 405, "Invalid method"),
+        ("/v1/nodes?index=x", 400, "Invalid index"),
+        ("/v1/nodes?wait=soon", 400, "Invalid wait time"),
+        ("/v1/nodes?region=mars", 500, "No path to region"),
+        (
+            "/v1/nodes?filter=Status%20%3D%3D",
+            400,
+            "failed to create result paginator: failed to read filter expression: ",
+        ),
+        (
+            "/v1/service/stampede-orchestrator?filter=(((",
+            400,
+            "failed to create result paginator: failed to read filter expression: ",
+        ),
+        (
+            "/v1/nodes?filter=Bogus%20%3D%3D%20%22x%22",
+            400,
+            "failed to read result page: error finding value in datum: /Bogus",
+        ),
+        (
+            "/v1/allocations?filter=%25%25",
+            400,
+            "failed to create result paginator: failed to read filter expression: ",
+        ),
+        (
+            "/v1/service/stampede-orchestrator?namespace=prod",
+            200,
+            "[]",
+        ),
+    ];
+    for &(path, status, prefix) in cases {
+        let (got, h, body) = get(&f, path).await;
+        assert_eq!(got, status, "{path}: {body}");
+        assert!(body.starts_with(prefix), "{path}: {body:?}");
+        if status >= 400 && !body.is_empty() {
+            assert_eq!(h["content-type"], "text/plain", "{path}");
+        }
+    }
+    let r = http()
+        .post(format!("{}/v1/nodes", f.nomad_url()))
+        .send()
+        .await
+        .expect("answers");
+    assert_eq!(r.status().as_u16(), 405);
+    // Hostile filters: deep nesting and odd bytes are answered, never a crash.
+    for (depth, status) in [(20, 200), (5_000, 400)] {
+        let deep = format!(
+            "/v1/nodes?filter={}Status%20%3D%3D%20%22ready%22{}",
+            "%28".repeat(depth),
+            "%29".repeat(depth)
+        );
+        let (got, _, body) = get(&f, &deep).await;
+        assert_eq!(got, status, "depth {depth}: {body}");
+    }
+    let (status, _, _) = get(&f, "/v1/nodes?filter=%E2%82%AC%00").await;
+    assert_eq!(status, 400);
+}
+
+/// The HTTP check a Nomad job (or a Kubernetes probe) points at the gRPC port.
+#[tokio::test]
+async fn health_is_served_over_http_on_the_grpc_port() {
+    let f = fleet_with(1, |_| {}).await;
+    let url = format!("http://{}/health", f.nodes()[0].addr);
+    let r = http().get(&url).send().await.expect("answers");
+    assert_eq!(r.status().as_u16(), 200);
+    let v: Value = r.json().await.expect("JSON");
+    assert_eq!(v["status"], "healthy");
+    let id = fault(
+        &f,
+        json!({"kind": "status", "nodes": ["node-00"], "status": "unhealthy"}),
+    )
+    .await;
+    let r = http().get(&url).send().await.expect("answers");
+    assert_eq!(r.status().as_u16(), 503);
+    assert_eq!(heal(&f, id).await, 204);
+    // gRPC on the same port still works.
+    let (_, mut info) = clients(f.nodes()[0].addr).await;
+    info.service_info(()).await.expect("ServiceInfo");
+}
+
+/// The admin API and the registrations show the address callers should dial.
+#[tokio::test]
+async fn admin_and_registrations_advertise_the_given_ip() {
+    let opts = mock_node::fleet::FleetOptions {
+        advertise_ip: Some("127.0.0.2".parse().expect("ip")),
+        ..Default::default()
+    };
+    let cfg = mock_node::config::ClusterConfig {
+        nodes: 2,
+        ..Default::default()
+    };
+    let f = mock_node::fleet::start(cfg, opts)
+        .await
+        .expect("fleet starts");
+    for n in nodes(&f).await.nodes {
+        assert_eq!(n.grpc_addr.ip().to_string(), "127.0.0.2");
+    }
+    for r in registrations(&f).await {
+        assert_eq!(r["Address"], "127.0.0.2");
+    }
+    let line = mock_node::cli::ready_line(&f);
+    assert!(line.contains(&format!("nomad={}", f.nomad_url())), "{line}");
+}

@@ -1,0 +1,42 @@
+//! The sans-IO placement core: E2B's Best-of-K with four accounting modes.
+//!
+//! No sockets, no clock, no tokio: the HTTP service (`serve`) and the simulator drive
+//! the same [`PlacementCore`] with events (start placing, create ok / failed / refused,
+//! delete ok, sync snapshot) and a caller-provided seeded RNG.
+#![deny(missing_docs)]
+
+pub mod accounting;
+pub mod answer;
+pub mod attempt;
+pub mod candidates;
+pub mod channel;
+pub mod config;
+pub mod core;
+pub mod evict;
+pub mod lifecycle;
+pub mod mode;
+pub mod node_view;
+pub mod score;
+pub mod sync_reply;
+pub mod trace;
+
+#[cfg(test)]
+mod tests;
+
+pub use self::core::{NoCandidate, PlacementCore};
+pub use accounting::NodeAccounting;
+pub use answer::{
+    CreateStatus, DeleteOutcome, ErrorCode, FailureAnswer, FailureAnswers, FAILED_TO_PLACE,
+};
+pub use attempt::{CreateErrorCode, CreateOutcome, Decision, PlacementAttempt, PlacementFailure};
+pub use channel::{node_status, routable, ChannelCell, ChannelState};
+pub use config::{PlacementConfig, PlacementConfigError, REQUEST_TIMEOUT, SYNC_INTERVAL};
+pub use lifecycle::{
+    Answered, CreateReply, ErrorKind, Failure, FailureKind, Input, Output, Placer, PlacerConfig,
+    RequestId,
+};
+pub use mode::AccountingMode;
+pub use node_view::{NodeCounters, NodeId, NodeMetrics, NodeStatus, NodeView, SyncSnapshot};
+pub use score::score;
+pub use sync_reply::{status_from_wire, InfoReply, Listed};
+pub use trace::{replay, Replay, TraceError, TraceLine, TraceSink};

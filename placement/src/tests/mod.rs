@@ -1,0 +1,9 @@
+//! The core's tests: Best-of-K answers, channel states, accounting, eviction, the frozen
+//! world, and property tests of its invariants.
+
+mod answers;
+mod channel;
+mod core;
+mod evict;
+mod frozen;
+mod props;

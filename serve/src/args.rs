@@ -1,0 +1,249 @@
+//! `stampede serve` flags and the CLI entry point.
+
+use std::net::SocketAddr;
+
+use super::config::{
+    NodeTarget, ServeConfig, DEFAULT_API_KEY, DEFAULT_BODY_READ_TIMEOUT,
+    DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_RETRY_BACKOFF,
+};
+use super::error::ServeError;
+use super::service::start_replicas;
+use mock_node::admin_client::MockAdmin;
+use stampede_placement::{
+    AccountingMode, FailureAnswers, PlacementConfig, REQUEST_TIMEOUT, SYNC_INTERVAL,
+};
+
+/// Flags of `stampede serve`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeArgs {
+    /// Address of the REST API (the first replica's; others take the next ports).
+    #[arg(long, default_value = "127.0.0.1:3000")]
+    pub listen: SocketAddr,
+    /// Orchestrator gRPC address, `host:port` or `id=host:port`; repeatable.
+    #[arg(long = "node", value_name = "ADDR")]
+    pub nodes: Vec<String>,
+    /// Read node ids and addresses from a mock-node admin endpoint (`GET /nodes`).
+    #[arg(long, value_name = "URL")]
+    pub mock_admin: Option<String>,
+    /// Bearer token of the mock-node admin endpoint, if it requires one.
+    #[arg(long, env = "STAMPEDE_MOCK_ADMIN_TOKEN", hide_env_values = true)]
+    pub mock_admin_token: Option<String>,
+    /// Accounting mode: reported, in-flight, optimistic or reconciled.
+    #[arg(long, default_value_t = PlacementConfig::default().mode)]
+    pub accounting: AccountingMode,
+    /// Candidates sampled per placement.
+    #[arg(long, default_value_t = PlacementConfig::default().k)]
+    pub k: usize,
+    /// Over-commit ratio in the score's denominator.
+    #[arg(long, default_value_t = PlacementConfig::default().r)]
+    pub r: f64,
+    /// Weight of CPU usage in the score.
+    #[arg(long, default_value_t = PlacementConfig::default().alpha)]
+    pub alpha: f64,
+    /// Failed (non-ResourceExhausted) creates tolerated per request.
+    #[arg(long, default_value_t = PlacementConfig::default().max_retries)]
+    pub max_retries: u32,
+    /// Skip sampled nodes with more than N creates of this instance in flight.
+    #[arg(long, value_name = "N")]
+    pub max_starting_per_node: Option<u32>,
+    /// Node sync period.
+    #[arg(long, default_value_t = SYNC_INTERVAL.into())]
+    pub sync_interval: humantime::Duration,
+    /// Deadline of a whole create request (504 past it).
+    #[arg(long, default_value_t = REQUEST_TIMEOUT.into())]
+    pub request_timeout: humantime::Duration,
+    /// Pause before retrying a create a node refused with ResourceExhausted (e.g.
+    /// `50ms`). Default: none, at once until the deadline, as E2B.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub retry_backoff: Option<std::time::Duration>,
+    /// API key clients send in X-API-Key.
+    #[arg(long, env = "STAMPEDE_API_KEY", default_value = DEFAULT_API_KEY, hide_env_values = true)]
+    pub api_key: String,
+    /// Token admin clients must send in X-Admin-Token for /nodes (none: /nodes answers 401).
+    #[arg(long, env = "STAMPEDE_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
+    /// Seed of sampling and sandbox ids (replica i uses seed + i).
+    #[arg(long, default_value_t = ServeConfig::default().seed)]
+    pub seed: u64,
+    /// Independent instances, each with its own state, on consecutive ports.
+    #[arg(long, default_value_t = 1)]
+    pub replicas: usize,
+    /// With --replicas above 1, kill sandboxes found on nodes that this instance does
+    /// not know anyway (a single instance always does, as E2B: replicas do not share
+    /// their state, so each takes the others' sandboxes for orphans).
+    #[arg(long)]
+    pub kill_orphans: bool,
+    /// vCPU of a sandbox whose create body has no cpuCount.
+    #[arg(long, default_value_t = ServeConfig::default().default_vcpu)]
+    pub default_vcpu: u32,
+    /// MiB of a sandbox whose create body has no memoryMB.
+    #[arg(long, default_value_t = ServeConfig::default().default_memory_mb)]
+    pub default_memory_mb: u32,
+    /// Close a connection that has not sent a complete request head this soon after it
+    /// opened (HTTP/1: or after the previous answer, which bounds keep-alive idling too).
+    #[arg(long, default_value_t = DEFAULT_HEADER_READ_TIMEOUT.into())]
+    pub header_read_timeout: humantime::Duration,
+    /// Close a connection with no request in progress that moved no byte for this long.
+    #[arg(long, default_value_t = DEFAULT_IDLE_TIMEOUT.into())]
+    pub idle_timeout: humantime::Duration,
+    /// A request body must be whole this soon after its head (408 and the connection
+    /// closed otherwise). Leave it above 60 s for stampede's own gated bursts.
+    #[arg(long, default_value_t = DEFAULT_BODY_READ_TIMEOUT.into())]
+    pub body_read_timeout: humantime::Duration,
+    /// Connections open at once (more wait in the kernel's backlog); lowered to the
+    /// descriptor limit.
+    #[arg(long, default_value_t = DEFAULT_MAX_CONNECTIONS)]
+    pub max_connections: usize,
+    /// How placement failures are answered: `e2b` (503/504/500 with `error_code`) or
+    /// `legacy` (every one a 500 "Failed to place sandbox", E2B before 2026-08-13).
+    #[arg(long, default_value = FailureAnswers::default().as_str(), value_parser = failure_answers())]
+    pub failure_answers: FailureAnswers,
+    /// Record every placement input and output to this file (JSON lines; replica `i` of
+    /// several writes `<file>.<i>`), for `stampede replay`.
+    #[arg(long, value_name = "FILE")]
+    pub placement_trace: Option<std::path::PathBuf>,
+    /// Run without the evictor: sandboxes stay on their nodes past their end time
+    /// until deleted (E2B's API always evicts; this shows what is left without it).
+    #[arg(long)]
+    pub no_evictor: bool,
+}
+
+impl ServeArgs {
+    /// The instance settings these flags describe.
+    pub fn config(&self) -> ServeConfig {
+        ServeConfig {
+            placement: PlacementConfig {
+                k: self.k,
+                r: self.r,
+                alpha: self.alpha,
+                max_retries: self.max_retries,
+                mode: self.accounting,
+                max_starting_per_node: self.max_starting_per_node,
+                failure_answers: self.failure_answers,
+                ..PlacementConfig::default()
+            },
+            sync_interval: self.sync_interval.into(),
+            request_timeout: self.request_timeout.into(),
+            retry_backoff: self.retry_backoff.or(DEFAULT_RETRY_BACKOFF),
+            api_key: self.api_key.clone(),
+            admin_token: self.admin_token.clone(),
+            seed: self.seed,
+            default_vcpu: self.default_vcpu,
+            default_memory_mb: self.default_memory_mb,
+            kill_orphans: self.kill_orphans || self.replicas <= 1,
+            header_read_timeout: self.header_read_timeout.into(),
+            idle_timeout: self.idle_timeout.into(),
+            body_read_timeout: self.body_read_timeout.into(),
+            max_connections: self.max_connections,
+            placement_trace: self.placement_trace.clone(),
+            evictor: !self.no_evictor,
+            ..ServeConfig::default()
+        }
+    }
+
+    /// `--node` values as targets (`id=addr` names the node).
+    pub fn node_targets(&self) -> Vec<NodeTarget> {
+        self.nodes
+            .iter()
+            .map(|s| match s.split_once('=') {
+                Some((id, addr)) => NodeTarget {
+                    id: Some(id.to_string()),
+                    addr: addr.to_string(),
+                },
+                None => NodeTarget::addr(s.clone()),
+            })
+            .collect()
+    }
+}
+
+/// Node ids and gRPC addresses from a mock-node admin endpoint's `GET /nodes`.
+pub async fn nodes_from_mock_admin(
+    url: &str,
+    token: Option<&str>,
+) -> Result<Vec<NodeTarget>, ServeError> {
+    let body = MockAdmin::new(reqwest::Client::new(), url, token)
+        .nodes()
+        .await?;
+    Ok(body
+        .nodes
+        .into_iter()
+        .map(|n| NodeTarget {
+            id: Some(n.id),
+            addr: n.grpc_addr.to_string(),
+        })
+        .collect())
+}
+
+/// `stampede serve`: start the replicas and serve until Ctrl-C.
+pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
+    let mut nodes = args.node_targets();
+    if let Some(url) = &args.mock_admin {
+        nodes.extend(nodes_from_mock_admin(url, args.mock_admin_token.as_deref()).await?);
+    }
+    if nodes.is_empty() {
+        return Err(ServeError::Config(
+            "no nodes: give --node ADDR or --mock-admin URL".into(),
+        ));
+    }
+    if args.replicas == 0 {
+        return Err(ServeError::Config("--replicas must be at least 1".into()));
+    }
+    // Descriptors bound the connections the service can hold (a gated burst keeps one
+    // per create open); take what the hard limit allows, as Go's runtime does for E2B.
+    mock_node::http_guard::raise_fd_limit();
+    let handles = start_replicas(args.config(), nodes, args.listen, args.replicas).await?;
+    for h in &handles {
+        println!(
+            "stampede serve: {} ({} accounting, {} nodes)",
+            h.url(),
+            h.config().placement.mode,
+            h.nodes().len()
+        );
+    }
+    tokio::signal::ctrl_c().await.map_err(ServeError::Server)?;
+    for h in handles {
+        h.shutdown().await;
+    }
+    Ok(())
+}
+
+/// `--failure-answers`: one of [`FailureAnswers::ALL`] by name (the core has no CLI
+/// dependency, so the flag's parser is here).
+fn failure_answers() -> impl clap::builder::TypedValueParser<Value = FailureAnswers> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(FailureAnswers::ALL.map(FailureAnswers::as_str)).map(
+        |name| {
+            FailureAnswers::ALL
+                .into_iter()
+                .find(|f| f.as_str() == name)
+                .unwrap_or_default()
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::{ServeArgs, ServeConfig};
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    /// Every flag falls back to the one default its setting has (E2B's, in
+    /// `placement::config` and `ServeConfig::default`): no second copy of a number here.
+    #[test]
+    fn flags_default_to_the_config_defaults() {
+        let cli = Cli::try_parse_from(["serve", "--node", "127.0.0.1:1"]).expect("parses");
+        let mut got = cli.serve.config();
+        // The two secrets may come from the environment; they are not defaults here.
+        let want = ServeConfig::default();
+        got.api_key.clone_from(&want.api_key);
+        got.admin_token.clone_from(&want.admin_token);
+        assert_eq!(got, want);
+    }
+}

@@ -1,0 +1,181 @@
+//! gRPC clients of one orchestrator node, every call bounded by a deadline.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use stampede_proto::info_service_client::InfoServiceClient;
+use stampede_proto::prost_types::Timestamp;
+use stampede_proto::sandbox_service_client::SandboxServiceClient;
+use stampede_proto::{
+    SandboxConfig, SandboxCreateRequest, SandboxDeleteRequest, ServiceInfoResponse,
+};
+use tonic::transport::{Channel, Endpoint};
+use tonic::{Code, Status};
+
+use super::channel_watch::WatchedConnector;
+use super::error::ServeError;
+use stampede_placement::ChannelCell;
+
+/// A sandbox as a node's `List` reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedOnNode {
+    /// Sandbox id.
+    pub id: String,
+    /// vCPU.
+    pub vcpu: u32,
+    /// When the node started it, when it says.
+    pub started: Option<SystemTime>,
+}
+
+impl ListedOnNode {
+    /// The placer's reading of it.
+    pub fn listed(&self) -> stampede_placement::Listed {
+        stampede_placement::Listed {
+            id: self.id.clone(),
+            vcpu: self.vcpu,
+        }
+    }
+}
+
+/// What a create needs to send.
+#[derive(Debug, Clone)]
+pub struct CreateSpec {
+    /// Sandbox id chosen by the API.
+    pub sandbox_id: String,
+    /// Template id.
+    pub template_id: String,
+    /// vCPU.
+    pub vcpu: u32,
+    /// Memory, MiB.
+    pub ram_mb: u32,
+    /// Metadata.
+    pub metadata: std::collections::BTreeMap<String, String>,
+    /// Start time.
+    pub start: SystemTime,
+    /// Expiry time.
+    pub end: SystemTime,
+    /// envd version.
+    pub envd_version: String,
+    /// Longest lifetime the sandbox may be extended to, hours.
+    pub max_length_hours: u32,
+}
+
+/// Clients of one node over one lazily connected channel (reconnects by itself).
+#[derive(Debug, Clone)]
+pub struct NodeClient {
+    sandboxes: SandboxServiceClient<Channel>,
+    info: InfoServiceClient<Channel>,
+}
+
+impl NodeClient {
+    /// A client of `addr` (`host:port` or `http://host:port`); connects on first use,
+    /// recording the channel's state in `channel`
+    /// ([`WatchedConnector`](super::channel_watch::WatchedConnector)).
+    pub fn new(
+        addr: &str,
+        connect_timeout: Duration,
+        channel: Arc<ChannelCell>,
+    ) -> Result<Self, ServeError> {
+        let uri = if addr.contains("://") {
+            addr.to_string()
+        } else {
+            format!("http://{addr}")
+        };
+        let endpoint = Endpoint::from_shared(uri).map_err(|e| ServeError::NodeAddr {
+            addr: addr.to_string(),
+            message: e.to_string(),
+        })?;
+        let channel =
+            endpoint.connect_with_connector_lazy(WatchedConnector::new(channel, connect_timeout));
+        Ok(Self {
+            sandboxes: SandboxServiceClient::new(channel.clone()),
+            info: InfoServiceClient::new(channel),
+        })
+    }
+
+    /// `InfoService/ServiceInfo`.
+    pub async fn service_info(&self, limit: Duration) -> Result<ServiceInfoResponse, Status> {
+        let mut c = self.info.clone();
+        bounded(limit, async move { c.service_info(req((), limit)).await }).await
+    }
+
+    /// `SandboxService/List`.
+    pub async fn list(&self, limit: Duration) -> Result<Vec<ListedOnNode>, Status> {
+        let mut c = self.sandboxes.clone();
+        let resp = bounded(limit, async move { c.list(req((), limit)).await }).await?;
+        Ok(resp
+            .sandboxes
+            .into_iter()
+            .map(|s| {
+                let cfg = s.config.unwrap_or_default();
+                let id = if s.sandbox_id.is_empty() {
+                    cfg.sandbox_id
+                } else {
+                    s.sandbox_id
+                };
+                let vcpu = if s.vcpu > 0 { s.vcpu } else { cfg.vcpu };
+                ListedOnNode {
+                    id,
+                    vcpu: u32::try_from(vcpu.max(0)).unwrap_or(u32::MAX),
+                    started: s.start_time.and_then(|t| SystemTime::try_from(t).ok()),
+                }
+            })
+            .collect())
+    }
+
+    /// `SandboxService/Create`; returns the node's `client_id`.
+    pub async fn create(&self, spec: &CreateSpec, limit: Duration) -> Result<String, Status> {
+        let body = SandboxCreateRequest {
+            sandbox: Some(SandboxConfig {
+                template_id: spec.template_id.clone(),
+                build_id: spec.template_id.clone(),
+                sandbox_id: spec.sandbox_id.clone(),
+                vcpu: i64::from(spec.vcpu),
+                ram_mb: i64::from(spec.ram_mb),
+                team_id: "stampede".to_string(),
+                metadata: spec.metadata.clone().into_iter().collect(),
+                envd_version: spec.envd_version.clone(),
+                execution_id: spec.sandbox_id.clone(),
+                max_sandbox_length: i64::from(spec.max_length_hours),
+                ..SandboxConfig::default()
+            }),
+            start_time: Some(Timestamp::from(spec.start)),
+            end_time: Some(Timestamp::from(spec.end)),
+        };
+        let mut c = self.sandboxes.clone();
+        let resp = bounded(limit, async move { c.create(req(body, limit)).await }).await?;
+        Ok(resp.client_id)
+    }
+
+    /// `SandboxService/Delete`.
+    pub async fn delete(&self, sandbox_id: &str, limit: Duration) -> Result<(), Status> {
+        let body = SandboxDeleteRequest {
+            sandbox_id: sandbox_id.to_string(),
+        };
+        let mut c = self.sandboxes.clone();
+        bounded(limit, async move { c.delete(req(body, limit)).await }).await?;
+        Ok(())
+    }
+}
+
+fn req<T>(body: T, limit: Duration) -> tonic::Request<T> {
+    let mut r = tonic::Request::new(body);
+    r.set_timeout(limit);
+    r
+}
+
+/// Run `call`, turning an elapsed `limit` into DEADLINE_EXCEEDED: a node that accepts and
+/// never answers must not hold the request.
+async fn bounded<T, F>(limit: Duration, call: F) -> Result<T, Status>
+where
+    F: Future<Output = Result<tonic::Response<T>, Status>>,
+{
+    match tokio::time::timeout(limit, call).await {
+        Ok(r) => r.map(tonic::Response::into_inner),
+        Err(_) => Err(Status::new(
+            Code::DeadlineExceeded,
+            format!("no answer within {limit:?}"),
+        )),
+    }
+}

@@ -1,0 +1,294 @@
+//! The create and delete drivers: the RPCs and the waiting of E2B's placement loop,
+//! whose every decision is the sans-IO [`Placer`](stampede_placement::Placer)'s. What a failure answers is the core's decision
+//! ([`FailureAnswers::answer`](stampede_placement::FailureAnswers::answer)).
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use axum::http::StatusCode;
+use tokio_util::sync::CancellationToken;
+use tonic::Code;
+
+use super::config::DEFAULT_SANDBOX_TIMEOUT;
+use super::error::ApiError;
+use super::node_client::CreateSpec;
+use super::rest::{NewSandbox, Sandbox};
+use super::state::{lock, SandboxRecord, Shared};
+use stampede_placement::{
+    Answered, CreateReply, DeleteOutcome, ErrorKind, FailureKind, Input, Output,
+};
+
+/// E2B's `clientID` of every sandbox (`packages/shared/pkg/consts/sandboxes.go`).
+pub const CLIENT_ID: &str = "6532622b";
+
+/// Place and create one sandbox. The caller spawns it, so it is never dropped mid-way
+/// (the core never keeps a create in flight forever); `gone` is cancelled when the HTTP
+/// client hangs up, and the placement then stops as E2B's loop does with the request's
+/// context (`packages/api/internal/orchestrator/placement/placement.go`): the Create
+/// RPC in flight is cancelled and no new attempt starts.
+pub async fn create_sandbox(
+    shared: Arc<Shared>,
+    body: NewSandbox,
+    gone: CancellationToken,
+) -> Result<Sandbox, ApiError> {
+    let sandbox_id = shared.new_sandbox_id();
+    let result = place(&shared, &sandbox_id, body, &gone).await;
+    lock(&shared.placing).remove(&sandbox_id);
+    result
+}
+
+async fn place(
+    shared: &Arc<Shared>,
+    sandbox_id: &str,
+    body: NewSandbox,
+    gone: &CancellationToken,
+) -> Result<Sandbox, ApiError> {
+    let cfg = &shared.cfg;
+    let now = SystemTime::now();
+    let spec = CreateSpec {
+        sandbox_id: sandbox_id.to_string(),
+        template_id: body.template_id.clone(),
+        vcpu: body.cpu_count.unwrap_or(cfg.default_vcpu),
+        ram_mb: body.memory_mb.unwrap_or(cfg.default_memory_mb),
+        metadata: body.metadata.clone().unwrap_or_default(),
+        start: now,
+        end: now
+            + body.timeout.map_or(DEFAULT_SANDBOX_TIMEOUT, |s| {
+                Duration::from_secs(u64::from(s))
+            }),
+        envd_version: cfg.envd_version.clone(),
+        max_length_hours: cfg.max_length_hours,
+    };
+    let req = shared.next_request();
+    let mut next = decide(
+        shared,
+        Input::Create {
+            req,
+            sandbox_id: sandbox_id.to_string(),
+            vcpu: spec.vcpu,
+        },
+    );
+    loop {
+        let reply = match next {
+            Some(Output::Answer(a)) => return answered(shared, spec, a),
+            Some(Output::RetryAt { at, .. }) => {
+                let pause = at.saturating_sub(shared.now());
+                tokio::select! {
+                    () = tokio::time::sleep(pause) => {}
+                    () = gone.cancelled() => return client_gone(shared, req, spec),
+                }
+                next = decide(shared, Input::RetryDue { req });
+                continue;
+            }
+            Some(Output::SendCreate {
+                node,
+                deadline,
+                retry,
+                ..
+            }) => {
+                if retry {
+                    shared.telemetry.retries.fetch_add(1, Relaxed);
+                }
+                // No deadline of its own: E2B bounds the Create RPC by the request's only
+                // (`packages/api/main.go` requestTimeout), so a hung node holds the request.
+                let left = deadline.saturating_sub(shared.now());
+                let Some(conn) = shared.nodes.get(&node) else {
+                    // Unreachable: the placer only knows nodes of `shared.nodes`.
+                    let reply = failed_reply(&node);
+                    next = decide(shared, Input::CreateReplied { req, reply });
+                    continue;
+                };
+                let answer = tokio::select! {
+                    a = conn.client.create(&spec, left) => a,
+                    () = gone.cancelled() => return client_gone(shared, req, spec),
+                };
+                create_reply(shared, &spec, &node, answer)
+            }
+            None => {
+                return Err(ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "placement state lost",
+                ))
+            }
+        };
+        if gone.is_cancelled() {
+            return client_gone(shared, req, spec);
+        }
+        next = decide(shared, Input::CreateReplied { req, reply });
+    }
+}
+
+/// Feed a request's input to the placer, timing the Best-of-K decision it makes (a
+/// Create to send, or no node to send it to).
+fn decide(shared: &Shared, input: Input) -> Option<Output> {
+    let t0 = Instant::now();
+    let out = shared.handle(input);
+    let decided = match &out {
+        Some(Output::SendCreate { .. }) => true,
+        Some(Output::Answer(a)) => a.failure.is_some(),
+        _ => false,
+    };
+    if decided {
+        shared.telemetry.record_decision(t0.elapsed());
+    }
+    out
+}
+
+fn failed_reply(node: &str) -> CreateReply {
+    CreateReply::Failed {
+        code: ErrorKind::Other,
+        message: format!("node '{node}' not found"),
+    }
+}
+
+/// What the Create's answer tells the placer. A created sandbox is registered before
+/// the placer forgets the create in flight, so that a concurrent sync never takes it for
+/// an orphan.
+fn create_reply(
+    shared: &Shared,
+    spec: &CreateSpec,
+    node: &str,
+    answer: Result<String, tonic::Status>,
+) -> CreateReply {
+    match answer {
+        Ok(_) => {
+            // E2B's store gets a new start and end once placement succeeds
+            // (`create_instance.go`), and its evictor reads those; the node keeps the
+            // end time it was sent. A long storm so does not shorten the sandbox's life.
+            let placed = SystemTime::now();
+            let life = spec.end.duration_since(spec.start).unwrap_or_default();
+            lock(&shared.sandboxes).insert(
+                spec.sandbox_id.clone(),
+                SandboxRecord {
+                    node: node.to_string(),
+                    template_id: spec.template_id.clone(),
+                    vcpu: spec.vcpu,
+                    ram_mb: spec.ram_mb,
+                    metadata: spec.metadata.clone(),
+                    started_at: placed,
+                    end_at: placed.checked_add(life).unwrap_or(spec.end),
+                    placed_at: Instant::now(),
+                },
+            );
+            CreateReply::Created
+        }
+        Err(s) if s.code() == Code::ResourceExhausted => {
+            shared.telemetry.refusals.fetch_add(1, Relaxed);
+            shared.telemetry.storm.record(node);
+            CreateReply::Refused
+        }
+        Err(s) => {
+            tracing::debug!(node, sandbox = %spec.sandbox_id, error = %s, "create failed");
+            shared.telemetry.attempt_failures.fetch_add(1, Relaxed);
+            CreateReply::Failed {
+                code: error_kind(s.code()),
+                message: s.message().to_string(),
+            }
+        }
+    }
+}
+
+/// The client hung up: the placer forgets the create in flight (if any) as at the
+/// deadline (E2B's loop ends on `ctx.Done()` either way); nobody reads the answer.
+fn client_gone(shared: &Shared, req: u64, spec: CreateSpec) -> Result<Sandbox, ApiError> {
+    tracing::debug!(sandbox = %spec.sandbox_id, "client gone: placement stopped");
+    match shared.handle(Input::Cancel { req }) {
+        Some(Output::Answer(a)) => answered(shared, spec, a),
+        _ => Err(ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "placement state lost",
+        )),
+    }
+}
+
+fn error_kind(code: Code) -> ErrorKind {
+    match code {
+        Code::FailedPrecondition => ErrorKind::FailedPrecondition,
+        Code::InvalidArgument => ErrorKind::InvalidArgument,
+        _ => ErrorKind::Other,
+    }
+}
+
+/// The request's answer: counted, then the sandbox or the error E2B answers with.
+fn answered(shared: &Shared, spec: CreateSpec, a: Answered) -> Result<Sandbox, ApiError> {
+    let t = &shared.telemetry;
+    let Some(f) = a.failure else {
+        t.creates_ok.fetch_add(1, Relaxed);
+        return Ok(Sandbox {
+            template_id: spec.template_id,
+            sandbox_id: spec.sandbox_id,
+            alias: None,
+            client_id: CLIENT_ID.to_string(),
+            envd_version: shared.cfg.envd_version.clone(),
+            domain: None,
+        });
+    };
+    let counter = match f.kind {
+        FailureKind::CreateFailed => &t.creates_failed,
+        FailureKind::TimedOut => &t.creates_timed_out,
+        FailureKind::Unplaceable => &t.creates_unplaceable,
+        FailureKind::Abandoned => &t.creates_abandoned,
+    };
+    counter.fetch_add(1, Relaxed);
+    let status = StatusCode::from_u16(f.status.code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    Err(ApiError {
+        error_code: f.error_code.map(|c| c.as_str()),
+        ..ApiError::new(status, f.message)
+    })
+}
+
+/// Kill one sandbox as E2B does: 404 when this instance does not know it; otherwise the
+/// entry is removed whatever the node answers, and a node's NotFound is a 204.
+pub async fn delete_sandbox(shared: Arc<Shared>, sandbox_id: String) -> Result<(), ApiError> {
+    let removed = lock(&shared.sandboxes).remove(&sandbox_id);
+    let Some(record) = removed else {
+        lock(&shared.removing).remove(&sandbox_id);
+        shared.telemetry.deletes_not_found.fetch_add(1, Relaxed);
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("sandbox \"{sandbox_id}\" doesn't exist or you don't have access to it"),
+        ));
+    };
+    lock(&shared.removing).insert(sandbox_id.clone());
+    let result = kill_on_node(&shared, &sandbox_id, &record).await;
+    lock(&shared.removing).remove(&sandbox_id);
+    result
+}
+
+async fn kill_on_node(
+    shared: &Shared,
+    sandbox_id: &str,
+    record: &SandboxRecord,
+) -> Result<(), ApiError> {
+    let (outcome, why) = match shared.nodes.get(&record.node) {
+        None => (
+            DeleteOutcome::Failed,
+            format!("node '{}' not found", record.node),
+        ),
+        Some(node) => match node.client.delete(sandbox_id, shared.cfg.rpc_timeout).await {
+            Ok(()) => (DeleteOutcome::Deleted, String::new()),
+            Err(s) if s.code() == Code::NotFound => (DeleteOutcome::NotOnNode, String::new()),
+            Err(s) => (DeleteOutcome::Failed, s.message().to_string()),
+        },
+    };
+    shared.handle(Input::DeleteEnded {
+        node: record.node.clone(),
+        sandbox_id: sandbox_id.to_string(),
+        vcpu: record.vcpu,
+        released: outcome.releases_vcpu(),
+    });
+    let status = outcome.status();
+    match outcome {
+        DeleteOutcome::Deleted => shared.telemetry.deletes_ok.fetch_add(1, Relaxed),
+        DeleteOutcome::NotOnNode => shared.telemetry.deletes_not_found.fetch_add(1, Relaxed),
+        DeleteOutcome::Failed => 0,
+    };
+    if status == StatusCode::NO_CONTENT.as_u16() {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+        format!("Error killing sandbox: {why}"),
+    ))
+}

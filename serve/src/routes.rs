@@ -1,0 +1,337 @@
+//! The REST surface (E2B-compatible): handlers, authentication, JSON errors.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use mock_node::secret::constant_time_eq;
+use serde::Deserialize;
+
+use super::error::ApiError;
+use super::limits::{check_metadata, check_size, LargestNode};
+use super::nodes_api::{change_status, node_detail, nodes, require_admin};
+use super::params::{
+    check_template_id, metadata_matches, parse_date_time, parse_metadata_filter, unix_nanos,
+};
+use super::place::{create_sandbox, delete_sandbox, CLIENT_ID};
+use super::rest::{EvictedIds, ListedSandbox, NewSandbox};
+use super::state::{lock, SandboxRecord, Shared};
+use crate::NODE_HEADER;
+
+/// The router of one instance.
+pub fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route("/health", get(health))
+        .route("/metrics", get(metrics))
+        .route("/admin/counters", get(counters))
+        .route("/admin/evicted", get(evicted))
+        .route("/sandboxes", get(list_v1).post(create))
+        .route("/v2/sandboxes", get(list_v2).post(create))
+        .route("/sandboxes/{sandbox_id}", get(get_sandbox).delete(delete))
+        .route("/nodes", get(nodes))
+        .route("/nodes/{node_id}", get(node_detail).post(change_status))
+        .fallback(not_found)
+        .with_state(shared)
+}
+
+/// A handler's answer.
+pub type ApiResult<T> = Result<T, ApiError>;
+
+/// A JSON request body of type `T` (400 naming what is wrong otherwise).
+pub fn json_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> ApiResult<T> {
+    serde_json::from_slice(body).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!("Error when parsing request: {e}"),
+        )
+    })
+}
+
+fn bad_request(message: impl Into<String>) -> ApiError {
+    ApiError::new(StatusCode::BAD_REQUEST, message)
+}
+
+fn require_key(shared: &Shared, headers: &HeaderMap) -> ApiResult<()> {
+    match headers.get("x-api-key").and_then(|v| v.to_str().ok()) {
+        Some(k) if constant_time_eq(k.as_bytes(), shared.cfg.api_key.as_bytes()) => Ok(()),
+        Some(_) => Err(ApiError::new(StatusCode::UNAUTHORIZED, "Invalid API key")),
+        None => Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "Missing API key: send it in the X-API-Key header",
+        )),
+    }
+}
+
+async fn health() -> StatusCode {
+    StatusCode::NO_CONTENT
+}
+
+async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
+    let body = shared.telemetry.render(shared.cfg.placement.mode.as_str());
+    ([("content-type", "text/plain; version=0.0.4")], body).into_response()
+}
+
+/// `GET /admin/counters`: the counters a harness reads, as typed JSON
+/// ([`ServiceCounters`](crate::counters::ServiceCounters)); `/metrics` is for Prometheus.
+async fn counters(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+) -> ApiResult<Json<crate::counters::ServiceCounters>> {
+    require_admin(&shared, &headers)?;
+    Ok(Json(shared.telemetry.counters()))
+}
+
+/// `GET /admin/evicted`: the ids the evictor killed (not E2B's: E2B's API does not
+/// expose them), so that a harness's set checker forgives exactly those.
+async fn evicted(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+) -> ApiResult<Json<EvictedIds>> {
+    require_admin(&shared, &headers)?;
+    let sandbox_ids = lock(&shared.evicted).clone();
+    Ok(Json(EvictedIds { sandbox_ids }))
+}
+
+async fn not_found() -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "no such route")
+}
+
+async fn create(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Response> {
+    require_key(&shared, &headers)?;
+    let req: NewSandbox = json_body(&body)?;
+    check_template_id(&req.template_id).map_err(bad_request)?;
+    // E2B's `handlers/timeout_helper.go` (validateAndParseTimeout).
+    if let Some(t) = req.timeout {
+        if t == 0 {
+            return Err(bad_request("Timeout must be greater than 0"));
+        }
+        let max_hours = shared.cfg.max_length_hours;
+        if u64::from(t) > u64::from(max_hours) * 3600 {
+            return Err(bad_request(format!(
+                "Timeout cannot be greater than {max_hours} hours"
+            )));
+        }
+    }
+    // A size no node can ever hold would otherwise be retried against refusing nodes
+    // until the request deadline.
+    let largest = LargestNode::of(lock(&shared.placer).core());
+    check_size(
+        req.cpu_count.unwrap_or(shared.cfg.default_vcpu),
+        req.memory_mb.unwrap_or(shared.cfg.default_memory_mb),
+        largest,
+    )?;
+    if let Some(m) = &req.metadata {
+        check_metadata(m)?;
+    }
+    // Spawned, so that the create is never dropped mid-flight; the guard cancels
+    // `gone` when this handler is dropped (the client hung up) and placement stops.
+    let gone = tokio_util::sync::CancellationToken::new();
+    let _hung_up = gone.clone().drop_guard();
+    let task = tokio::spawn(create_sandbox(shared.clone(), req, gone));
+    match task.await {
+        Ok(Ok(sandbox)) => {
+            // Not E2B's: tells a harness's ledger where the sandbox landed, so that a
+            // real run has placements per node (and their CV) as the simulator has.
+            let node = lock(&shared.sandboxes)
+                .get(&sandbox.sandbox_id)
+                .and_then(|r| HeaderValue::from_str(&r.node).ok());
+            let mut resp = (StatusCode::CREATED, Json(sandbox)).into_response();
+            if let Some(v) = node {
+                resp.headers_mut().insert(NODE_HEADER, v);
+            }
+            Ok(resp)
+        }
+        Ok(Err(e)) => Err(e),
+        Err(e) => Err(ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("create task failed: {e}"),
+        )),
+    }
+}
+
+async fn delete(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    Path(sandbox_id): Path<String>,
+) -> ApiResult<StatusCode> {
+    require_key(&shared, &headers)?;
+    let task = tokio::spawn(delete_sandbox(shared, sandbox_id));
+    match task.await {
+        Ok(Ok(())) => Ok(StatusCode::NO_CONTENT),
+        Ok(Err(e)) => Err(e),
+        Err(e) => Err(ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("delete task failed: {e}"),
+        )),
+    }
+}
+
+fn listed(shared: &Shared, id: &str, r: &SandboxRecord) -> ListedSandbox {
+    ListedSandbox {
+        template_id: r.template_id.clone(),
+        alias: None,
+        sandbox_id: id.to_string(),
+        client_id: CLIENT_ID.to_string(),
+        started_at: humantime::format_rfc3339_millis(r.started_at).to_string(),
+        end_at: humantime::format_rfc3339_millis(r.end_at).to_string(),
+        cpu_count: r.vcpu,
+        memory_mb: r.ram_mb,
+        disk_size_mb: 0,
+        metadata: r.metadata.clone(),
+        state: "running".to_string(),
+        envd_version: shared.cfg.envd_version.clone(),
+        node_id: Some(r.node.clone()),
+    }
+}
+
+/// `?metadata=` of `GET /sandboxes`.
+#[derive(Debug, Deserialize)]
+struct MetadataQuery {
+    metadata: Option<String>,
+}
+
+fn metadata_filter(q: Option<&str>) -> ApiResult<BTreeMap<String, String>> {
+    q.map_or_else(|| Ok(BTreeMap::new()), parse_metadata_filter)
+        .map_err(bad_request)
+}
+
+async fn list_v1(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    query: Result<Query<MetadataQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult<Json<Vec<ListedSandbox>>> {
+    require_key(&shared, &headers)?;
+    let Query(q) = query.map_err(|e| bad_request(e.body_text()))?;
+    let filter = metadata_filter(q.metadata.as_deref())?;
+    let all = lock(&shared.sandboxes);
+    Ok(Json(
+        all.iter()
+            .filter(|(_, r)| metadata_matches(&r.metadata, &filter))
+            .map(|(id, r)| listed(&shared, id, r))
+            .collect(),
+    ))
+}
+
+/// `GET /v2/sandboxes` query, typed as E2B's spec: `metadata` (filter), `state`
+/// (comma-separated `running` / `paused`; stampede never pauses), `order` (`asc` /
+/// `desc`), `startedAfter` (date-time), `template`, `limit` (1..=100, default 100) and
+/// `nextToken`. Pages go by sandbox id in `order` (E2B: by start time); the token is
+/// the last id of the previous page, so any string is a position. Unknown parameters
+/// are ignored, as E2B does.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ListQuery {
+    metadata: Option<String>,
+    state: Option<String>,
+    order: Option<String>,
+    started_after: Option<String>,
+    template: Option<String>,
+    limit: Option<String>,
+    next_token: Option<String>,
+}
+
+async fn list_v2(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult<Response> {
+    require_key(&shared, &headers)?;
+    let Query(q) = query.map_err(|e| bad_request(e.body_text()))?;
+    let limit = match q.limit.as_deref() {
+        None => 100,
+        Some(l) => l
+            .parse::<i64>()
+            .ok()
+            .filter(|l| (1..=100).contains(l))
+            .ok_or_else(|| bad_request("limit must be an integer in 1..=100"))?
+            as usize,
+    };
+    let mut wants_running = true;
+    if let Some(states) = q.state.as_deref() {
+        wants_running = false;
+        for s in states.split(',') {
+            match s {
+                "running" => wants_running = true,
+                "paused" => {}
+                other => return Err(bad_request(format!("unknown state `{other}`"))),
+            }
+        }
+    }
+    let descending = match q.order.as_deref() {
+        None | Some("desc") => true,
+        Some("asc") => false,
+        Some(other) => return Err(bad_request(format!("unknown order `{other}`"))),
+    };
+    let started_after = match q.started_after.as_deref() {
+        None => None,
+        Some(t) => Some(
+            parse_date_time(t)
+                .ok_or_else(|| bad_request(format!("startedAfter `{t}` is not a date-time")))?,
+        ),
+    };
+    let filter = metadata_filter(q.metadata.as_deref())?;
+    let all = lock(&shared.sandboxes);
+    let matching: Vec<(&String, &SandboxRecord)> = all
+        .iter()
+        .filter(|_| wants_running)
+        .filter(|(_, r)| metadata_matches(&r.metadata, &filter))
+        .filter(|(_, r)| started_after.is_none_or(|t| unix_nanos(r.started_at) >= t))
+        .filter(|(_, r)| q.template.as_deref().is_none_or(|t| r.template_id == t))
+        .collect();
+    let total = matching.len();
+    let after = |id: &String| match q.next_token.as_deref() {
+        None => true,
+        Some(t) if descending => id.as_str() < t,
+        Some(t) => id.as_str() > t,
+    };
+    let ordered: Box<dyn Iterator<Item = &(&String, &SandboxRecord)>> = if descending {
+        Box::new(matching.iter().rev())
+    } else {
+        Box::new(matching.iter())
+    };
+    let mut rest = ordered.filter(|(id, _)| after(id));
+    let page: Vec<ListedSandbox> = rest
+        .by_ref()
+        .take(limit)
+        .map(|(id, r)| listed(&shared, id, r))
+        .collect();
+    let more = rest.next().is_some();
+    let last = page.last().map(|l| l.sandbox_id.clone());
+    let mut resp = Json(page).into_response();
+    if wants_running {
+        resp.headers_mut()
+            .insert("x-total-running", axum::http::HeaderValue::from(total));
+    }
+    if more {
+        if let Some(Ok(v)) = last.map(|l| l.parse()) {
+            resp.headers_mut().insert("x-next-token", v);
+        }
+    }
+    Ok(resp)
+}
+
+async fn get_sandbox(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    Path(sandbox_id): Path<String>,
+) -> ApiResult<Json<ListedSandbox>> {
+    require_key(&shared, &headers)?;
+    let all = lock(&shared.sandboxes);
+    all.get(&sandbox_id)
+        .map(|r| Json(listed(&shared, &sandbox_id, r)))
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::NOT_FOUND,
+                format!("sandbox \"{sandbox_id}\" doesn't exist or you don't have access to it"),
+            )
+        })
+}

@@ -1,0 +1,158 @@
+//! Golden tests of the reporters (insta snapshots of hand-built reports), the
+//! report.json round trip, and the report directory layout.
+
+use crate::support::report as report_support;
+
+use report_support::{chaos_report, two_mode_report};
+use stampede::report::*;
+
+fn render(f: impl Fn(&Report, &mut Vec<u8>) -> std::io::Result<()>, r: &Report) -> String {
+    let mut buf = Vec::new();
+    f(r, &mut buf).expect("write to a Vec");
+    String::from_utf8(buf).expect("utf-8 output")
+}
+
+#[test]
+fn markdown_of_two_modes() {
+    let out = render(|r, w| write_markdown(r, w), &two_mode_report());
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn markdown_of_a_chaos_drill() {
+    let out = render(|r, w| write_markdown(r, w), &chaos_report());
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn terminal_of_two_modes() {
+    let out = render(|r, w| write_terminal(r, w), &two_mode_report());
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn terminal_of_a_chaos_drill() {
+    let out = render(|r, w| write_terminal(r, w), &chaos_report());
+    insta::assert_snapshot!(out);
+}
+
+/// E2B benchmark style: the busiest node has a full bar, an empty node none.
+#[test]
+fn node_bars_scale_to_the_busiest_node() {
+    let out = render(|r, w| write_markdown(r, w), &two_mode_report());
+    let full = format!("node-00 |{}| 300", "█".repeat(30));
+    let empty = format!("node-04 |{}| 0", " ".repeat(30));
+    let half = format!("node-01 |{}{}| 150", "█".repeat(15), " ".repeat(15));
+    for line in [full, empty, half] {
+        assert!(out.contains(&line), "missing `{line}` in\n{out}");
+    }
+}
+
+#[test]
+fn report_json_round_trips() {
+    for report in [two_mode_report(), chaos_report()] {
+        let mut buf = Vec::new();
+        write_json(&report, &mut buf).expect("json");
+        let back: Report = serde_json::from_slice(&buf).expect("parse back");
+        assert_eq!(back, report);
+        // Deterministic: the same report serializes to the same bytes.
+        let mut again = Vec::new();
+        write_json(&back, &mut again).expect("json");
+        assert_eq!(buf, again);
+    }
+}
+
+/// The serialized report fits its own JSON Schema: every field written is declared,
+/// every required field is written (checked structurally for the top level and runs).
+#[test]
+fn report_json_matches_its_schema() {
+    let schema = json_schema();
+    let value = serde_json::to_value(two_mode_report()).expect("value");
+    fits(&schema, &schema, &value, "report");
+    let run_schema = resolve(&schema, &schema["properties"]["runs"]["items"]);
+    fits(&schema, run_schema, &value["runs"][0], "runs[0]");
+    assert_eq!(value["schema_version"], 1);
+}
+
+fn resolve<'a>(root: &'a serde_json::Value, s: &'a serde_json::Value) -> &'a serde_json::Value {
+    match s.get("$ref").and_then(|r| r.as_str()) {
+        Some(r) => {
+            let name = r.rsplit('/').next().expect("ref name");
+            &root["$defs"][name]
+        }
+        None => s,
+    }
+}
+
+fn fits(root: &serde_json::Value, schema: &serde_json::Value, v: &serde_json::Value, at: &str) {
+    let props = schema["properties"].as_object().expect("object schema");
+    let obj = v.as_object().expect("object value");
+    for k in obj.keys() {
+        assert!(props.contains_key(k), "{at}.{k} is not in the schema");
+    }
+    for req in schema["required"].as_array().into_iter().flatten() {
+        let k = req.as_str().expect("required name");
+        assert!(obj.contains_key(k), "{at}.{k} is required but missing");
+    }
+    let _ = root;
+}
+
+#[test]
+fn html_is_self_contained_with_inline_charts() {
+    let out = render(|r, w| write_html(r, w), &two_mode_report());
+    assert!(out.starts_with("<!DOCTYPE html>"));
+    assert_eq!(
+        out.matches("<svg").count(),
+        1 + 2 * 4,
+        "comparison + per run: timeline, accounting, final, latency"
+    );
+    assert!(!out.contains("<script"), "no scripts");
+    assert!(
+        !out.contains("http://")
+            || !out
+                .replace("http://www.w3.org/2000/svg", "")
+                .contains("http://")
+    );
+    assert!(!out.contains("https://"), "no external assets");
+}
+
+#[test]
+fn report_dir_holds_json_markdown_and_html() {
+    let tmp = std::env::temp_dir().join(format!("stampede-report-dir-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let report = two_mode_report();
+    let dir = write_report_dir(&report, &tmp).expect("write dir");
+    assert_eq!(dir, tmp.join("unit-20261130T020000Z"));
+    for f in ["report.json", "report.md", "report.html"] {
+        assert!(dir.join(f).is_file(), "{f} missing");
+    }
+    let back = read_json(&dir.join("report.json")).expect("read back");
+    assert_eq!(back, report);
+    // Same start time again: a new directory, never an overwrite.
+    let second = write_report_dir(&report, &tmp).expect("write dir");
+    assert_eq!(second, tmp.join("unit-20261130T020000Z-2"));
+    // A simulation may fix started_at (1970 here): its directory uses the wall clock.
+    let mut sim = report.clone();
+    sim.simulated = true;
+    sim.started_at = "1970-01-01T00:00:00Z".into();
+    let sim_dir = write_report_dir(&sim, &tmp).expect("write dir");
+    let name = sim_dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    assert!(
+        name.starts_with("unit-20") && !name.contains("1970"),
+        "{name}"
+    );
+    std::fs::remove_dir_all(&tmp).expect("clean up");
+}
+
+#[test]
+fn compact_utc_formats_the_directory_stamp() {
+    assert_eq!(
+        compact_utc("2026-11-30T02:12:50Z").as_deref(),
+        Some("20261130T021250Z")
+    );
+    assert_eq!(compact_utc("yesterday"), None);
+    assert!(compact_utc(&now_rfc3339()).is_some());
+}

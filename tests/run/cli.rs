@@ -1,0 +1,179 @@
+//! `stampede run` end to end: the real binary, real servers on loopback, exit codes,
+//! partial reports and secrets.
+
+use crate::support::staging::tempdir;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn stampede() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_stampede"))
+}
+
+fn run(profile: &Path, reports: &Path) -> Output {
+    stampede()
+        .args(["run", "--quiet", "--report-dir"])
+        .arg(reports)
+        .arg(profile)
+        .output()
+        .expect("stampede runs")
+}
+
+fn only_report(reports: &Path) -> serde_json::Value {
+    let dirs: Vec<_> = std::fs::read_dir(reports)
+        .expect("report dir")
+        .flatten()
+        .filter(|e| e.path().join("report.json").exists())
+        .collect();
+    assert_eq!(dirs.len(), 1, "one report directory");
+    let text = std::fs::read_to_string(dirs[0].path().join("report.json")).expect("report.json");
+    serde_json::from_str(&text).expect("report.json is JSON")
+}
+
+/// A short nightly-like profile: same checks, smaller load, so the test stays quick.
+fn nightly_variant(accounting: &str) -> String {
+    let src = std::fs::read_to_string("profiles/nightly.yaml").expect("nightly profile");
+    src.replace(
+        "accounting: [optimistic, reconciled]",
+        &format!("accounting: [{accounting}]"),
+    )
+    .replace(
+        "rate: {per_second: 40, duration: 10s}",
+        "rate: {per_second: 50, duration: 4s}",
+    )
+    // Latency depends on the machine (a debug build under a loaded CI runner once gave
+    // p99 634 ms against the shipped 500 ms); this test pins the skew guard, so its p99
+    // bound only catches a hang.
+    .replace("p99_latency: {max: 500ms}", "p99_latency: {max: 10s}")
+}
+
+#[test]
+fn nightly_guard_passes_for_optimistic_and_fails_for_reported() {
+    let dir = tempdir("nightly");
+    let good = dir.join("good.yaml");
+    std::fs::write(&good, nightly_variant("optimistic")).unwrap();
+    let out = run(&good, &dir.join("good"));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "optimistic passes: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = only_report(&dir.join("good"));
+    assert_eq!(report["passed"], true);
+    assert_eq!(report["runs"][0]["ok"], 200);
+
+    let bad = dir.join("bad.yaml");
+    std::fs::write(&bad, nightly_variant("reported")).unwrap();
+    let out = run(&bad, &dir.join("bad"));
+    assert_eq!(out.status.code(), Some(1), "reported must fail the guard");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("check failed"), "{stderr}");
+    let report = only_report(&dir.join("bad"));
+    assert_eq!(report["passed"], false);
+    let cv = report["runs"][0]["skew"]["cv"].as_f64().unwrap();
+    assert!(cv > 0.15, "the herd is back under reported: cv {cv}");
+}
+
+#[test]
+fn non_loopback_target_is_refused_unless_allowed() {
+    let dir = tempdir("targets");
+    let p = dir.join("p.yaml");
+    std::fs::write(
+        &p,
+        "name: t\nplacement:\n  external:\n    url: http://10.1.2.3:3000\nworkload:\n  shape:\n    burst: {count: 1}\n",
+    )
+    .unwrap();
+    let out = run(&p, &dir);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("10.1.2.3"), "{stderr}");
+    assert!(stderr.contains("allow_targets"), "{stderr}");
+}
+
+#[test]
+fn ctrl_c_writes_a_partial_report_marked_incomplete() {
+    let dir = tempdir("sigint");
+    let p = dir.join("long.yaml");
+    let src = std::fs::read_to_string("profiles/nightly.yaml")
+        .unwrap()
+        .replace(
+            "rate: {per_second: 40, duration: 10s}",
+            "rate: {per_second: 20, duration: 60s}",
+        );
+    std::fs::write(&p, src).unwrap();
+    let reports = dir.join("r");
+    let mut child = stampede()
+        .args(["run", "--quiet", "--report-dir"])
+        .arg(&reports)
+        .arg(&p)
+        .env("RUST_LOG", "stampede=info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the workload's gate has opened, then let some creates land.
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if line.contains("first create answered") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    // Wait until a create has been answered (so the ledger has something to keep).
+    rx.recv_timeout(Duration::from_secs(60))
+        .expect("a create was answered within 60 s");
+    let pid = child.id().to_string();
+    let killed = Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    assert!(killed.success());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "stampede did not stop after SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(status.code(), Some(2));
+    let report = only_report(&reports);
+    assert_eq!(report["incomplete"], true);
+    let sent = report["runs"][0]["requests"].as_u64().unwrap_or(0);
+    assert!(sent > 0 && sent < 1200, "partial ledger kept: {sent}");
+}
+
+#[test]
+fn stampede_mock_node_is_the_mock_node_binary() {
+    use std::io::BufRead;
+    let mut child = stampede()
+        .args(["mock-node", "--nodes", "3", "--base-port", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = std::io::BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("a ready line");
+    child.kill().unwrap();
+    let _ = child.wait();
+    assert!(
+        line.starts_with("mock-node ready admin=http://127.0.0.1:"),
+        "{line}"
+    );
+    assert_eq!(line.matches("@127.0.0.1:").count(), 3, "{line}");
+}

@@ -1,0 +1,17 @@
+//! `stampede run` end to end: the CLI, plans, progress, signals, secrets, failing surroundings, restart drills, retry storms, the set checker, staging rehearsals, `collect`, trace replay.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod cli;
+mod collect_cli;
+mod placement_replay;
+mod plan;
+mod progress;
+mod reliability;
+mod restart_drill;
+mod retry_storm;
+mod secrets;
+mod set_checker;
+mod signals;
+mod staging_rehearsal;

@@ -1,0 +1,17 @@
+//! The reference placement service over HTTP and gRPC: its REST surface, node sync, eviction, replicas, metrics, hostile input.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod api;
+mod evict;
+mod faults;
+mod hostile;
+mod kill;
+mod many_nodes;
+mod mock_admin_client;
+mod nodes;
+mod params;
+mod promtool;
+mod replicas;
+mod sync;

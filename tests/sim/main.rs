@@ -1,0 +1,16 @@
+//! The simulator: determinism, answers, chaos, eviction, sweeps, the retry model, fidelity against the closed form and against real runs, hostile input.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod answers;
+mod chaos;
+mod determinism;
+mod evict;
+mod fidelity;
+mod hostile;
+mod plan;
+mod pr2201_fidelity;
+mod retry_model;
+mod sweep;
+mod vs_real;
