@@ -153,7 +153,19 @@ pub struct NodeSpec {
     #[serde(with = "humantime_serde")]
     #[schemars(with = "String")]
     pub metrics_lag: Duration,
+    /// The orchestrator's own deadline on a Create, from the moment it reaches the node
+    /// (a `slow` fault's delay included, a `hang` not): past it the create fails with
+    /// INTERNAL and its starting slot is freed, so the API excludes the node and retries
+    /// elsewhere. Default [`DEFAULT_CREATE_TIMEOUT`].
+    #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub create_timeout: Duration,
 }
+
+/// Default [`NodeSpec::create_timeout`]: 60 s, E2B's `requestTimeout` in
+/// `packages/orchestrator/pkg/server/sandboxes.go` (the Create handler's context; when
+/// it fires the sandbox start fails and the handler answers `codes.Internal`).
+pub const DEFAULT_CREATE_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl Default for NodeSpec {
     fn default() -> Self {
@@ -176,6 +188,7 @@ impl Default for NodeSpec {
             idle_cpu_percent: VcpuRange { min: 1, max: 20 },
             cpu_percent_period: Duration::from_secs(10),
             metrics_lag: Duration::ZERO,
+            create_timeout: DEFAULT_CREATE_TIMEOUT,
         }
     }
 }
@@ -216,6 +229,10 @@ pub struct NodeOverride {
     #[serde(with = "humantime_serde")]
     #[schemars(with = "Option<String>")]
     pub metrics_lag: Option<Duration>,
+    /// See [`NodeSpec::create_timeout`].
+    #[serde(with = "humantime_serde")]
+    #[schemars(with = "Option<String>")]
+    pub create_timeout: Option<Duration>,
 }
 
 impl NodeOverride {
@@ -237,6 +254,7 @@ impl NodeOverride {
             idle_cpu_percent: self.idle_cpu_percent.unwrap_or(b.idle_cpu_percent),
             cpu_percent_period: self.cpu_percent_period.unwrap_or(b.cpu_percent_period),
             metrics_lag: self.metrics_lag.unwrap_or(b.metrics_lag),
+            create_timeout: self.create_timeout.unwrap_or(b.create_timeout),
         }
     }
 }
@@ -454,6 +472,9 @@ impl NodeSpec {
     fn validate_into(&self, path: &str, errs: &mut Vec<SpecError>) {
         if self.cpu_count == 0 {
             errs.push(err(path, "cpu_count", "must be > 0"));
+        }
+        if self.create_timeout.is_zero() {
+            errs.push(err(path, "create_timeout", "must be > 0"));
         }
         if !(self.overcommit >= 0.0 && self.overcommit.is_finite()) {
             errs.push(err(path, "overcommit", "must be a finite number >= 0"));

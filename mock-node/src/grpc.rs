@@ -12,6 +12,7 @@
 //! [`MessageLimitLayer`](crate::limit::MessageLimitLayer).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use stampede_proto::info_service_server::InfoService;
 use stampede_proto::prost_types::Timestamp;
@@ -21,6 +22,7 @@ use stampede_proto::{
     SandboxDeleteRequest, SandboxIdList, SandboxListResponse, SandboxPauseRequest,
     SandboxUpdateRequest, ServiceInfoResponse, ServiceInfoRole,
 };
+use tokio::time::Instant;
 use tonic::{Request, Response, Status};
 
 use crate::config::{FailureCode, RpcKind};
@@ -84,6 +86,32 @@ impl NodeRpcs {
                 tokio::time::sleep(d).await;
                 // Faults may have changed while this call was held.
                 Ok(self.node.effect())
+            }
+        }
+    }
+
+    /// [`send`](Self::send) for a Create, and when the orchestrator's own `timeout`
+    /// starts: as the call reaches the handler, so a `slow` delay counts against it, a
+    /// `hang` (held before the handler, until the fault ends) does not. A delay that
+    /// outlasts `timeout` fails there.
+    async fn send_create(&self, timeout: Duration) -> Result<(FaultEffect, Instant), Status> {
+        let eff = self.node.effect();
+        match on_send(&eff) {
+            Sent::Refused => Err(Status::unavailable("node killed")),
+            Sent::Arrives => Ok((eff, Instant::now())),
+            Sent::Held => {
+                self.node.wait_unhung().await;
+                Ok((self.node.effect(), Instant::now()))
+            }
+            Sent::Delayed(d) => {
+                let arrived = Instant::now();
+                if d >= timeout {
+                    tokio::time::sleep(timeout).await;
+                    self.node.model().count_failed_create();
+                    return Err(create_timed_out());
+                }
+                tokio::time::sleep(d).await;
+                Ok((self.node.effect(), arrived))
             }
         }
     }
@@ -181,7 +209,8 @@ impl NodeRpcs {
                 team_id: cfg.team_id,
                 execution_id: cfg.execution_id,
             };
-            let eff = self.send().await?;
+            let timeout = self.node.model().spec().create_timeout;
+            let (eff, arrived) = self.send_create(timeout).await?;
             let arrival =
                 self.node
                     .model()
@@ -192,6 +221,13 @@ impl NodeRpcs {
                 CreateArrival::Admitted { latency } => latency,
             };
             guard.sandbox_id = Some(sandbox_id);
+            let left = timeout.saturating_sub(arrived.elapsed());
+            if latency >= left {
+                // The orchestrator's own deadline fires first: the start is abandoned
+                // (the guard frees the slot and counts the create failed).
+                tokio::time::sleep(left).await;
+                return Err(create_timed_out());
+            }
             if !latency.is_zero() {
                 tokio::time::sleep(latency).await;
             }
@@ -348,6 +384,13 @@ impl InfoService for NodeService {
     ) -> Result<Response<ServiceInfoResponse>, Status> {
         node_of(&request)?.service_info(request).await
     }
+}
+
+/// A Create past the orchestrator's own deadline: its sandbox start fails and E2B's
+/// handler answers INTERNAL (`packages/orchestrator/pkg/server/sandboxes.go`), which the
+/// API treats as a failed attempt: the node is excluded and another tried.
+fn create_timed_out() -> Status {
+    Status::internal("failed to create sandbox: request timed out")
 }
 
 /// An id no sandbox can have is refused before any lookup, and not echoed back.

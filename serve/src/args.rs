@@ -103,6 +103,10 @@ pub struct ServeArgs {
     /// several writes `<file>.<i>`), for `stampede replay`.
     #[arg(long, value_name = "FILE")]
     pub placement_trace: Option<std::path::PathBuf>,
+    /// Run without the evictor: sandboxes stay on their nodes past their end time
+    /// until deleted (E2B's API always evicts; this shows what is left without it).
+    #[arg(long)]
+    pub no_evictor: bool,
 }
 
 impl ServeArgs {
@@ -133,6 +137,7 @@ impl ServeArgs {
             body_read_timeout: self.body_read_timeout.into(),
             max_connections: self.max_connections,
             placement_trace: self.placement_trace.clone(),
+            evictor: !self.no_evictor,
             ..ServeConfig::default()
         }
     }

@@ -102,6 +102,10 @@ pub struct ServeConfig {
     /// Record every input and output of the placer to this file (JSON lines, for
     /// `stampede replay`); with several replicas, replica `i` writes `<file>.<i>`.
     pub placement_trace: Option<std::path::PathBuf>,
+    /// Run the evictor, which kills each sandbox at its end time (E2B's API always runs
+    /// one). Off, sandboxes stay on their nodes until deleted, so that a drill can show
+    /// what a service without it leaves behind. Default on.
+    pub evictor: bool,
 }
 
 impl Default for ServeConfig {
@@ -126,6 +130,7 @@ impl Default for ServeConfig {
             body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             placement_trace: None,
+            evictor: true,
         }
     }
 }

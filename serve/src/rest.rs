@@ -285,3 +285,11 @@ pub struct NodeJson {
     #[serde(default)]
     pub stampede: PlacementTelemetry,
 }
+
+/// `GET /admin/evicted` answer: the ids the service's evictor killed, in order.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EvictedIds {
+    /// Sandbox ids, each once.
+    #[serde(rename = "sandboxIDs")]
+    pub sandbox_ids: Vec<String>,
+}

@@ -19,7 +19,7 @@ use super::params::{
     check_template_id, metadata_matches, parse_date_time, parse_metadata_filter, unix_nanos,
 };
 use super::place::{create_sandbox, delete_sandbox, CLIENT_ID};
-use super::rest::{ListedSandbox, NewSandbox};
+use super::rest::{EvictedIds, ListedSandbox, NewSandbox};
 use super::state::{lock, SandboxRecord, Shared};
 use crate::NODE_HEADER;
 
@@ -29,6 +29,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/health", get(health))
         .route("/metrics", get(metrics))
         .route("/admin/counters", get(counters))
+        .route("/admin/evicted", get(evicted))
         .route("/sandboxes", get(list_v1).post(create))
         .route("/v2/sandboxes", get(list_v2).post(create))
         .route("/sandboxes/{sandbox_id}", get(get_sandbox).delete(delete))
@@ -83,6 +84,17 @@ async fn counters(
 ) -> ApiResult<Json<crate::counters::ServiceCounters>> {
     require_admin(&shared, &headers)?;
     Ok(Json(shared.telemetry.counters()))
+}
+
+/// `GET /admin/evicted`: the ids the evictor killed (not E2B's: E2B's API does not
+/// expose them), so that a harness's set checker forgives exactly those.
+async fn evicted(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+) -> ApiResult<Json<EvictedIds>> {
+    require_admin(&shared, &headers)?;
+    let sandbox_ids = lock(&shared.evicted).clone();
+    Ok(Json(EvictedIds { sandbox_ids }))
 }
 
 async fn not_found() -> ApiError {

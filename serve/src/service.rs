@@ -226,13 +226,16 @@ pub async fn start(
     let server = tokio::spawn(serve(listener, app, timeouts, cap, cancel.clone(), grace));
     let (sync_phase, phase) = watch::channel(None);
     let sync_loop = tokio::spawn(sync_forever(shared.clone(), phase, cancel.clone()));
-    let evictor = tokio::spawn(evict_forever(shared.clone(), cancel.clone()));
+    let mut tasks = vec![server, sync_loop];
+    if shared.cfg.evictor {
+        tasks.push(tokio::spawn(evict_forever(shared.clone(), cancel.clone())));
+    }
     tracing::info!(%addr, mode = %shared.cfg.placement.mode, nodes = shared.nodes.len(), "placement service ready");
     Ok(ServiceHandle {
         addr,
         shared,
         cancel,
-        tasks: vec![server, sync_loop, evictor],
+        tasks,
         sync_phase: Arc::new(sync_phase),
         arrivals,
     })

@@ -111,6 +111,10 @@ pub struct Shared {
     /// Ids being killed now (a DELETE or the evictor): out of `sandboxes` already, but
     /// neither orphans nor due for eviction.
     pub removing: Mutex<BTreeSet<String>>,
+    /// Ids the evictor took to kill, in order, recorded before their Delete (read by a
+    /// harness's set checker through `GET /admin/evicted`, so that it forgives exactly
+    /// these).
+    pub evicted: Mutex<Vec<String>>,
     /// Counters.
     pub telemetry: Telemetry,
     /// Serializes syncs so that two never interleave on one node.
@@ -145,6 +149,7 @@ impl Shared {
             sandboxes: Mutex::new(BTreeMap::new()),
             placing: Mutex::new(BTreeSet::new()),
             removing: Mutex::new(BTreeSet::new()),
+            evicted: Mutex::new(Vec::new()),
             telemetry: Telemetry::default(),
             sync_lock: tokio::sync::Mutex::new(()),
         }

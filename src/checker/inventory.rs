@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 use crate::chaos::AppliedFault;
 use crate::collect::{list_over_grpc, Sample, TruthSource};
 use crate::mock_admin::{MockAdmin, MockAdminError};
-use crate::workload::Ledger;
+use crate::serve::rest::EvictedIds;
+use crate::workload::ApiKey;
 
 /// When an id was seen on one node during the run (ms after the workload's start gate).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -83,23 +84,6 @@ impl Inventory {
     /// Marks as gone the sandboxes the API's evictor deleted.
     pub fn note_evicted<I: IntoIterator<Item = String>>(&mut self, ids: I) {
         self.gone.extend(ids);
-    }
-
-    /// Marks as gone the sandboxes whose lifetime (`timeout` after the answer) ended
-    /// before `now_ms`: the ones an evictor *may* have deleted. Nodes keep a sandbox
-    /// past its end time, so this is only for a target whose evictions the harness
-    /// cannot read; it forgives a loss of any sandbox past its timeout, where
-    /// [`note_evicted`](Self::note_evicted) forgives only the evictor's deletes.
-    pub fn note_expired(&mut self, ledger: &Ledger, timeout: Duration, now_ms: f64) {
-        let life = timeout.as_secs_f64() * 1000.0;
-        for e in &ledger.entries {
-            let answered = e.intended_ms + e.latency_us as f64 / 1000.0;
-            if let Some(id) = &e.sandbox_id {
-                if answered + life <= now_ms {
-                    self.gone.insert(id.clone());
-                }
-            }
-        }
     }
 
     /// Marks every id currently on the nodes as not this run's (call before the gate).
@@ -178,6 +162,57 @@ pub async fn collect_inventory(
         TruthSource::E2bApi { .. } => return Err(InventoryError::NoIds),
     }
     Ok(inv)
+}
+
+/// Why the evicted ids of a placement service could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum EvictedReadError {
+    /// No service to ask: the target's evictions cannot be observed.
+    #[error("no placement service answers admin calls here (no admin token or no service)")]
+    NoService,
+    /// The request failed (E2B's own API has no such route: 404).
+    #[error("GET {url} failed")]
+    Http {
+        /// The URL asked.
+        url: String,
+        /// What went wrong.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+/// Ids the placement services at `bases` evicted, read from each one's
+/// `GET /admin/evicted` (stampede's service only: E2B's API exposes no such list, so
+/// against it the evictions are not observable and this fails).
+pub async fn read_evicted(
+    client: &reqwest::Client,
+    bases: &[String],
+    admin_token: Option<&ApiKey>,
+) -> Result<Vec<String>, EvictedReadError> {
+    let Some(token) = admin_token.filter(|_| !bases.is_empty()) else {
+        return Err(EvictedReadError::NoService);
+    };
+    let mut ids = Vec::new();
+    for base in bases {
+        let url = format!("{}/admin/evicted", base.trim_end_matches('/'));
+        let http = |source: Box<dyn std::error::Error + Send + Sync>| EvictedReadError::Http {
+            url: url.clone(),
+            source,
+        };
+        let resp = client
+            .get(&url)
+            .header("X-Admin-Token", token.expose())
+            .timeout(Duration::from_secs(10))
+            .send()
+            .await
+            .map_err(|e| http(e.into()))?;
+        if !resp.status().is_success() {
+            return Err(http(format!("status {}", resp.status()).into()));
+        }
+        let body: EvictedIds = resp.json().await.map_err(|e| http(e.into()))?;
+        ids.extend(body.sandbox_ids);
+    }
+    Ok(ids)
 }
 
 /// Sandbox ids an orchestrator at `addr` (`host:port`) lists with `SandboxService/List`.

@@ -5,5 +5,7 @@
 mod inventory;
 mod set_check;
 
-pub use inventory::{collect_inventory, Inventory, InventoryError, SeenAt};
+pub use inventory::{
+    collect_inventory, read_evicted, EvictedReadError, Inventory, InventoryError, SeenAt,
+};
 pub use set_check::check;

@@ -120,6 +120,11 @@ pub struct EmbeddedPlacement {
     #[serde(with = "humantime_serde")]
     #[schemars(with = "String")]
     pub rpc_round_trip: Duration,
+    /// Run the embedded service's evictor, which kills each sandbox at its end time as
+    /// E2B's API does. `false` leaves expired sandboxes on their nodes (`stampede serve
+    /// --no-evictor`), so that a drill shows what a service without one leaves behind.
+    /// Default true.
+    pub evictor: bool,
 }
 
 impl Default for EmbeddedPlacement {
@@ -137,6 +142,7 @@ impl Default for EmbeddedPlacement {
             failure_answers: FailureAnswers::default(),
             retry_backoff: crate::serve::DEFAULT_RETRY_BACKOFF,
             rpc_round_trip: crate::sim::RPC_ROUND_TRIP,
+            evictor: true,
         }
     }
 }

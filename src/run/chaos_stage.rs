@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 use super::drive::Target;
 use super::{AbortState, StageError};
 use crate::chaos::{fault_windows, run_schedule, AppliedFault, CallProbe, ChaosClient, FaultPlan};
-use crate::checker::{check, collect_inventory, Inventory};
+use crate::checker::{check, collect_inventory, read_evicted, Inventory};
 use crate::collect::Sample;
 use crate::error_chain::chain_text;
 use crate::profile::Profile;
@@ -135,7 +135,6 @@ pub(crate) async fn judge(
     samples: &[Sample],
     target: &Target,
     before: Option<&Inventory>,
-    sandbox_timeout: Duration,
 ) -> Result<(), StageError> {
     result.faults = fault_windows(applied, &workload.ledger, samples);
     let mut inv = collect_inventory(&reqwest::Client::new(), &target.truth, None)
@@ -143,10 +142,16 @@ pub(crate) async fn judge(
         .map_err(|e| StageError::Collect(chain_text(&e)))?;
     inv.note_samples(samples);
     inv.note_restarts(applied);
-    let now_ms = workload
-        .gate
-        .map_or(0.0, |g| g.elapsed().as_secs_f64() * 1000.0);
-    inv.note_expired(&workload.ledger, sandbox_timeout, now_ms);
+    // Only the ids the service's evictor did delete are forgiven; a sandbox merely past
+    // its timeout that is on no node is lost (nodes never drop one by themselves).
+    let client = reqwest::Client::new();
+    match read_evicted(&client, &target.believers, target.admin_token.as_ref()).await {
+        Ok(ids) => inv.note_evicted(ids),
+        Err(e) => eprintln!(
+            "set checker: the service's evictions cannot be observed ({}): a sandbox it evicted counts as lost",
+            chain_text(&e)
+        ),
+    }
     if let Some(b) = before {
         inv.note_preexisting(b);
     }

@@ -234,7 +234,6 @@ pub(crate) async fn drive(
             &samples,
             &target,
             before.as_ref(),
-            profile.workload.sandbox.timeout,
         )
         .await?;
     }

@@ -109,6 +109,7 @@ pub(super) async fn start_replicas(
         // Replicas do not share a store: each would kill the others' sandboxes.
         kill_orphans: e.replicas <= 1,
         placement_trace,
+        evictor: e.evictor,
         ..ServeConfig::default()
     };
     let nodes = NodeTarget::all_of(fleet);

@@ -71,6 +71,7 @@ impl Engine<'_> {
         a.node = k;
         a.epoch = n.epoch;
         a.deadline = deadline;
+        a.handler_at = now;
         match on_send(&n.effect) {
             Sent::Refused => {
                 // The reconnect this create triggers is refused: the channel goes to
@@ -89,6 +90,8 @@ impl Engine<'_> {
                 // passes.
                 let heal = hang_heals_at(&self.setup.faults, &n.active);
                 if heal < deadline {
+                    // Held before the handler: the node's own deadline starts there.
+                    a.handler_at = heal;
                     self.queue.push(heal, Event::Arrive { slot });
                 } else {
                     self.queue.push(
@@ -101,9 +104,23 @@ impl Engine<'_> {
                     );
                 }
             }
-            Sent::Delayed(d) => self
-                .queue
-                .push(now.saturating_add(to_nanos(d)), Event::Arrive { slot }),
+            Sent::Delayed(d) => {
+                // The delay is inside the handler: past the node's own deadline the
+                // create fails there, before admission (`serve`'s `send_create`).
+                let timeout = to_nanos(self.nodes[k as usize].model.spec().create_timeout);
+                if to_nanos(d) >= timeout && now.saturating_add(timeout) < deadline {
+                    self.nodes[k as usize].model.count_failed_create();
+                    let event = Event::Reply {
+                        slot,
+                        outcome: CreateOutcome::Failed,
+                        abort: false,
+                    };
+                    self.queue.push(now.saturating_add(timeout), event);
+                } else {
+                    self.queue
+                        .push(now.saturating_add(to_nanos(d)), Event::Arrive { slot });
+                }
+            }
             Sent::Arrives => self.arrive(slot),
         }
     }
@@ -147,9 +164,20 @@ impl Engine<'_> {
             CreateArrival::Admitted { latency } => latency,
         };
         let done = now.saturating_add(to_nanos(latency));
-        // The request's deadline is the RPC's (E2B has no per-RPC one).
+        // The node's own Create deadline (E2B's orchestrator `requestTimeout`) fails
+        // it with a node-side error; the API has none but the request's.
+        let node_deadline = a
+            .handler_at
+            .saturating_add(to_nanos(n.model.spec().create_timeout));
         let deadline = a.deadline;
-        if done > deadline {
+        if done >= node_deadline && node_deadline < deadline {
+            let event = Event::Reply {
+                slot,
+                outcome: CreateOutcome::Failed,
+                abort: true,
+            };
+            self.queue.push(node_deadline, event);
+        } else if done > deadline {
             let event = Event::Reply {
                 slot,
                 outcome: CreateOutcome::Failed,
@@ -287,7 +315,7 @@ impl Engine<'_> {
         // workload's end nothing is simulated, so this costs nothing for sandboxes that
         // outlive the run.
         let end = now.saturating_add(to_nanos(self.setup.sandbox.timeout));
-        if delete_at.is_none_or(|at| at > end) {
+        if self.setup.evictor && delete_at.is_none_or(|at| at > end) {
             self.queue.push(end, Event::Evict { req, node, replica });
         }
         self.finish(slot, CreateStatus::Created);

@@ -85,6 +85,9 @@ pub(super) struct Active {
     pub node: u32,
     /// Node epoch when it was sent.
     pub epoch: u64,
+    /// When the node's Create handler took the create in flight: the node's own
+    /// deadline (`create_timeout`) runs from there.
+    pub handler_at: Nanos,
     /// Set while its retries wait for a state change.
     pub park: Option<Park>,
     /// Generation of its retry tick: a `Retry` event with another one is stale.
@@ -355,6 +358,7 @@ impl<'a> Engine<'a> {
             park: None,
             gen: 0,
             epoch: 0,
+            handler_at: 0,
         };
         let slot = match self.free_slots.pop() {
             Some(s) => {

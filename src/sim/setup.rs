@@ -108,6 +108,8 @@ pub struct SimSetup {
     /// Step every retry tick of a refused request as an event instead of parking it
     /// until a state change: the slow reference the parked path is tested against.
     pub step_retries: bool,
+    /// Kill each sandbox at its end time, as E2B's evictor (`placement.embedded.evictor`).
+    pub evictor: bool,
     /// Keep a client ledger and run the set checker ([`needs_set_checker`]); off for
     /// plain runs, where it would only cost memory.
     pub check_sets: bool,
@@ -193,6 +195,7 @@ impl SimSetup {
             rpc_round_trip: to_nanos(p.rpc_round_trip),
             retry_backoff: p.retry_backoff.map_or(0, to_nanos),
             step_retries: false,
+            evictor: p.evictor,
         })
     }
 

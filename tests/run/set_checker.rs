@@ -55,3 +55,60 @@ async fn a_per_mode_lost_check_runs_the_set_checker_in_a_run_and_in_a_sim() {
     assert_eq!(real.ok, 6, "{:?}", real.statuses);
     assert_eq!(checked(real), (0, 0));
 }
+
+/// Two nodes, a steady trickle of 1 s sandboxes, both nodes restarted before the end;
+/// `EVICTOR` says whether the embedded service evicts.
+const EXPIRING: &str = "name: expiring
+seed: 12
+cluster:
+  nodes: 2
+  node: {cpu_count: 16, create_latency: {dist: constant, value: 1ms}}
+placement:
+  embedded:
+    accounting: optimistic
+    best_of_k: {k: 2}
+    sync_interval: 1s
+    request_timeout: 15s
+    evictor: EVICTOR
+workload:
+  shape:
+    rate: {per_second: 4, duration: 3s}
+  sandbox: {template: base, vcpu: 1, ram_mb: 256, timeout: 1s}
+collect:
+  interval: 250ms
+chaos:
+  - at: 2500ms
+    fault: restart
+    nodes: [node-00, node-01]
+checks:
+  lost: {max: 0}
+";
+
+/// The set checker forgives only the sandboxes the service's evictor deleted (read from
+/// its `/admin/evicted`), not every one past its timeout: without an evictor, the
+/// sandboxes the restarts wiped are restart losses though their timeout has passed by
+/// the final read; with one, those it evicted first are not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_evictors_deletes_are_forgiven_not_every_expired_sandbox() {
+    let limit = Duration::from_secs(90);
+    let (_d, off) = run_inline("expiring-off", &EXPIRING.replace("EVICTOR", "false"), limit).await;
+    let run = &off.report.runs[0];
+    let c = run.checker.as_ref().expect("the set checker ran");
+    assert_eq!((c.lost.count, c.duplicated.count), (0, 0), "{c:?}");
+    // Sandboxes created in the first 1.5 s were past their timeout at the restart and
+    // at the final read; the old rule forgave them all.
+    assert!(
+        c.lost_to_node_restart.count >= 2,
+        "the wiped sandboxes are reported: {c:?}"
+    );
+
+    let (_d, on) = run_inline("expiring-on", &EXPIRING.replace("EVICTOR", "true"), limit).await;
+    let run = &on.report.runs[0];
+    let c = run.checker.as_ref().expect("the set checker ran");
+    assert_eq!((c.lost.count, c.duplicated.count), (0, 0), "{c:?}");
+    let created = run.ok;
+    assert!(
+        c.lost_to_node_restart.count < created,
+        "the evicted ones are forgiven: {c:?} of {created} created"
+    );
+}

@@ -147,3 +147,120 @@ async fn a_young_orphan_is_left_alone() {
     other.shutdown().await;
     rig.stop().await;
 }
+
+/// Ids each node holds, by node id (the fleet's truth).
+fn ids_on_nodes(rig: &Rig) -> Vec<String> {
+    rig.fleet
+        .truth()
+        .nodes
+        .into_iter()
+        .flat_map(|n| n.sandbox_ids)
+        .collect()
+}
+
+/// Without its evictor the service leaves an expired sandbox on its node (and in its
+/// list): a service with the evictor, started alongside and given a sandbox with the
+/// same timeout a little later, has already evicted its own when this is checked.
+#[tokio::test]
+async fn without_the_evictor_an_expired_sandbox_stays_on_its_node() {
+    let off = Rig::start(
+        cluster(1, &[]),
+        ServeConfig {
+            evictor: false,
+            ..serve_config(AccountingMode::Optimistic)
+        },
+    )
+    .await;
+    let on = Rig::start(cluster(1, &[]), serve_config(AccountingMode::Optimistic)).await;
+    let body = json!({"templateID": "base", "timeout": 1, "cpuCount": 1});
+    let (status, kept) = off.create(body.clone()).await;
+    assert_eq!(status, 201, "{kept}");
+    let (status, evicted) = on.create(body).await;
+    assert_eq!(status, 201, "{evicted}");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while on.counter("stampede_serve_evictions_total").await < 1 {
+        assert!(Instant::now() < deadline, "no eviction 15 s after creating");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let kept_id = kept["sandboxID"].as_str().unwrap().to_string();
+    assert_eq!(ids_on_nodes(&off), vec![kept_id.clone()]);
+    assert_eq!(off.counter("stampede_serve_evictions_total").await, 0);
+    let (status, listed) = off.get_json("/sandboxes").await;
+    assert_eq!(status, 200);
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    let (status, none) = off.get_json("/admin/evicted").await;
+    assert_eq!(status, 200);
+    assert_eq!(none["sandboxIDs"], json!([]));
+    // A delete still removes it.
+    assert_eq!(off.delete(&kept_id).await, 204);
+    assert!(ids_on_nodes(&off).is_empty());
+    off.stop().await;
+    on.stop().await;
+}
+
+/// `GET /admin/evicted` names exactly the sandboxes the evictor killed (not the ones a
+/// client deleted), and only to an admin.
+#[tokio::test]
+async fn admin_evicted_names_the_evictors_kills_only() {
+    let rig = Rig::start(cluster(1, &[]), serve_config(AccountingMode::Optimistic)).await;
+    let (status, short) = rig
+        .create(json!({"templateID": "base", "timeout": 1}))
+        .await;
+    assert_eq!(status, 201, "{short}");
+    let (status, deleted) = rig
+        .create(json!({"templateID": "base", "timeout": 300}))
+        .await;
+    assert_eq!(status, 201, "{deleted}");
+    assert_eq!(
+        rig.delete(deleted["sandboxID"].as_str().unwrap()).await,
+        204
+    );
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while rig.counter("stampede_serve_evictions_total").await < 1 {
+        assert!(Instant::now() < deadline, "no eviction 15 s after creating");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (status, body) = rig.get_json("/admin/evicted").await;
+    assert_eq!(status, 200);
+    assert_eq!(body["sandboxIDs"], json!([short["sandboxID"]]));
+    let anonymous = rig
+        .http
+        .get(rig.url("/admin/evicted"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status().as_u16(), 401);
+    rig.stop().await;
+}
+
+/// The store's end time counts from placement success, as E2B's store does
+/// (`create_instance.go`): a create that takes 2 s on its node still lives its whole
+/// timeout after the 201, where counting from the request shortened it by those 2 s.
+#[tokio::test]
+async fn stored_end_time_counts_from_placement_success_not_the_request() {
+    let mut fleet = cluster(1, &[]);
+    fleet.node.create_latency = mock_node::config::LatencyDist::Constant {
+        value: Duration::from_secs(2),
+    };
+    let rig = Rig::start(fleet, serve_config(AccountingMode::Optimistic)).await;
+    let sent = std::time::SystemTime::now();
+    let (status, created) = rig
+        .create(json!({"templateID": "base", "timeout": 30}))
+        .await;
+    assert_eq!(status, 201, "{created}");
+    let answered = std::time::SystemTime::now();
+    let id = created["sandboxID"].as_str().unwrap();
+    let (status, got) = rig.get_json(&format!("/sandboxes/{id}")).await;
+    assert_eq!(status, 200, "{got}");
+    let parse = |k: &str| humantime::parse_rfc3339(got[k].as_str().unwrap()).unwrap();
+    let (started, end) = (parse("startedAt"), parse("endAt"));
+    // Millisecond timestamps: allow 1 ms of rounding.
+    let slack = Duration::from_millis(1);
+    assert!(
+        started + slack >= sent + Duration::from_secs(2),
+        "started {started:?}, sent {sent:?}: the start is the request's, not the placement's"
+    );
+    assert!(started <= answered + slack);
+    assert_eq!(end.duration_since(started).unwrap().as_secs(), 30);
+    rig.stop().await;
+}

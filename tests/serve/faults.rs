@@ -405,3 +405,43 @@ async fn admin_counters_are_the_metrics_as_typed_json() {
     assert_eq!(anonymous.status().as_u16(), 401);
     rig.stop().await;
 }
+
+/// A node whose creates outlast the orchestrator's own Create deadline (a `slow` fault
+/// here, on a node whose deadline is 400 ms instead of E2B's 60 s) answers INTERNAL when
+/// it fires; the API excludes the node for that request and places it elsewhere,
+/// long before its own 10 s request deadline.
+#[tokio::test]
+async fn a_create_past_the_node_deadline_is_retried_on_another_node() {
+    let mut fleet = attractive_node_00();
+    fleet.node.create_timeout = Duration::from_millis(400);
+    let rig = Rig::start(fleet, serve_config(AccountingMode::Reported)).await;
+    rig.fault(
+        FaultKind::Slow {
+            latency: Duration::from_secs(5),
+        },
+        "node-00",
+    )
+    .await;
+    for _ in 0..3 {
+        let t0 = std::time::Instant::now();
+        let (status, body) = rig
+            .create(json!({"templateID": "base", "timeout": 300}))
+            .await;
+        assert_eq!(status, 201, "{body}");
+        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+        let id = body["sandboxID"].as_str().unwrap();
+        assert_ne!(rig.truth_node_of(id).as_deref(), Some("node-00"));
+    }
+    let nodes = rig.nodes().await;
+    assert_eq!(
+        nodes["node-00"]["createFails"].as_u64(),
+        Some(3),
+        "one timed-out try per request"
+    );
+    assert_eq!(
+        rig.counter("stampede_serve_create_attempt_failures_total")
+            .await,
+        3
+    );
+    rig.stop().await;
+}

@@ -47,6 +47,7 @@ fn shipped_drills_lose_and_duplicate_nothing_in_simulation() {
         "chaos-hang",
         "chaos-node-kill",
         "chaos-restart",
+        "chaos-slow-create",
         "chaos-stale-heartbeat",
     ] {
         let report = drill(name);
@@ -157,4 +158,22 @@ fn simulated_windows_come_from_the_counters_a_real_run_reads() {
         "reuse seen at {} ms, not a sample time (every {interval} ms)",
         healed + reuse
     );
+}
+
+/// The slow-create drill: creates sent to the slow node outlast its own 60 s Create
+/// deadline and fail there (INTERNAL), so each is retried on another node and answered
+/// 201 about 60 s late, before the 70 s request deadline; the slow node gets nothing
+/// while it is slow. Without the node's deadline they would wait out the 65 s delay and
+/// land on the slow node.
+#[test]
+fn creates_past_the_node_deadline_are_retried_elsewhere_in_the_slow_create_drill() {
+    let report = drill("chaos-slow-create");
+    let run = &report.runs[0];
+    println!("{}", summary(run));
+    assert_eq!(run.ok, run.requests, "every create ends 201");
+    assert!(run.retries > 0, "the timed-out creates were retried");
+    assert!(run.latency.max_ms >= 60_000.0, "{:?}", run.latency);
+    assert!(run.latency.max_ms < 70_000.0, "{:?}", run.latency);
+    let fault = &run.faults[0];
+    assert_eq!(fault.placements_to_faulty, 0, "{fault:?}");
 }

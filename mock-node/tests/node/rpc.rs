@@ -360,3 +360,77 @@ async fn health_reports_serving() {
     }
     f.shutdown().await;
 }
+
+/// E2B's orchestrator bounds each Create by its own 60 s `requestTimeout`
+/// (`pkg/server/sandboxes.go`): a start that runs longer fails with INTERNAL at that
+/// deadline (not when the start would have ended), holds no sandbox, and frees its
+/// starting slot, so the node takes the next create.
+#[tokio::test]
+async fn a_create_longer_than_the_node_timeout_fails_internal_and_frees_its_slot() {
+    assert_eq!(
+        mock_node::config::NodeSpec::default().create_timeout,
+        Duration::from_secs(60)
+    );
+    let timeout = Duration::from_millis(300);
+    let f = fleet_with(1, |c| {
+        c.node.max_starting = 1;
+        c.node.create_timeout = timeout;
+        c.node.create_latency = LatencyDist::Constant {
+            value: Duration::from_secs(30),
+        };
+    })
+    .await;
+    let (mut sb, _) = clients(f.nodes()[0].addr).await;
+    let t0 = std::time::Instant::now();
+    let e = sb
+        .create(create("long", 1, 1))
+        .await
+        .expect_err("past the node's deadline");
+    let took = t0.elapsed();
+    assert_eq!(e.code(), Code::Internal, "{e:?}");
+    assert!(took >= timeout, "answered after {took:?}");
+    assert!(took < Duration::from_secs(20), "answered after {took:?}");
+    let t = truth(&f, 0);
+    assert_eq!((t.sandbox_count, t.starting, t.creates_ok), (0, 0, 0));
+    assert_eq!(t.creates_failed, 1);
+    // The slot is free: the next create is admitted (and times out in turn).
+    let e = sb.create(create("next", 1, 1)).await.expect_err("admitted");
+    assert_eq!(e.code(), Code::Internal, "not refused: {e:?}");
+    f.shutdown().await;
+}
+
+/// A `slow` fault delays the call inside the node, so its delay counts against the
+/// node's Create deadline: a delay beyond it fails INTERNAL without reaching admission,
+/// a shorter one plus a short start succeeds.
+#[tokio::test]
+async fn a_slow_fault_past_the_node_timeout_fails_the_create_internal() {
+    let f = fleet_with(1, |c| {
+        c.node.create_timeout = Duration::from_millis(400);
+    })
+    .await;
+    let (mut sb, _) = clients(f.nodes()[0].addr).await;
+    let id = fault(
+        &f,
+        serde_json::json!({"kind": "slow", "nodes": ["node-00"], "latency": "5s"}),
+    )
+    .await;
+    let t0 = std::time::Instant::now();
+    let e = sb
+        .create(create("slowed", 1, 1))
+        .await
+        .expect_err("timed out");
+    assert_eq!(e.code(), Code::Internal, "{e:?}");
+    assert!(t0.elapsed() < Duration::from_secs(4), "{:?}", t0.elapsed());
+    assert_eq!(truth(&f, 0).sandbox_count, 0);
+    assert_eq!(heal(&f, id).await, 204);
+    let id = fault(
+        &f,
+        serde_json::json!({"kind": "slow", "nodes": ["node-00"], "latency": "50ms"}),
+    )
+    .await;
+    sb.create(create("quick", 1, 1))
+        .await
+        .expect("within the deadline");
+    assert_eq!(heal(&f, id).await, 204);
+    f.shutdown().await;
+}
