@@ -14,6 +14,7 @@ use inline_run::run_inline;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn burst_connections_are_open_before_the_gate_on_every_target() {
+    let _one = crate::ONE_AT_A_TIME.lock().await;
     let seen_a = Arc::new(Mutex::new(Seen::default()));
     let seen_b = Arc::new(Mutex::new(Seen::default()));
     let stop = CancellationToken::new();
@@ -47,6 +48,7 @@ async fn burst_connections_are_open_before_the_gate_on_every_target() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_target_that_closes_after_the_warm_up_gets_a_fresh_connection_before_the_gate() {
+    let _one = crate::ONE_AT_A_TIME.lock().await;
     let seen = Arc::new(Mutex::new(Seen::default()));
     let stop = CancellationToken::new();
     let url = bare_target::serve_with(seen.clone(), stop.clone(), None, true).await;
@@ -83,6 +85,7 @@ collect:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn embedded_burst_reports_the_server_side_arrival_spread() {
+    let _one = crate::ONE_AT_A_TIME.lock().await;
     let (_dir, out) = run_inline("burst-gate", PROFILE, Duration::from_secs(60)).await;
     let run = &out.report.runs[0];
     assert_eq!(run.ok, 30, "{:?}", run.statuses);

@@ -34,6 +34,7 @@ fn acceptor() -> tokio_rustls::TlsAcceptor {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_over_tls_is_held_by_its_last_ciphertext_byte() {
+    let _one = crate::ONE_AT_A_TIME.lock().await;
     std::env::set_var("SSL_CERT_FILE", fixture("ca.pem"));
     let seen = Arc::new(Mutex::new(Seen::default()));
     let stop = CancellationToken::new();

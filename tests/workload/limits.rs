@@ -18,9 +18,6 @@ use stampede::workload::{
 };
 use tokio_util::sync::CancellationToken;
 
-/// goose's kill switch is process-wide: one workload at a time in this binary.
-static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
 #[derive(Clone, Copy)]
 enum Answer {
     /// 429 `Rate limit exceeded` with `Retry-After: 1` this many times, then 201.
@@ -107,7 +104,7 @@ fn workload(url: String, count: usize, retry: Option<LimitRetry>) -> WorkloadRun
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_429_is_recorded_as_its_own_outcome_and_told_apart() {
-    let _one = ONE_AT_A_TIME.lock().await;
+    let _one = crate::ONE_AT_A_TIME.lock().await;
     let (url, _) = serve(Answer::RateLimitedThenOk(usize::MAX)).await;
     let out = run_workload(workload(url, 2, None), None)
         .await
@@ -131,7 +128,7 @@ async fn a_429_is_recorded_as_its_own_outcome_and_told_apart() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retry_after_is_honoured_only_when_asked() {
-    let _one = ONE_AT_A_TIME.lock().await;
+    let _one = crate::ONE_AT_A_TIME.lock().await;
     let policy = LimitRetry {
         max_retries: 2,
         honour_retry_after: true,
@@ -167,7 +164,7 @@ async fn retry_after_is_honoured_only_when_asked() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn creates_that_never_answer_are_given_up_within_the_grace() {
-    let _one = ONE_AT_A_TIME.lock().await;
+    let _one = crate::ONE_AT_A_TIME.lock().await;
     let (url, posts) = serve(Answer::Silent).await;
     let run = workload(url, 3, None);
     let cancel = run.cancel.clone();
