@@ -72,6 +72,9 @@ pub struct WorkloadOutput {
     /// Burst: whether the loop releasing the final bytes ran at real-time priority
     /// (`None`: not a burst, or the gate never opened).
     pub release_realtime: Option<bool>,
+    /// Burst: when the last of the burst's connections was open (client side, after its
+    /// connect and warm-up); before `gate` unless the gate opened on its wait limit.
+    pub last_connected: Option<Instant>,
 }
 
 /// Why a workload could not run.
@@ -122,6 +125,8 @@ struct Shared {
     delete_client: reqwest::Client,
     /// Creates sent and not yet recorded.
     in_flight: AtomicUsize,
+    /// Burst: the latest instant one of its connections was open.
+    last_connected: std::sync::Mutex<Option<Instant>>,
 }
 
 impl Shared {
@@ -158,6 +163,7 @@ pub async fn run_workload(
         deletes: std::sync::Mutex::new(JoinSet::new()),
         delete_client: reqwest::Client::new(),
         in_flight: AtomicUsize::new(0),
+        last_connected: std::sync::Mutex::new(None),
         run,
     });
     let live = shared.run.progress.clone();
@@ -233,6 +239,7 @@ pub async fn run_workload(
     }
     let gate = shared.gate.get().copied();
     let release_realtime = shared.release.realtime();
+    let last_connected = *shared.last_connected.lock().expect("last connected lock");
     let _ = shared.events.send(Event::Close);
     drop(shared);
     let mut ledger = fold.await.map_err(WorkloadError::Task)?;
@@ -243,6 +250,7 @@ pub async fn run_workload(
         gate,
         cancelled: cancel.is_cancelled(),
         release_realtime,
+        last_connected,
     })
 }
 
@@ -394,6 +402,11 @@ async fn warm(s: &Shared, user: &mut GooseUser, i: usize) {
 async fn burst_slot(s: &Shared, user: &mut GooseUser, i: usize) {
     let base = &s.run.targets[i % s.run.targets.len()];
     let conn = BurstConn::open_warm(base, &s.tls).await;
+    if conn.is_ok() {
+        let now = Instant::now();
+        let mut last = s.last_connected.lock().expect("last connected lock");
+        *last = Some(last.map_or(now, |l| l.max(now)));
+    }
     let held = conn.as_ref().ok().map(|c| {
         let armed = c.gate().hold();
         s.release.register(c.gate().clone());

@@ -24,16 +24,17 @@ async fn burst_connections_are_open_before_the_gate_on_every_target() {
     ];
     let count = 40;
     let run = bare_target::burst(targets, count);
-    let (_out, gate) = bare_target::run_all_created(run, &stop).await;
+    let (out, gate) = bare_target::run_all_created(run, &stop).await;
+    // Client side: the target's accept loop may be polled after the gate on a busy
+    // machine, so when it accepted says nothing about when the connection was open.
+    let last = out.last_connected.expect("connections were opened");
+    assert!(last < gate, "a connection was opened after the gate");
     let mut creates = 0;
     for seen in [&seen_a, &seen_b] {
         let s = seen.lock().unwrap();
         // Round-robin over two targets: each got half of the burst.
         assert_eq!(s.creates.len(), count / 2, "{s:?}");
         creates += s.creates.len();
-        for (k, at) in s.accepts.iter().enumerate() {
-            assert!(*at < gate, "connection {k} was opened after the gate");
-        }
         for &(conn, warm) in &s.creates {
             assert!(warm, "a create was the first request of connection {conn}");
         }
@@ -54,14 +55,12 @@ async fn a_target_that_closes_after_the_warm_up_gets_a_fresh_connection_before_t
     let url = bare_target::serve_with(seen.clone(), stop.clone(), None, true).await;
     let count = 10;
     let run = bare_target::burst(vec![url], count);
-    let (_out, gate) = bare_target::run_all_created(run, &stop).await;
+    let (out, gate) = bare_target::run_all_created(run, &stop).await;
     let s = seen.lock().unwrap();
     // One connection warmed and closed, one fresh for the create, per user.
     assert_eq!(s.accepts.len(), 2 * count, "{s:?}");
-    assert!(
-        s.accepts.iter().all(|at| *at < gate),
-        "a connection opened after the gate"
-    );
+    let last = out.last_connected.expect("connections were opened");
+    assert!(last < gate, "a connection opened after the gate");
     assert!(s.bodies_complete.iter().all(|at| *at >= gate));
 }
 
