@@ -272,15 +272,12 @@ impl<'a> Engine<'a> {
 
     /// Replica `r` syncs `r / replicas` of an interval after replica 0.
     fn first_periodic_sync(&self, r: usize) -> Nanos {
-        let interval = self.setup.sync_interval;
-        let offset = (u128::from(interval) * r as u128 / self.setup.replicas as u128) as u64;
-        let first = self.setup.sync_phase.saturating_add(offset);
-        // Within (0, interval]: replica 0 at the phase, the others after it, wrapped.
-        if first > interval {
-            first - interval
-        } else {
-            first
-        }
+        super::setup::to_nanos(crate::placement::config::first_periodic_sync(
+            super::setup::to_duration(self.setup.sync_interval),
+            super::setup::to_duration(self.setup.sync_phase),
+            r,
+            self.setup.replicas,
+        ))
     }
 
     fn handle(&mut self, event: Event) {
