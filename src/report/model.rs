@@ -82,6 +82,11 @@ pub struct RunResult {
     /// The varied settings of this run (`accounting`, `k`, `replicas`, ...).
     #[serde(default)]
     pub settings: BTreeMap<String, String>,
+    /// The accounting mode the run's placement used, typed, for the profile's
+    /// `per_mode` checks (`settings["accounting"]` is its text). Not in `report.json`:
+    /// `None` for a run against an external API and for a report read back.
+    #[serde(skip)]
+    pub accounting: Option<crate::placement::AccountingMode>,
     /// Final per-node truth, in node order.
     pub nodes: Vec<NodeFigures>,
     /// Skew of the final per-node sandbox counts (after every delete and expiry: all

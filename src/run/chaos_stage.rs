@@ -13,7 +13,7 @@ use crate::checker::{check, collect_inventory, read_evicted, Inventory};
 use crate::collect::Sample;
 use crate::error_chain::chain_text;
 use crate::profile::Profile;
-use crate::report::RunResult;
+use crate::aggregate::RunAggregate;
 use crate::workload::WorkloadOutput;
 
 /// A fault schedule running alongside the workload.
@@ -126,17 +126,17 @@ pub(crate) async fn inventory_before(target: &Target) -> Option<Inventory> {
         .ok()
 }
 
-/// Fills fault windows and checker findings into `result`. `samples` are timed from
-/// the workload's gate, like the ledger.
+/// Feeds fault windows and checker findings into `agg`. `samples` are timed from the
+/// workload's gate, like the ledger.
 pub(crate) async fn judge(
-    result: &mut RunResult,
+    agg: &mut RunAggregate,
     applied: &[AppliedFault],
     workload: &WorkloadOutput,
     samples: &[Sample],
     target: &Target,
     before: Option<&Inventory>,
 ) -> Result<(), StageError> {
-    result.faults = fault_windows(applied, &workload.ledger, samples);
+    agg.faults(fault_windows(applied, &workload.ledger, samples));
     let mut inv = collect_inventory(&reqwest::Client::new(), &target.truth, None)
         .await
         .map_err(|e| StageError::Collect(chain_text(&e)))?;
@@ -155,6 +155,6 @@ pub(crate) async fn judge(
     if let Some(b) = before {
         inv.note_preexisting(b);
     }
-    result.checker = Some(check(&workload.ledger, &inv));
+    agg.checker(check(&workload.ledger, &inv));
     Ok(())
 }

@@ -12,10 +12,10 @@ use super::mute::MutedStdout;
 use super::progress::{Progress, ProgressFeed};
 use super::result::{aggregate, RunRecords};
 use super::{RunOptions, StageError};
-use crate::aggregate::{needs_set_checker, RunShape, ServiceCounters};
+use crate::aggregate::{needs_set_checker, RunAggregate, RunShape, ServiceCounters};
 use crate::collect::{Before, Sampler, TruthSource};
 use crate::profile::{Profile, Shape};
-use crate::report::{Baseline, RunResult, StagingFacts};
+use crate::report::{Baseline, StagingFacts};
 use crate::serve::TelemetryReader;
 use crate::workload::{
     run_workload, ApiKey, Ledger, LimitRetry, LiveCounts, Outcome, Pacing, WorkloadRun,
@@ -68,11 +68,12 @@ pub(crate) struct StagingTarget {
     pub tag: String,
 }
 
-/// One driven run: its result and what it left on the nodes.
+/// One driven run: its aggregate (every fact but the wall time and an external run's
+/// cleanup fed in, not yet finished) and what it left on the nodes.
 #[derive(Debug)]
 pub(crate) struct Driven {
-    /// The report entry.
-    pub result: RunResult,
+    /// The run's fold, finished by the caller once the run's wall time is known.
+    pub aggregate: RunAggregate,
     /// Sandboxes the run created and did not delete.
     pub leftovers: Leftovers,
 }
@@ -216,19 +217,18 @@ pub(crate) async fn drive(
         Pacing::Burst { .. } => RunShape::Burst,
         _ => RunShape::Paced,
     };
-    let mut result = aggregate(RunRecords {
+    let mut agg = aggregate(RunRecords {
         ledger: &workload.ledger,
         samples: &samples,
         final_truth: &last.truth,
         final_believed: &last.believed,
         shape,
         counters: &counters,
-    })
-    .finish(target.label.clone(), target.settings.clone(), 0.0);
-    result.send.burst_release_realtime = workload.release_realtime;
+    });
+    agg.release_realtime(workload.release_realtime);
     if judging {
         chaos_stage::judge(
-            &mut result,
+            &mut agg,
             &applied,
             &workload,
             &samples,
@@ -250,7 +250,7 @@ pub(crate) async fn drive(
                 .filter(|e| e.sent_ms > cut)
                 .count() as u64
         });
-        result.staging = Some(StagingFacts {
+        agg.staging(StagingFacts {
             truth_source: target.truth.name().to_string(),
             truth_lag: target.truth.lag_text(),
             final_read,
@@ -265,7 +265,10 @@ pub(crate) async fn drive(
             cleanup: None,
         });
     }
-    Ok(Driven { result, leftovers })
+    Ok(Driven {
+        aggregate: agg,
+        leftovers,
+    })
 }
 
 /// What `ledger` says the run left on the nodes.

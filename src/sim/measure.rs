@@ -328,9 +328,12 @@ impl Engine<'_> {
             ..ServiceCounters::default()
         });
         let end = ms(self.now);
-        let mut result = std::mem::take(&mut t.agg).finish(label, settings, end);
-        result.faults = self.windows();
-        result.checker = checker;
-        result
+        let mut agg = std::mem::take(&mut t.agg);
+        agg.accounting(mode);
+        agg.faults(self.windows());
+        if let Some(c) = checker {
+            agg.checker(c);
+        }
+        agg.finish(label, settings, end)
     }
 }

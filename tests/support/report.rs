@@ -28,6 +28,8 @@ pub fn run(label: &str, mode: &str, counts: &[u64]) -> RunResult {
     settings.insert("k".to_string(), "3".to_string());
     RunResult {
         label: label.to_string(),
+        // As a report read back: the typed mode is not in report.json (see `typed`).
+        accounting: None,
         settings,
         nodes,
         skew: SkewStats::from_counts(counts),
@@ -86,6 +88,15 @@ pub fn run(label: &str, mode: &str, counts: &[u64]) -> RunResult {
         wall_ms: 2500.0,
         staging: None,
     }
+}
+
+/// `report` with each run's accounting mode typed as a run or a simulation gives it
+/// to the checks (its `settings["accounting"]`).
+pub fn typed(mut report: Report) -> Report {
+    for r in &mut report.runs {
+        r.accounting = r.setting("accounting").and_then(|m| m.parse().ok());
+    }
+    report
 }
 
 /// Two runs on 5 nodes: `reported` herded (300/150/50/0/0), `optimistic` even.
