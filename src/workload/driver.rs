@@ -14,8 +14,7 @@ use tokio::sync::{mpsc, Barrier};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::burst_conn::{BurstConn, Tls};
-use super::gated_io::Release;
+use super::burst::{BurstConn, Release, Tls};
 use super::ledger::{Ledger, LedgerEntry, Outcome};
 use super::limited::LimitRetry;
 use super::live::LiveCounts;
