@@ -8,6 +8,7 @@ pub mod cli;
 pub mod collect;
 pub mod collect_cmd;
 pub mod error_chain;
+mod goose_glue;
 pub mod profile;
 pub mod report;
 pub mod run;

@@ -8,12 +8,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::chaos_stage;
 use super::cleanup::Leftovers;
-use super::mute::MutedStdout;
 use super::progress::{Progress, ProgressFeed};
 use super::result::{aggregate, RunRecords};
 use super::{RunOptions, StageError};
 use crate::aggregate::{needs_set_checker, RunAggregate, RunShape, ServiceCounters};
 use crate::collect::{Before, Sampler, TruthSource};
+use crate::goose_glue::MutedStdout;
 use crate::profile::{Profile, Shape};
 use crate::report::{Baseline, StagingFacts};
 use crate::serve::TelemetryReader;

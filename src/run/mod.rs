@@ -9,9 +9,7 @@ mod drive;
 mod embedded;
 mod external;
 mod final_read;
-mod goose_scratch;
 mod leftovers;
-mod mute;
 mod progress;
 mod result;
 mod services;
@@ -28,7 +26,7 @@ pub use leftovers::{cleanup_leftovers, CleanupError, CleanupRequest, CleanupSumm
 
 use crate::profile::{self, PlacementSection, Profile};
 use crate::report::{self, Report};
-use goose_scratch::GooseScratch;
+use crate::goose_glue::GooseScratch;
 
 /// How to run a profile.
 #[derive(Debug, Clone, Default)]
