@@ -3,7 +3,7 @@
 
 pub mod aggregate;
 pub mod chaos;
-pub mod checker;
+pub mod audit;
 pub mod cli;
 pub mod collect;
 pub mod collect_cmd;

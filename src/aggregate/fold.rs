@@ -7,7 +7,7 @@ use hdrhistogram::Histogram;
 
 use super::outcomes::OutcomeFold;
 use crate::report::{
-    AccountingError, CheckerResult, CleanupReport, FaultWindow, LatencySummary, NodeFigures,
+    AccountingError, SetAudit, CleanupReport, FaultWindow, LatencySummary, NodeFigures,
     RetryStorm, RunResult, SendTiming, SkewOverTime, SkewStats, StagingFacts, TimelinePoint,
 };
 use crate::placement::AccountingMode;
@@ -56,7 +56,7 @@ struct LateFacts {
     release_realtime: Option<bool>,
     arrivals: Option<ArrivalWindow>,
     faults: Vec<FaultWindow>,
-    checker: Option<CheckerResult>,
+    set_audit: Option<SetAudit>,
     staging: Option<StagingFacts>,
     cleanup: Option<CleanupReport>,
 }
@@ -212,9 +212,9 @@ impl RunAggregate {
         self.late.faults = faults;
     }
 
-    /// The set checker's findings.
-    pub fn checker(&mut self, checker: CheckerResult) {
-        self.late.checker = Some(checker);
+    /// The set audit's findings.
+    pub fn set_audit(&mut self, audit: SetAudit) {
+        self.late.set_audit = Some(audit);
     }
 
     /// A run against an external API: its staging facts.
@@ -283,7 +283,7 @@ impl RunAggregate {
             send,
             timeline: self.timeline,
             faults: late.faults,
-            checker: late.checker,
+            set_audit: late.set_audit,
             wall_ms,
             staging,
         }

@@ -63,10 +63,10 @@ fn figure(id: CheckId, run: &RunResult) -> Result<f64, String> {
             Ok(x)
         }
     };
-    let finding = |pick: fn(&super::model::CheckerResult) -> u64, name: &str| match &run.checker {
+    let finding = |pick: fn(&super::model::SetAudit) -> u64, name: &str| match &run.set_audit {
         Some(ch) => Ok(pick(ch) as f64),
         None => Err(format!(
-            "no checker result in this run: `{name}` cannot be checked"
+            "no set audit in this run: `{name}` cannot be checked"
         )),
     };
     let o = run.skew_over_time.as_ref();

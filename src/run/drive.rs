@@ -11,7 +11,7 @@ use super::cleanup::Leftovers;
 use super::progress::{Progress, ProgressFeed};
 use super::result::{aggregate, RunRecords};
 use super::{RunOptions, StageError};
-use crate::aggregate::{needs_set_checker, RunAggregate, RunShape, ServiceCounters};
+use crate::aggregate::{needs_set_audit, RunAggregate, RunShape, ServiceCounters};
 use crate::collect::{Before, Sampler, TruthSource};
 use crate::goose_glue::MutedStdout;
 use crate::profile::{Profile, Shape};
@@ -95,8 +95,8 @@ pub(crate) async fn drive(
     };
     let start = Instant::now();
     let stop_sampling = CancellationToken::new();
-    let judging = needs_set_checker(profile);
-    // Sandbox ids are read only by the set checker and the fault windows (which come
+    let judging = needs_set_audit(profile);
+    // Sandbox ids are read only by the set audit and the fault windows (which come
     // with chaos, which is judged): without them a long run keeps counts only.
     let sampling = if judging {
         tokio::spawn(sampler.clone().run(start, stop_sampling.clone()))

@@ -115,7 +115,7 @@ pub enum StageError {
 /// Loads, validates and runs the profile at `path`, then writes its report.
 pub async fn run_profile(path: &Path, opts: RunOptions) -> Result<RunOutcome, RunError> {
     let profile = load(path, opts.api.as_ref())?;
-    profile::check_targets(&profile).map_err(RunError::Target)?;
+    profile::validate_targets(&profile).map_err(RunError::Target)?;
     let started = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let mut report = Report::new(&profile.name, &profile.description, profile.seed, &started);
     tracing::info!(profile = %profile.name, seed = profile.seed, "run starting");

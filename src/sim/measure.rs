@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use super::checker::check_sets;
+use super::set_audit::audit_sets;
 use super::engine::Engine;
 use super::queue::Nanos;
 use super::setup::{to_duration, SimSetup};
@@ -306,7 +306,7 @@ impl Engine<'_> {
                 believed,
             );
         }
-        let checker = self.set_ledger.take().map(|ledger| {
+        let audit = self.set_ledger.take().map(|ledger| {
             let inventory = self
                 .nodes
                 .iter_mut()
@@ -319,7 +319,7 @@ impl Engine<'_> {
                 .into_iter()
                 .map(super::engine::sandbox_id)
                 .collect();
-            check_sets(ledger, self.setup, inventory, evicted)
+            audit_sets(ledger, self.setup, inventory, evicted)
         });
         let t = &mut self.tally;
         t.agg.service(&ServiceCounters {
@@ -331,8 +331,8 @@ impl Engine<'_> {
         let mut agg = std::mem::take(&mut t.agg);
         agg.accounting(mode);
         agg.faults(self.windows());
-        if let Some(c) = checker {
-            agg.checker(c);
+        if let Some(c) = audit {
+            agg.set_audit(c);
         }
         agg.finish(label, settings, end)
     }

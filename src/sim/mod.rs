@@ -17,7 +17,7 @@
 //! `--max-memory-mb`): estimated before it starts, events enforced while it runs.
 
 mod budget;
-mod checker;
+mod set_audit;
 mod cli;
 mod create;
 mod engine;
@@ -39,7 +39,7 @@ pub use error::SimError;
 pub use faults::{plan_faults, PlannedFault};
 pub use queue::{EventQueue, Nanos};
 pub use setup::{
-    check_profile, plan_users, profile_modes, profile_runs, Arrivals, SimSetup, RPC_ROUND_TRIP,
+    validate_profile, plan_users, profile_modes, profile_runs, Arrivals, SimSetup, RPC_ROUND_TRIP,
 };
 pub use sweep::{
     run_sweep, run_sweep_within, Spread, Sweep, SweepAxis, SweepPoint, MAX_SWEEP_RUNS, SWEEP_KEYS,

@@ -84,7 +84,7 @@ fn min_bound_and_latency_bound() {
 }
 
 #[test]
-fn lost_without_a_checker_result_is_a_failure_not_a_pass() {
+fn lost_without_a_set_audit_is_a_failure_not_a_pass() {
     let checks = Checks {
         lost: max(0.0),
         ..Default::default()
@@ -92,14 +92,14 @@ fn lost_without_a_checker_result_is_a_failure_not_a_pass() {
     let out = evaluate(&checks, &two_mode_report());
     assert!(out.iter().all(|c| !c.passed && c.actual.is_none()));
     assert!(
-        out[0].message.contains("no checker result"),
+        out[0].message.contains("no set audit"),
         "{}",
         out[0].message
     );
 }
 
 #[test]
-fn checker_findings_are_checked() {
+fn set_audit_findings_are_checked() {
     let checks = Checks {
         lost: max(0.0),
         duplicated: max(0.0),

@@ -84,7 +84,7 @@ pub fn run(label: &str, mode: &str, counts: &[u64]) -> RunResult {
             },
         ],
         faults: Vec::new(),
-        checker: None,
+        set_audit: None,
         wall_ms: 2500.0,
         staging: None,
     }
@@ -109,7 +109,7 @@ pub fn two_mode_report() -> Report {
     r
 }
 
-/// One run with a chaos fault window and checker findings.
+/// One run with a chaos fault window and set audit findings.
 pub fn chaos_report() -> Report {
     let mut r = Report::new("drill", "", 1, "2026-11-30T02:00:00Z");
     let mut run = run("optimistic", "optimistic", &[10, 0, 12]);
@@ -129,7 +129,7 @@ pub fn chaos_report() -> Report {
         time_to_reuse_ms: None,
         ..FaultWindow::default()
     });
-    run.checker = Some(CheckerResult {
+    run.set_audit = Some(SetAudit {
         lost: Finding::from_ids(vec!["sb-9".to_string(), "sb-3".to_string()]),
         orphaned: Finding::from_ids(vec!["sb-x".to_string()]),
         ..Default::default()
