@@ -2,8 +2,8 @@
 #![deny(missing_docs)]
 
 pub mod aggregate;
-pub mod chaos;
 pub mod audit;
+pub mod chaos;
 pub mod cli;
 pub mod collect;
 pub mod collect_cmd;

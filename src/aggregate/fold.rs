@@ -6,11 +6,11 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 
 use super::outcomes::OutcomeFold;
-use crate::report::{
-    AccountingError, SetAudit, CleanupReport, FaultWindow, LatencySummary, NodeFigures,
-    RetryStorm, RunResult, SendTiming, SkewOverTime, SkewStats, StagingFacts, TimelinePoint,
-};
 use crate::placement::AccountingMode;
+use crate::report::{
+    AccountingError, CleanupReport, FaultWindow, LatencySummary, NodeFigures, RetryStorm,
+    RunResult, SendTiming, SetAudit, SkewOverTime, SkewStats, StagingFacts, TimelinePoint,
+};
 use crate::serve::{ArrivalWindow, ServiceCounters};
 use crate::workload::Outcome;
 

@@ -22,7 +22,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::report::{SetAudit, Finding};
+use crate::report::{Finding, SetAudit};
 use crate::workload::{Ledger, LedgerEntry, Outcome};
 
 use super::inventory::Inventory;

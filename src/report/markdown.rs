@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 
 use super::format::*;
-use super::model::{SetAudit, FaultWindow, Report, RunResult};
+use super::model::{FaultWindow, Report, RunResult, SetAudit};
 
 /// Write `report` as Markdown.
 pub fn write_markdown(report: &Report, mut w: impl Write) -> io::Result<()> {

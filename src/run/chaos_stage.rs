@@ -8,12 +8,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::drive::Target;
 use super::{AbortState, StageError};
-use crate::chaos::{fault_windows, run_schedule, AppliedFault, CallProbe, ChaosClient, FaultPlan};
+use crate::aggregate::RunAggregate;
 use crate::audit::{audit, collect_inventory, read_evicted, Inventory};
+use crate::chaos::{fault_windows, run_schedule, AppliedFault, CallProbe, ChaosClient, FaultPlan};
 use crate::collect::Sample;
 use crate::error_chain::chain_text;
 use crate::profile::Profile;
-use crate::aggregate::RunAggregate;
 use crate::workload::WorkloadOutput;
 
 /// A fault schedule running alongside the workload.

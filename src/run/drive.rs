@@ -1,6 +1,5 @@
 //! One run against a target that is up: sample, (chaos), workload, settle, judge.
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -29,8 +28,6 @@ pub(crate) const CANCEL_GRACE: Duration = Duration::from_millis(1500);
 pub(crate) struct Target {
     /// Run label (accounting mode, or `external`).
     pub label: String,
-    /// Settings recorded with the result.
-    pub settings: BTreeMap<String, String>,
     /// Base URLs to send creates to (round-robin).
     pub urls: Vec<String>,
     /// `X-API-Key`.

@@ -81,7 +81,6 @@ async fn run_one(
     );
     let target = Target {
         label: run.label(),
-        settings: settings.clone(),
         urls: replicas.urls(),
         key,
         truth: TruthSource::MockAdmin(vec![fleet.admin_url()]),

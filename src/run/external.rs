@@ -58,7 +58,6 @@ pub(super) async fn run(
     settings.insert("target".to_string(), x.url.clone());
     let target = Target {
         label: "external".into(),
-        settings: settings.clone(),
         urls: vec![x.url.clone()],
         key: key.clone(),
         truth,

@@ -24,9 +24,9 @@ pub use abort::{AbortState, AbortSummary, LeftActive, SandboxesLeft};
 pub use api_override::ApiOverride;
 pub use leftovers::{cleanup_leftovers, CleanupError, CleanupRequest, CleanupSummary, Selector};
 
+use crate::goose_glue::GooseScratch;
 use crate::profile::{self, PlacementSection, Profile};
 use crate::report::{self, Report};
-use crate::goose_glue::GooseScratch;
 
 /// How to run a profile.
 #[derive(Debug, Clone, Default)]

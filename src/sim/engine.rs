@@ -11,11 +11,11 @@ use mock_node::fleet::node_seed;
 use mock_node::model::NodeModel;
 use mock_node::node::FaultEffect;
 
-use super::set_audit::SetLedger;
 use super::error::SimError;
 use super::measure::{Edge, Tally};
 use super::queue::{EventQueue, Nanos};
 use super::retry::Park;
+use super::set_audit::SetLedger;
 use super::setup::{to_duration, Arrivals, SimSetup};
 use crate::aggregate::EntryAnswer;
 use crate::placement::{CreateOutcome, CreateStatus, Input, Placer, PlacerConfig};

@@ -6,9 +6,9 @@
 
 use std::collections::BTreeMap;
 
-use super::set_audit::audit_sets;
 use super::engine::Engine;
 use super::queue::Nanos;
+use super::set_audit::audit_sets;
 use super::setup::{to_duration, SimSetup};
 use crate::aggregate::{
     fault_windows, CallSample, FaultRecord, RequestRecord, RunAggregate, RunShape, ServiceCounters,

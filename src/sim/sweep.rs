@@ -8,7 +8,7 @@ use mock_node::config::LatencyDist;
 
 use super::budget::SimBudget;
 use super::error::SimError;
-use super::setup::{validate_profile, profile_modes, SimSetup};
+use super::setup::{profile_modes, validate_profile, SimSetup};
 use super::simulate_setup;
 use crate::placement::AccountingMode;
 use crate::profile::{EmbeddedPlacement, OneOrMany, PlacementSection, Profile, RunVariant, Shape};

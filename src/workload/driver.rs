@@ -15,7 +15,6 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::burst::{BurstConn, Release, Tls};
-use crate::goose_glue::killswitch;
 use super::ledger::{Ledger, LedgerEntry, Outcome};
 use super::limited::LimitRetry;
 use super::live::LiveCounts;
@@ -25,6 +24,7 @@ use super::request::{
     PreparedCreate, CREATE_NAME,
 };
 use super::secret::ApiKey;
+use crate::goose_glue::killswitch;
 use crate::profile::SandboxSpec;
 
 /// Everything one workload run needs.

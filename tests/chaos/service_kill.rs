@@ -96,10 +96,6 @@ async fn killed_node_window_shows_failures_then_rerouting_then_reuse() {
         "every failure falls inside the window"
     );
     let audit = run.set_audit.as_ref().expect("checked");
-    assert_eq!(
-        audit.lost.count + audit.duplicated.count,
-        0,
-        "{audit:?}"
-    );
+    assert_eq!(audit.lost.count + audit.duplicated.count, 0, "{audit:?}");
     assert!(report.passed, "{:?}", report.checks);
 }

@@ -12,12 +12,12 @@ use std::time::{Duration, Instant};
 use mock_node::api::FaultKind;
 use mock_node::config::ClusterConfig;
 use mock_node::fleet::{self, FleetHandle, FleetOptions};
+use stampede::audit::{audit, collect_inventory};
 use stampede::chaos::{
     fault_windows, run_schedule, AppliedFault, ChaosClient, FaultPlan, PlannedFault,
 };
-use stampede::audit::{audit, collect_inventory};
 use stampede::collect::{Sample, Sampler, TruthSource};
-use stampede::report::{SetAudit, FaultWindow};
+use stampede::report::{FaultWindow, SetAudit};
 use stampede::workload::{Ledger, LedgerEntry, Outcome};
 use stampede_proto::sandbox_service_client::SandboxServiceClient;
 use stampede_proto::{SandboxConfig, SandboxCreateRequest};

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use stampede::profile::{
-    validate_targets, validate_targets_in, is_loopback_host, load, load_and_validate, ProfileError,
+    is_loopback_host, load, load_and_validate, validate_targets, validate_targets_in, ProfileError,
     ProfileErrors, ProfileIssue, Source,
 };
 
