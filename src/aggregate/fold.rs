@@ -369,4 +369,46 @@ mod tests {
         assert_eq!(storm.node_total, vec![3, 2]);
         assert_eq!(r.send.lateness_max_ms, Some(2.0));
     }
+
+    #[test]
+    fn late_facts_are_inputs_and_arrivals_count_only_for_a_burst_that_sent() {
+        let arrivals = ArrivalWindow {
+            count: 2,
+            kernel_stamped: 1,
+            span: Some((1_000_000, 4_000_000)),
+        };
+        let mut burst = RunAggregate::new(ids(), RunShape::Burst);
+        burst.sent(0.0, 0);
+        burst.release_realtime(Some(true));
+        burst.server_arrivals(arrivals);
+        burst.accounting(AccountingMode::Reported);
+        burst.staging(StagingFacts::default());
+        burst.cleanup(CleanupReport {
+            kept: true,
+            ..CleanupReport::default()
+        });
+        let r = burst.finish("b".into(), BTreeMap::new(), 9.0);
+        assert_eq!(r.send.burst_release_realtime, Some(true));
+        assert_eq!(r.send.server_arrival_spread_ms, Some(3.0));
+        assert_eq!(r.send.server_arrivals, Some(2));
+        assert_eq!(r.send.server_arrivals_kernel_stamped, Some(1));
+        assert_eq!(r.accounting, Some(AccountingMode::Reported));
+        let cleanup = r.staging.and_then(|s| s.cleanup).expect("cleanup kept");
+        assert!(cleanup.kept);
+        // A burst that sent nothing, and a paced run, report no arrivals.
+        for shape in [RunShape::Burst, RunShape::Paced] {
+            let mut agg = RunAggregate::new(ids(), shape);
+            if shape == RunShape::Paced {
+                agg.sent(0.0, 0);
+            }
+            agg.server_arrivals(arrivals);
+            agg.cleanup(CleanupReport::default());
+            let r = agg.finish("p".into(), BTreeMap::new(), 0.0);
+            assert_eq!(r.send.server_arrivals, None);
+            assert_eq!(
+                r.staging, None,
+                "a cleanup without staging facts is not reported"
+            );
+        }
+    }
 }
