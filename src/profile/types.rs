@@ -365,9 +365,9 @@ pub struct Checks {
     pub error_rate: Option<Bound>,
     /// p99 create latency.
     pub p99_latency: Option<LatencyBound>,
-    /// Sandboxes lost (chaos checker).
+    /// Sandboxes lost (chaos set audit).
     pub lost: Option<Bound>,
-    /// Sandboxes duplicated (chaos checker).
+    /// Sandboxes duplicated (chaos set audit).
     pub duplicated: Option<Bound>,
     /// Fraction of creates answered 429 (team concurrency or rate limit), after any
     /// `workload.on_429` retries.
