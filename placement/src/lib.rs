@@ -16,6 +16,7 @@ pub mod evict;
 pub mod lifecycle;
 pub mod mode;
 pub mod node_view;
+pub mod preferred;
 pub mod score;
 pub mod sync_reply;
 pub mod trace;
@@ -36,6 +37,7 @@ pub use lifecycle::{
     RequestId,
 };
 pub use mode::AccountingMode;
+pub use preferred::{PlacementKind, PreferredNode};
 pub use node_view::{NodeCounters, NodeId, NodeMetrics, NodeStatus, NodeView, SyncSnapshot};
 pub use score::score;
 pub use sync_reply::{status_from_wire, InfoReply, Listed};
