@@ -64,6 +64,7 @@ pub fn router() -> Router<Arc<Shared>> {
         .route("/sandboxes/{sandbox_id}/pause", post(pause))
         .route("/sandboxes/{sandbox_id}/resume", post(resume))
         .route("/sandboxes/{sandbox_id}/connect", post(connect))
+        .route("/v2/sandboxes/{sandbox_id}/connect", post(connect_v2))
         .route("/sandboxes/{sandbox_id}/fork", post(fork))
 }
 
@@ -415,6 +416,10 @@ async fn resume(
     }
 }
 
+/// `timeout` of a `POST /v2/sandboxes/{id}/connect` without one: 300 s (the current
+/// SDKs' bundled schema, `ConnectSandboxV2`).
+pub const CONNECT_V2_DEFAULT_TIMEOUT: i64 = 300;
+
 async fn connect(
     State(shared): State<Arc<Shared>>,
     headers: HeaderMap,
@@ -428,7 +433,31 @@ async fn connect(
             "Error when parsing request: timeout is required",
         ));
     };
-    bool_field(&m, "memory")?;
+    connect_for(&shared, &id, &m, t).await
+}
+
+/// The connect the current official SDKs call (`ConnectSandboxV2`: `timeout` optional,
+/// default [`CONNECT_V2_DEFAULT_TIMEOUT`]); otherwise as `POST /sandboxes/{id}/connect`.
+async fn connect_v2(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> ApiResult<Response> {
+    require_key(&shared, &headers)?;
+    let m = object_body(&body, false)?;
+    let t = int_field(&m, "timeout", 0, INT32_MAX)?.unwrap_or(CONNECT_V2_DEFAULT_TIMEOUT);
+    connect_for(&shared, &id, &m, t).await
+}
+
+async fn connect_for(
+    shared: &Arc<Shared>,
+    id: &str,
+    m: &Map<String, Value>,
+    t: i64,
+) -> ApiResult<Response> {
+    let (shared, id) = (shared.clone(), id.to_string());
+    bool_field(m, "memory")?;
     let max_hours = shared.cfg.max_length_hours;
     if t as u64 > u64::from(max_hours) * 3600 {
         return Err(bad_request(format!(
