@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -657,10 +657,43 @@ async fn metrics_one(
     }
 }
 
-/// `GET /sandboxes/metrics` query.
-#[derive(Debug, Deserialize)]
-struct ManyIds {
-    sandbox_ids: Option<String>,
+/// The values of the `form`, `explode: false` array parameter `name` of a raw query
+/// string: split on the literal commas, then each item percent-decoded (`+` a space), so
+/// an escaped comma stays inside its item. `None` when the parameter is absent; the
+/// last occurrence wins.
+fn query_list(raw: Option<&str>, name: &str) -> Option<Vec<String>> {
+    let raw = raw?;
+    raw.split('&')
+        .filter_map(|pair| {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            (percent_decode(k) == name).then_some(v)
+        })
+        .last()
+        .map(|v| v.split(',').map(percent_decode).collect())
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = s.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (b[i], hex) {
+            (b'%', Some(v)) => {
+                out.push(v);
+                i += 3;
+            }
+            (b'+', _) => {
+                out.push(b' ');
+                i += 1;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// E2B `SandboxesWithMetrics`.
@@ -673,14 +706,13 @@ pub struct SandboxesWithMetrics {
 async fn metrics_many(
     State(shared): State<Arc<Shared>>,
     headers: HeaderMap,
-    query: Result<Query<ManyIds>, axum::extract::rejection::QueryRejection>,
+    RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<SandboxesWithMetrics>> {
     require_key(&shared, &headers)?;
-    let Query(q) = query.map_err(|e| bad_request(e.body_text()))?;
-    let Some(list) = q.sandbox_ids else {
+    let Some(list) = query_list(raw.as_deref(), "sandbox_ids") else {
         return Err(bad_request("sandbox_ids is required"));
     };
-    let ids: Vec<&str> = list.split(',').collect();
+    let ids: Vec<&str> = list.iter().map(String::as_str).collect();
     if ids.len() > MAX_METRICS_IDS {
         return Err(bad_request(format!(
             "sandbox_ids takes at most {MAX_METRICS_IDS} ids"

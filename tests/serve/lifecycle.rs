@@ -2,8 +2,6 @@
 //! can accept, elsewhere through Best-of-K when it cannot; pause frees the node's vCPU;
 //! E2B's codes for wrong states, unknown ids and bad timeouts.
 
-use std::time::Duration;
-
 use mock_node::api::FaultKind;
 use serde_json::{json, Value};
 use stampede::placement::AccountingMode;
@@ -91,7 +89,7 @@ async fn resume_goes_through_best_of_k_when_its_origin_cannot_accept() {
     let a = create(&rig).await;
     let origin_a = rig.truth_node_of(&a).expect("placed");
     pause(&rig, &a).await;
-    rig.fault(FaultKind::Exhaust, &origin_a).await;
+    let exhaust = rig.fault(FaultKind::Exhaust, &origin_a).await;
     let (s, body) = resume(&rig, &a).await;
     assert_eq!(s, 201, "{body}");
     let landed = rig.truth_node_of(&a).expect("resumed");
@@ -105,6 +103,9 @@ async fn resume_goes_through_best_of_k_when_its_origin_cannot_accept() {
         .map(|n| n.creates_rejected.values().sum::<u64>())
         .unwrap_or(0);
     assert!(refused >= 1, "the origin was tried first and refused");
+    // Healed: an exhausted node that is also the emptiest wins every draw it is in, and
+    // a refusal excludes nothing, so it would hold the next placements (E2B's herd).
+    rig.fleet.heal_fault(exhaust).await.expect("healed");
 
     // An origin draining: never tried.
     let mut b = None;
