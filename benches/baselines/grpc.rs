@@ -14,8 +14,9 @@ use stampede_proto::info_service_server::{InfoService, InfoServiceServer};
 use stampede_proto::sandbox_service_client::SandboxServiceClient;
 use stampede_proto::sandbox_service_server::{SandboxService, SandboxServiceServer};
 use stampede_proto::{
-    SandboxConfig, SandboxCreateRequest, SandboxCreateResponse, SandboxDeleteRequest,
-    SandboxListResponse, SandboxCheckpointRequest, SandboxCheckpointResponse, SandboxPauseRequest, SandboxPauseResponse, SandboxUpdateRequest, ServiceInfoResponse,
+    SandboxCheckpointRequest, SandboxCheckpointResponse, SandboxConfig, SandboxCreateRequest,
+    SandboxCreateResponse, SandboxDeleteRequest, SandboxListResponse, SandboxPauseRequest,
+    SandboxPauseResponse, SandboxUpdateRequest, ServiceInfoResponse,
 };
 use tokio::net::TcpListener;
 use tokio::runtime::Runtime;

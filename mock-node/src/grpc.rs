@@ -20,10 +20,10 @@ use stampede_proto::info_service_server::InfoService;
 use stampede_proto::prost_types::Timestamp;
 use stampede_proto::sandbox_service_server::SandboxService;
 use stampede_proto::{
-    MachineInfo, RunningSandbox, SandboxConfig, SandboxCreateRequest, SandboxCreateResponse,
-    SandboxCheckpointRequest, SandboxCheckpointResponse, SandboxDeleteRequest, SandboxIdList,
-    SandboxListResponse, SandboxPauseRequest, SandboxPauseResponse, SandboxUpdateRequest,
-    SchedulingMetadata, ServiceInfoResponse, ServiceInfoRole,
+    MachineInfo, RunningSandbox, SandboxCheckpointRequest, SandboxCheckpointResponse,
+    SandboxConfig, SandboxCreateRequest, SandboxCreateResponse, SandboxDeleteRequest,
+    SandboxIdList, SandboxListResponse, SandboxPauseRequest, SandboxPauseResponse,
+    SandboxUpdateRequest, SchedulingMetadata, ServiceInfoResponse, ServiceInfoRole,
 };
 use tokio::time::Instant;
 use tonic::{Request, Response, Status};

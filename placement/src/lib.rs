@@ -37,8 +37,8 @@ pub use lifecycle::{
     RequestId,
 };
 pub use mode::AccountingMode;
-pub use preferred::{PlacementKind, PreferredNode};
 pub use node_view::{NodeCounters, NodeId, NodeMetrics, NodeStatus, NodeView, SyncSnapshot};
+pub use preferred::{PlacementKind, PreferredNode};
 pub use score::score;
 pub use sync_reply::{status_from_wire, InfoReply, Listed};
 pub use trace::{replay, Replay, TraceError, TraceLine, TraceSink};

@@ -526,7 +526,13 @@ async fn fork(
         Where::Moving => return Err(changing_state(&id)),
         Where::Unknown => return Err(not_found(&id)),
     };
-    let task = tokio::spawn(fork_all(shared.clone(), id, record, timeout, count as usize));
+    let task = tokio::spawn(fork_all(
+        shared.clone(),
+        id,
+        record,
+        timeout,
+        count as usize,
+    ));
     let results = task.await.unwrap_or_else(|e| {
         Err(ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -553,14 +559,12 @@ async fn fork_all(
     {
         Ok(()) => {}
         Err(s) if s.code() == Code::NotFound => return Err(not_found(&id)),
-        Err(s) if s.code() == Code::ResourceExhausted => {
-            return Err(ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!(
-                    "Sandbox '{id}' cannot be forked right now because its node is busy, please retry"
-                ),
-            ))
-        }
+        Err(s) if s.code() == Code::ResourceExhausted => return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "Sandbox '{id}' cannot be forked right now because its node is busy, please retry"
+            ),
+        )),
         Err(s) => {
             tracing::debug!(sandbox = %id, error = %s, "checkpoint failed");
             return Err(ApiError::new(
@@ -668,7 +672,7 @@ fn query_list(raw: Option<&str>, name: &str) -> Option<Vec<String>> {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
             (percent_decode(k) == name).then_some(v)
         })
-        .last()
+        .next_back()
         .map(|v| v.split(',').map(percent_decode).collect())
 }
 
@@ -677,7 +681,9 @@ fn percent_decode(s: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        let hex = s.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(h, 16).ok());
+        let hex = s
+            .get(i + 1..i + 3)
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
         match (b[i], hex) {
             (b'%', Some(v)) => {
                 out.push(v);

@@ -300,10 +300,19 @@ async fn list_v2(
     // Both sets by id, each id in one of them only.
     let mut chosen: BTreeMap<&String, (&SandboxRecord, &str)> = BTreeMap::new();
     if wants_running {
-        chosen.extend(all.iter().filter(|(_, r)| keep(r)).map(|(i, r)| (i, (r, "running"))));
+        chosen.extend(
+            all.iter()
+                .filter(|(_, r)| keep(r))
+                .map(|(i, r)| (i, (r, "running"))),
+        );
     }
     if wants_paused {
-        chosen.extend(paused.iter().filter(|(_, r)| keep(r)).map(|(i, r)| (i, (r, "paused"))));
+        chosen.extend(
+            paused
+                .iter()
+                .filter(|(_, r)| keep(r))
+                .map(|(i, r)| (i, (r, "paused"))),
+        );
     }
     let matching: Vec<(&String, (&SandboxRecord, &str))> = chosen.into_iter().collect();
     let after = |id: &String| match q.next_token.as_deref() {

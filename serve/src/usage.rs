@@ -67,9 +67,7 @@ pub fn samples(
     let period = SAMPLE_PERIOD.as_secs();
     let first_k = (lo - start).div_ceil(period);
     let last_k = (hi - start) / period;
-    let from_k = last_k
-        .saturating_sub(MAX_SAMPLES as u64 - 1)
-        .max(first_k);
+    let from_k = last_k.saturating_sub(MAX_SAMPLES as u64 - 1).max(first_k);
     (from_k..=last_k)
         .map(|k| sample(seed, id, r, start + k * period, k))
         .collect()
@@ -78,7 +76,15 @@ pub fn samples(
 /// The latest sample of `id` at `now`, if it has one.
 pub fn latest(seed: u64, id: &str, r: &SandboxRecord, now: SystemTime) -> Option<SandboxMetric> {
     let t = unix_secs(now);
-    samples(seed, id, r, now, Some(t.saturating_sub(SAMPLE_PERIOD.as_secs())), None).pop()
+    samples(
+        seed,
+        id,
+        r,
+        now,
+        Some(t.saturating_sub(SAMPLE_PERIOD.as_secs())),
+        None,
+    )
+    .pop()
 }
 
 fn sample(seed: u64, id: &str, r: &SandboxRecord, at: u64, k: u64) -> SandboxMetric {

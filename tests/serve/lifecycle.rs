@@ -37,7 +37,12 @@ async fn pause(rig: &Rig, id: &str) {
 }
 
 async fn resume(rig: &Rig, id: &str) -> (u16, Value) {
-    post(rig, &format!("/sandboxes/{id}/resume"), Some(json!({"timeout": 600}))).await
+    post(
+        rig,
+        &format!("/sandboxes/{id}/resume"),
+        Some(json!({"timeout": 600})),
+    )
+    .await
 }
 
 /// A sandbox on a node other than `node-00`, which Best-of-K favours (the others carry
@@ -119,7 +124,12 @@ async fn resume_goes_through_best_of_k_when_its_origin_cannot_accept() {
     let b = b.expect("a sandbox off the exhausted node within 40 creates");
     let origin_b = rig.truth_node_of(&b).expect("placed");
     pause(&rig, &b).await;
-    let (s, _) = admin_post(&rig, &format!("/nodes/{origin_b}"), json!({"status": "draining"})).await;
+    let (s, _) = admin_post(
+        &rig,
+        &format!("/nodes/{origin_b}"),
+        json!({"status": "draining"}),
+    )
+    .await;
     assert_eq!(s, 204);
     rig.svc.sync_now().await;
     let before = rig
@@ -205,7 +215,11 @@ async fn pause_frees_the_vcpu_and_wrong_states_get_e2bs_codes() {
         (p("connect"), None, 400),
         (p("connect"), Some(json!({})), 400),
         (p("connect"), Some(json!({"timeout": null})), 400),
-        (p("connect"), Some(json!({"timeout": 2_147_483_648_i64})), 400),
+        (
+            p("connect"),
+            Some(json!({"timeout": 2_147_483_648_i64})),
+            400,
+        ),
         (p("timeout"), Some(json!({"timeout": -5})), 400),
         (p("refreshes"), Some(json!({"duration": 3601})), 400),
         (p("fork"), Some(json!({"count": 0})), 400),
@@ -228,7 +242,9 @@ async fn pause_frees_the_vcpu_and_wrong_states_get_e2bs_codes() {
     let forks = forks.as_array().expect("one result per fork").clone();
     assert_eq!(forks.len(), 2);
     for f in &forks {
-        let fid = f["sandbox"]["sandboxID"].as_str().expect("each fork started");
+        let fid = f["sandbox"]["sandboxID"]
+            .as_str()
+            .expect("each fork started");
         assert!(rig.truth_node_of(fid).is_some());
     }
     assert_eq!(rig.delete(&id).await, 204);

@@ -39,7 +39,10 @@ async fn occupy_the_slot(f: &FleetHandle, sb: &SandboxServiceClient<Channel>) {
         .await
         .expect_err("the only slot is taken");
     assert_eq!(s.code(), Code::ResourceExhausted);
-    assert!(t0.elapsed() < Duration::from_secs(5), "a fresh create waited");
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "a fresh create waited"
+    );
 }
 
 #[test]
@@ -69,8 +72,14 @@ async fn resume_waits_for_a_starting_slot_then_is_refused() {
     let s = r.expect_err("no slot frees within the wait");
     assert_eq!(s.code(), Code::ResourceExhausted);
     assert!(s.message().contains("resuming"), "{}", s.message());
-    assert!(took >= wait, "answered after {took:?}, before the {wait:?} wait");
-    assert!(took < Duration::from_secs(20), "held {took:?}: past the wait");
+    assert!(
+        took >= wait,
+        "answered after {took:?}, before the {wait:?} wait"
+    );
+    assert!(
+        took < Duration::from_secs(20),
+        "held {took:?}: past the wait"
+    );
     f.shutdown().await;
 }
 
@@ -142,7 +151,10 @@ async fn pause_frees_the_sandbox_vcpu_in_service_info() {
     assert_eq!(meta.build_id, "b-1");
     let paused = info.service_info(()).await.expect("info").into_inner();
     assert_eq!(paused.metric_cpu_allocated, before.metric_cpu_allocated);
-    assert_eq!(paused.metric_sandboxes_running, before.metric_sandboxes_running);
+    assert_eq!(
+        paused.metric_sandboxes_running,
+        before.metric_sandboxes_running
+    );
     f.shutdown().await;
 }
 

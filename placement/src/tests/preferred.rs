@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::{
-    Answered, CreateReply, ErrorKind, Input, InfoReply, NodeMetrics, NodeStatus, Output, Placer,
+    Answered, CreateReply, ErrorKind, InfoReply, Input, NodeMetrics, NodeStatus, Output, Placer,
     PlacerConfig,
 };
 
@@ -128,7 +128,10 @@ fn timed_out_resume_reports_the_first_node_that_tried() {
     );
     assert_eq!(sent_to(next), "node-1");
     let out = p.handle(Duration::from_secs(71), Input::Cancel { req: 1 });
-    let Some(Output::Answer(Answered { warmed, failure, .. })) = out else {
+    let Some(Output::Answer(Answered {
+        warmed, failure, ..
+    })) = out
+    else {
         panic!("expected an answer, got {out:?}");
     };
     assert!(failure.is_some());
