@@ -559,12 +559,12 @@ async fn fork_all(
     {
         Ok(()) => {}
         Err(s) if s.code() == Code::NotFound => return Err(not_found(&id)),
-        Err(s) if s.code() == Code::ResourceExhausted => return Err(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!(
+        Err(s) if s.code() == Code::ResourceExhausted => {
+            let busy = format!(
                 "Sandbox '{id}' cannot be forked right now because its node is busy, please retry"
-            ),
-        )),
+            );
+            return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, busy));
+        }
         Err(s) => {
             tracing::debug!(sandbox = %id, error = %s, "checkpoint failed");
             return Err(ApiError::new(
