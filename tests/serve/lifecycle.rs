@@ -252,3 +252,45 @@ async fn pause_frees_the_vcpu_and_wrong_states_get_e2bs_codes() {
     assert_eq!(s, 404, "connect to a killed sandbox");
     rig.stop().await;
 }
+
+/// A resume that times out: its origin refuses at once, every other node hangs. With
+/// `resume_origin_remap` the first node that tried the Create becomes the origin (E2B's
+/// `maybeRemapResumeOriginNode` behind `resume-origin-node-remap`); off, as E2B's flag
+/// by default, the origin stays.
+#[tokio::test]
+async fn timed_out_resume_remaps_its_origin_only_when_asked() {
+    for remap in [false, true] {
+        let mut cfg = serve_config(AccountingMode::Optimistic);
+        cfg.request_timeout = std::time::Duration::from_secs(2);
+        cfg.resume_origin_remap = remap;
+        // Four nodes, K = 3: the origin, again the best-scored node once paused, is out
+        // of one draw in four, so a hanging node gets tried (with three, every draw
+        // would hold the origin and the resume would end refused, E2B's herd).
+        let rig = Rig::start(cluster(4, &[]), cfg).await;
+        rig.svc.sync_now().await;
+        let id = create(&rig).await;
+        let origin = rig.truth_node_of(&id).expect("placed");
+        pause(&rig, &id).await;
+        let mut faults = vec![rig.fault(FaultKind::Exhaust, &origin).await];
+        for n in rig.fleet.nodes() {
+            if n.id != origin {
+                faults.push(rig.fault(FaultKind::Hang, &n.id).await);
+            }
+        }
+        let (s, body) = resume(&rig, &id).await;
+        assert_eq!(s, 504, "remap {remap}: {body}");
+        for f in faults {
+            rig.fleet.heal_fault(f).await.expect("healed");
+        }
+        let (s, listed) = rig.get_json(&format!("/sandboxes/{id}")).await;
+        assert_eq!(s, 200, "{listed}");
+        assert_eq!(listed["state"], "paused", "a failed resume leaves it paused");
+        let now = listed["nodeID"].as_str().expect("origin shown").to_string();
+        if remap {
+            assert_ne!(now, origin, "remapped to the node that tried the Create");
+        } else {
+            assert_eq!(now, origin, "the origin stays without the flag");
+        }
+        rig.stop().await;
+    }
+}
