@@ -284,7 +284,10 @@ async fn timed_out_resume_remaps_its_origin_only_when_asked() {
         }
         let (s, listed) = rig.get_json(&format!("/sandboxes/{id}")).await;
         assert_eq!(s, 200, "{listed}");
-        assert_eq!(listed["state"], "paused", "a failed resume leaves it paused");
+        assert_eq!(
+            listed["state"], "paused",
+            "a failed resume leaves it paused"
+        );
         let now = listed["nodeID"].as_str().expect("origin shown").to_string();
         if remap {
             assert_ne!(now, origin, "remapped to the node that tried the Create");
