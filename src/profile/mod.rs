@@ -8,6 +8,7 @@
 mod chaos_step;
 mod check_table;
 mod issue;
+mod lifecycle;
 pub mod limits;
 mod load;
 mod locate;
@@ -21,6 +22,7 @@ mod variants;
 pub use chaos_step::{ChaosFault, ChaosStep, StepError};
 pub use check_table::{CheckDef, CheckId, SetBound, CHECKS};
 pub use issue::{ProfileError, ProfileErrors, ProfileIssue};
+pub use lifecycle::{Lifecycle, LifecycleStep, PlannedStep};
 pub use load::{load, load_and_validate, parse, Source};
 pub use locate::{Locator, Position, ShapeProblem};
 pub use targets::{host_of_address, is_loopback_host, validate_targets, validate_targets_in};

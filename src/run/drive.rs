@@ -150,6 +150,7 @@ pub(crate) async fn drive(
             pacing: pacing.clone(),
             sandbox: profile.workload.sandbox.clone(),
             lifetime: profile.workload.lifetime.clone(),
+            lifecycle: profile.workload.lifecycle.clone(),
             seed: profile.seed,
             request_timeout: target.request_timeout,
             goose_report: super::goose_report_path(profile, opts, &target.label),
