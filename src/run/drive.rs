@@ -224,6 +224,10 @@ pub(crate) async fn drive(
         counters: &counters,
     });
     agg.release_realtime(workload.release_realtime);
+    if profile.workload.lifecycle.is_some() {
+        let by_kind = workload.ledger.placements_by_kind();
+        agg.placements_by_kind(by_kind.into_iter().map(|(k, v)| (k.into(), v)).collect());
+    }
     if judging {
         chaos_stage::judge(
             &mut agg,
