@@ -218,6 +218,7 @@ impl RunAggregate {
             checker: None,
             wall_ms,
             staging: None,
+            not_measured: Vec::new(),
         }
     }
 }

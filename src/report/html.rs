@@ -5,7 +5,7 @@ use std::io::{self, Write};
 
 use super::format::*;
 use super::markdown::checker_rows;
-use super::model::{Report, RunResult};
+use super::model::{Figure, Report, RunResult};
 use super::svg::{bars, esc, legend, lines};
 
 const CSS: &str = "body{font-family:system-ui,sans-serif;margin:2em;max-width:72em;color:#222}\
@@ -123,8 +123,8 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
             ratio(s.max_over_mean),
             ratio(s.jain),
             percent(run.error_rate),
-            run.retries.to_string(),
-            run.refusals.to_string(),
+            run.shown(Figure::Retries, run.retries),
+            run.shown(Figure::Refusals, run.refusals),
         ]],
     )?;
     if !run.timeline.is_empty() {

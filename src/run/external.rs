@@ -13,7 +13,7 @@ use crate::collect::{Before, TruthSource};
 use crate::error_chain::chain_text;
 use crate::placement::{REQUEST_TIMEOUT, SYNC_INTERVAL};
 use crate::profile::{ExternalPlacement, Profile};
-use crate::report::{CleanupReport, Report};
+use crate::report::{CleanupReport, Figure, Report};
 use crate::workload::{ApiKey, RUN_TAG_KEY};
 
 /// One run against `x.url`, truth from the first source the profile gives:
@@ -120,6 +120,12 @@ pub(super) async fn run(
         s.cleanup = Some(cleaned);
     }
     d.result.wall_ms = wall.elapsed().as_secs_f64() * 1000.0;
+    // An external API exposes no retry or refusal counters; its beliefs only with an
+    // admin token.
+    d.result.not_measured = vec![Figure::Retries, Figure::Refusals];
+    if d.result.accounting_error.is_none() {
+        d.result.not_measured.push(Figure::AccountingError);
+    }
     report.runs.push(d.result);
     Ok(())
 }

@@ -15,6 +15,7 @@ mod mute;
 mod progress;
 mod result;
 mod services;
+mod setup;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -49,6 +50,8 @@ pub struct RunOptions {
     /// Record each embedded replica's placement inputs and outputs in this directory
     /// (`<run label>.jsonl`, `.jsonl.<i>` with several replicas) for `stampede replay`.
     pub placement_trace: Option<PathBuf>,
+    /// Non-loopback hosts allowed as targets on top of the profile's `allow_targets`.
+    pub allow_targets: Vec<String>,
 }
 
 /// A finished (or interrupted) run.
@@ -116,7 +119,10 @@ pub enum StageError {
 
 /// Loads, validates and runs the profile at `path`, then writes its report.
 pub async fn run_profile(path: &Path, opts: RunOptions) -> Result<RunOutcome, RunError> {
-    let profile = load(path, opts.api.as_ref())?;
+    let mut profile = load(path, opts.api.as_ref())?;
+    profile
+        .allow_targets
+        .extend(opts.allow_targets.iter().cloned());
     profile::check_targets(&profile).map_err(RunError::Target)?;
     let started = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let mut report = Report::new(&profile.name, &profile.description, profile.seed, &started);
@@ -127,6 +133,7 @@ pub async fn run_profile(path: &Path, opts: RunOptions) -> Result<RunOutcome, Ru
         PlacementSection::External(x) => external::run(&profile, x, &opts, &mut report).await,
     };
     let unhealed = unhealed_faults(&report);
+    let setup = report.runs.iter().find_map(setup::setup_failure);
     if let Err(e) = outcome {
         report.incomplete = true;
         report.incomplete_reason = Some(e.to_string());
@@ -140,6 +147,9 @@ pub async fn run_profile(path: &Path, opts: RunOptions) -> Result<RunOutcome, Ru
         report.incomplete = true;
         report.incomplete_reason =
             Some("interrupted by a signal (SIGINT, SIGTERM or SIGHUP)".into());
+    } else if let Some(why) = setup {
+        report.incomplete = true;
+        report.incomplete_reason = Some(why);
     }
     finish(&profile, report, &opts, &scratch)
 }
@@ -205,6 +215,7 @@ fn finish(
     let dir = report::write_report_dir(&report, &parent)?;
     // On error too the scratch directory goes when `scratch` drops.
     scratch.move_into(&dir)?;
+    report::append_to_step_summary(&report);
     // The report is written: a stdout that is closed or full (`stampede run | head -1`)
     // loses the summary but must not turn the verdict into a harness failure.
     if let Err(e) = print_summary(&report, &dir, opts.quiet, &mut std::io::stdout().lock()) {
