@@ -13,5 +13,6 @@ mod restart_drill;
 mod retry_storm;
 mod secrets;
 mod set_checker;
+mod setup_exit;
 mod signals;
 mod staging_rehearsal;
