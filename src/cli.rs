@@ -129,7 +129,7 @@ pub enum Command {
         /// regressed (0.1 = 10% worse).
         #[arg(long, default_value_t = crate::report::DEFAULT_TOLERANCE)]
         tolerance: f64,
-        /// Relative tolerance of p99 latency (2 = up to 3x A's), wide enough that a
+        /// Relative tolerance of p99 latency (3 = up to 4x A's), wide enough that a
         /// loaded CI runner does not trip it on its own.
         #[arg(long, default_value_t = crate::report::DEFAULT_LATENCY_TOLERANCE)]
         latency_tolerance: f64,

@@ -7,6 +7,7 @@
 
 mod chaos_step;
 mod check_table;
+mod command_action;
 mod issue;
 pub mod limits;
 mod load;
@@ -19,6 +20,7 @@ mod validate;
 mod variants;
 
 pub use chaos_step::{ChaosFault, ChaosStep, StepError};
+pub use command_action::{CommandAction, DEFAULT_COMMAND_TIMEOUT, MAX_COMMAND_TIMEOUT};
 pub use check_table::{CheckDef, CheckId, SetBound, CHECKS};
 pub use issue::{ProfileError, ProfileErrors, ProfileIssue};
 pub use load::{load, load_and_validate, parse, Source};

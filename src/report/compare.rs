@@ -59,11 +59,12 @@ const METRICS: [Metric; 5] = [
     },
 ];
 
-/// Relative tolerance of `p99_ms` by default: B's p99 may be up to 3x A's. Chosen from
-/// the spread of the same embedded profile's p99 run after run on a loaded 2-core
-/// runner (docs/benchmarks.md, "p99 from run to run"), with room to spare; the skew
-/// figures, which do not depend on the runner's load, keep the tight tolerance.
-pub const DEFAULT_LATENCY_TOLERANCE: f64 = 2.0;
+/// Relative tolerance of `p99_ms` by default: B's p99 may be up to 4x A's. The same
+/// embedded nightly run ten times on a 2-core machine at load 8.7 spread its p99 over
+/// 22-66 ms, a largest ratio of 2.95 between two runs (docs/benchmarks.md, "p99 from
+/// run to run"); 4x leaves room over that. The skew figures, which do not depend on the
+/// runner's load, keep the tight tolerance.
+pub const DEFAULT_LATENCY_TOLERANCE: f64 = 3.0;
 
 /// Relative tolerance of every figure but latency by default (0.1 = 10%).
 pub const DEFAULT_TOLERANCE: f64 = 0.1;

@@ -68,14 +68,19 @@ pub(crate) async fn spawn(
             windows: Vec::new(),
         });
     }
-    if admin.is_empty() {
+    let plan = FaultPlan::resolve(&profile.chaos, node_ids, profile.seed)
+        .map_err(|e| StageError::Chaos(e.to_string()))?;
+    // Drains and commands need no fleet: a drill against a real cluster has none.
+    let needs_fleet = plan
+        .faults
+        .iter()
+        .any(|f| !f.through_api && f.command.is_none());
+    if admin.is_empty() && needs_fleet {
         return Err(StageError::Chaos(
-            "the profile has a chaos schedule but no mock-node admin API to apply it through"
+            "the profile has mock-node faults but no mock-node admin API to apply them through"
                 .into(),
         ));
     }
-    let plan = FaultPlan::resolve(&profile.chaos, node_ids, profile.seed)
-        .map_err(|e| StageError::Chaos(e.to_string()))?;
     let windows = plan
         .faults
         .iter()
@@ -89,7 +94,9 @@ pub(crate) async fn spawn(
             (f.at, lasts.map(|d| f.at.saturating_add(d)))
         })
         .collect();
-    let client = if admin.len() == 1 {
+    let client = if admin.is_empty() {
+        ChaosClient::without_fleet()
+    } else if admin.len() == 1 {
         ChaosClient::new(&admin[0], None)
     } else {
         ChaosClient::discover(admin, None)
