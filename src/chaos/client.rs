@@ -10,9 +10,9 @@ use mock_node::api::FaultInfo;
 
 use super::backend::command::run_argv;
 use super::plan::PlannedFault;
-use crate::profile::CommandAction;
 use crate::error_chain::chain_text;
 use crate::mock_admin::{MockAdmin, MockAdminError};
+use crate::profile::CommandAction;
 use crate::workload::ApiKey;
 
 /// Deadline of one drain call to a placement API.
@@ -423,8 +423,7 @@ impl FaultGuard {
 
 impl Drop for FaultGuard {
     fn drop(&mut self) {
-        if !self.armed
-            || (self.ids.is_empty() && self.drained.is_empty() && self.command.is_none())
+        if !self.armed || (self.ids.is_empty() && self.drained.is_empty() && self.command.is_none())
         {
             return;
         }

@@ -194,7 +194,11 @@ struct ChaosParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     heal: Option<Vec<String>>,
     /// `command`: deadline of each of `run` and `heal` (default 30s, at most 10m).
-    #[serde(default, with = "humantime_serde", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        with = "humantime_serde",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schemars(with = "Option<String>")]
     timeout: Option<Duration>,
 }

@@ -20,8 +20,8 @@ mod validate;
 mod variants;
 
 pub use chaos_step::{ChaosFault, ChaosStep, StepError};
-pub use command_action::{CommandAction, DEFAULT_COMMAND_TIMEOUT, MAX_COMMAND_TIMEOUT};
 pub use check_table::{CheckDef, CheckId, SetBound, CHECKS};
+pub use command_action::{CommandAction, DEFAULT_COMMAND_TIMEOUT, MAX_COMMAND_TIMEOUT};
 pub use issue::{ProfileError, ProfileErrors, ProfileIssue};
 pub use load::{load, load_and_validate, parse, Source};
 pub use locate::{Locator, Position, ShapeProblem};

@@ -41,10 +41,18 @@ async fn a_wrong_api_key_is_a_setup_failure_not_a_regression() {
     let c = start_cluster(&dir, &roomy_nodes("{dist: constant, value: 1ms}"), &[]);
     let profile = burst_profile(&dir, &c, 8);
     let reports = dir.join("reports");
-    let out = run_with(&profile, &reports, &[], &[("STAMPEDE_API_KEY", "not-the-key")]);
+    let out = run_with(
+        &profile,
+        &reports,
+        &[],
+        &[("STAMPEDE_API_KEY", "not-the-key")],
+    );
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
-    assert!(stderr.contains("setup:") && stderr.contains("401/403"), "{stderr}");
+    assert!(
+        stderr.contains("setup:") && stderr.contains("401/403"),
+        "{stderr}"
+    );
     assert!(!stderr.contains("check failed"), "{stderr}");
     let report = new_report(&reports, &[]);
     assert_eq!(report["incomplete"], true);
@@ -68,7 +76,12 @@ async fn an_unreachable_api_is_a_setup_failure() {
     let out = run_with(
         &profile,
         &reports,
-        &["--api", &format!("http://{closed}"), "--mock-admin", &c.admin],
+        &[
+            "--api",
+            &format!("http://{closed}"),
+            "--mock-admin",
+            &c.admin,
+        ],
         &[("STAMPEDE_API_KEY", KEY)],
     );
     let (stdout, stderr) = text(&out);
@@ -134,5 +147,8 @@ fn allow_target_admits_a_host_the_profile_does_not_list() {
     let (_, stderr) = text(&admitted);
     assert_eq!(admitted.status.code(), Some(2), "{stderr}");
     assert!(!stderr.contains("allow_targets"), "{stderr}");
-    assert!(stderr.contains("STAMPEDE_TEST_UNSET_KEY is not set"), "{stderr}");
+    assert!(
+        stderr.contains("STAMPEDE_TEST_UNSET_KEY is not set"),
+        "{stderr}"
+    );
 }

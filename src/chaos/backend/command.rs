@@ -97,7 +97,10 @@ mod tests {
         let failing = argv(&["sh", "-c", "echo no such job >&2; exit 3"]);
         let e = run_argv("heal", &failing, &nodes, t).await.unwrap_err();
         let text = e.to_string();
-        assert!(text.contains("exit status: 3") && text.contains("no such job"), "{text}");
+        assert!(
+            text.contains("exit status: 3") && text.contains("no such job"),
+            "{text}"
+        );
         assert!(text.contains("heal"), "{text}");
         let slow = argv(&["sleep", "5"]);
         let started = std::time::Instant::now();
