@@ -47,6 +47,11 @@ pub enum Command {
         /// The API and its key.
         #[command(flatten)]
         target: ApiFlags,
+        /// Serve the run's live figures as Prometheus metrics at
+        /// `http://ADDR/metrics` (a loopback address, e.g. `127.0.0.1:9464`; port 0:
+        /// any free port, printed).
+        #[arg(long, value_name = "ADDR")]
+        metrics_addr: Option<std::net::SocketAddr>,
         /// Allow this non-loopback host as a target, as if listed in the profile's
         /// `allow_targets` (repeatable).
         #[arg(long, value_name = "HOST")]
@@ -205,6 +210,7 @@ pub async fn dispatch(
             report_dir,
             quiet,
             target,
+            metrics_addr,
             allow_target,
             admin_token_env,
             mock_admin,
@@ -217,6 +223,25 @@ pub async fn dispatch(
                 admin_token_env,
                 mock_admin,
             });
+            let metrics = match metrics_addr {
+                None => None,
+                Some(addr) if !addr.ip().is_loopback() => {
+                    eprintln!(
+                        "error: --metrics-addr {addr}: not a loopback address (the endpoint has no authentication)"
+                    );
+                    return Ok(ExitCode::from(2));
+                }
+                Some(addr) => match crate::run::Telemetry::serve(addr).await {
+                    Ok(t) => {
+                        eprintln!("metrics: http://{}/metrics", t.addr());
+                        Some(t)
+                    }
+                    Err(e) => {
+                        eprintln!("error: --metrics-addr {addr}: {e}");
+                        return Ok(ExitCode::from(2));
+                    }
+                },
+            };
             let out = run_profile(
                 &profile,
                 RunOptions {
@@ -228,9 +253,13 @@ pub async fn dispatch(
                     keep,
                     placement_trace,
                     allow_targets: allow_target,
+                    metrics: metrics.clone(),
                 },
             )
             .await;
+            if let Some(t) = &metrics {
+                t.stop();
+            }
             match out {
                 Ok(o) if o.report.incomplete => {
                     eprintln!(

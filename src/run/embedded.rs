@@ -73,6 +73,19 @@ async fn run_one(
         }
     };
     let node_ids: Vec<String> = fleet.nodes().into_iter().map(|n| n.id).collect();
+    if !opts.quiet {
+        let services: Vec<String> = replicas
+            .urls()
+            .iter()
+            .map(|u| format!("{u}/metrics"))
+            .collect();
+        eprintln!(
+            "{}: placement service metrics {}, mock nodes' metrics {}/metrics",
+            run.label(),
+            services.join(" "),
+            fleet.admin_url()
+        );
+    }
     let mut settings = run.settings();
     settings.insert("replicas".to_string(), e.replicas.to_string());
     settings.insert(

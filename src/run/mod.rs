@@ -16,6 +16,7 @@ mod progress;
 mod result;
 mod services;
 mod setup;
+mod telemetry;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -26,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 pub use abort::{AbortState, AbortSummary, LeftActive, SandboxesLeft};
 pub use api_override::ApiOverride;
 pub use leftovers::{cleanup_leftovers, CleanupError, CleanupRequest, CleanupSummary, Selector};
+pub use telemetry::Telemetry;
 
 use crate::profile::{self, PlacementSection, Profile};
 use crate::report::{self, Report};
@@ -52,6 +54,8 @@ pub struct RunOptions {
     pub placement_trace: Option<PathBuf>,
     /// Non-loopback hosts allowed as targets on top of the profile's `allow_targets`.
     pub allow_targets: Vec<String>,
+    /// Where each run's live figures are published as Prometheus metrics.
+    pub metrics: Option<Telemetry>,
 }
 
 /// A finished (or interrupted) run.

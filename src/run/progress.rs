@@ -43,7 +43,7 @@ pub(crate) struct Progress {
 
 impl Progress {
     /// Starts the line on stderr.
-    pub(crate) fn start(feed: ProgressFeed) -> Self {
+    pub(crate) fn start(feed: Arc<ProgressFeed>) -> Self {
         let stop = CancellationToken::new();
         let tty = std::io::stderr().is_terminal();
         let every = if tty { REDRAW_EVERY } else { LINE_EVERY };
@@ -108,7 +108,7 @@ impl ProgressFeed {
 }
 
 /// Planned windows holding `t` after the gate.
-fn faults_in_force(windows: &[(Duration, Option<Duration>)], t: Duration) -> usize {
+pub(crate) fn faults_in_force(windows: &[(Duration, Option<Duration>)], t: Duration) -> usize {
     windows
         .iter()
         .filter(|(from, until)| t >= *from && until.is_none_or(|u| t < u))

@@ -5,6 +5,7 @@ mod support;
 
 mod cli;
 mod collect_cli;
+mod metrics;
 mod placement_replay;
 mod plan;
 mod progress;
