@@ -57,6 +57,9 @@ pub(crate) struct Target {
     /// An API stampede did not start: what its nodes held before the run (subtracted
     /// from every count) and the metadata tag of this run's creates. `None`: embedded.
     pub staging: Option<StagingTarget>,
+    /// This run's place among the profile's runs (`(1, 2)`: the first of two), shown
+    /// on the progress line.
+    pub position: Option<(usize, usize)>,
 }
 
 /// What a run against an external API adds to its target.
@@ -135,6 +138,7 @@ pub(crate) async fn drive(
     let feed = live.as_ref().map(|live| {
         Arc::new(ProgressFeed {
             label: target.label.clone(),
+            position: target.position,
             total: pacing.total().map(|n| n as u64),
             live: live.clone(),
             services: target.services.clone(),

@@ -230,18 +230,18 @@ fn finish(
     Ok(RunOutcome { report, dir })
 }
 
-/// The tables (or only the verdict with `quiet`) and where the report is.
+/// The tables (none with `quiet`), where the report is, and the verdict last.
 fn print_summary(
     report: &Report,
     dir: &Path,
     quiet: bool,
     out: &mut impl Write,
 ) -> std::io::Result<()> {
-    if quiet {
-        report::write_verdict(report, &mut *out)?;
-    } else {
+    if !quiet {
         report::write_terminal(report, &mut *out)?;
     }
     writeln!(out, "report: {}", dir.display())?;
+    // The verdict is the last line, where a reader (and `tail -1`) looks.
+    report::write_verdict(report, &mut *out)?;
     out.flush()
 }

@@ -210,6 +210,7 @@ mod tests {
         let ids = vec!["a".to_string(), "b".to_string()];
         let feed = Arc::new(ProgressFeed {
             label: "odd \"label\"".into(),
+            position: None,
             total: Some(10),
             live: Arc::new(LiveCounts::new(&ids)),
             services: Vec::new(),
