@@ -234,4 +234,22 @@ mod tests {
         assert!(!text.contains("stampede_placements_cv{"), "{text}");
         assert!(!text.contains("stampede_service_refusals_total{"), "{text}");
     }
+
+    /// The Grafana dashboard in deploy/ queries only metrics this endpoint serves.
+    #[test]
+    fn the_dashboard_names_only_served_metrics() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/deploy/grafana/stampede-run.json"
+        );
+        let text = std::fs::read_to_string(path).expect("dashboard");
+        let names: Vec<&str> = text
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|w| w.starts_with("stampede_"))
+            .collect();
+        assert!(names.len() >= FAMILIES.len(), "{names:?}");
+        for n in names {
+            assert!(FAMILIES.iter().any(|f| f.name == n), "{n} is not served");
+        }
+    }
 }
