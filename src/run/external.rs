@@ -13,7 +13,7 @@ use crate::collect::{Before, TruthSource};
 use crate::error_chain::chain_text;
 use crate::placement::{REQUEST_TIMEOUT, SYNC_INTERVAL};
 use crate::profile::{ExternalPlacement, Profile};
-use crate::report::{CleanupReport, Figure, Report};
+use crate::report::{CleanupReport, Report};
 use crate::workload::{ApiKey, RUN_TAG_KEY};
 
 /// One run against `x.url`, truth from the first source the profile gives:
@@ -58,7 +58,6 @@ pub(super) async fn run(
     settings.insert("target".to_string(), x.url.clone());
     let target = Target {
         label: "external".into(),
-        settings,
         urls: vec![x.url.clone()],
         key: key.clone(),
         truth,
@@ -117,17 +116,11 @@ pub(super) async fn run(
             })
         }
     };
-    if let Some(s) = d.result.staging.as_mut() {
-        s.cleanup = Some(cleaned);
-    }
-    d.result.wall_ms = wall.elapsed().as_secs_f64() * 1000.0;
-    // An external API exposes no retry or refusal counters; its beliefs only with an
-    // admin token.
-    d.result.not_measured = vec![Figure::Retries, Figure::Refusals];
-    if d.result.accounting_error.is_none() {
-        d.result.not_measured.push(Figure::AccountingError);
-    }
-    report.runs.push(d.result);
+    d.aggregate.cleanup(cleaned);
+    let wall_ms = wall.elapsed().as_secs_f64() * 1000.0;
+    report
+        .runs
+        .push(d.aggregate.finish("external".into(), settings, wall_ms));
     Ok(())
 }
 

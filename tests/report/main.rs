@@ -1,4 +1,4 @@
-//! Reports: checks, compare, statistics, the writers (snapshots), the set checker.
+//! Reports: checks, compare, statistics, the writers (snapshots), the set audit.
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -6,6 +6,6 @@ mod support;
 mod checks;
 mod ci_outputs;
 mod compare;
-mod set_checker;
+mod set_audit;
 mod stats;
 mod writers;
