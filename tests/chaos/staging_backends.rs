@@ -45,7 +45,7 @@ async fn wait_status(api: &str, node: &str, want: &str) {
 
 /// An external profile on `c`'s API: `rate` creates a second for `secs`, then `chaos`.
 /// `set_check`: per-node truth (sandbox ids) from the fleet's admin API, read as the
-/// orchestrators would be on staging, and the set checker's `lost`/`duplicated`
+/// orchestrators would be on staging, and the set audit's `lost`/`duplicated`
 /// checks; without it the run has no mock-node admin API at all (truth from the API's
 /// `GET /nodes`), as against a real cluster.
 fn profile(dir: &Path, c: &Cluster, rate: u32, secs: u32, chaos: &str, set_check: bool) -> PathBuf {
