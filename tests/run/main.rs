@@ -5,6 +5,7 @@ mod support;
 
 mod cli;
 mod collect_cli;
+mod metrics;
 mod placement_replay;
 mod plan;
 mod progress;
@@ -13,5 +14,6 @@ mod restart_drill;
 mod retry_storm;
 mod secrets;
 mod set_audit;
+mod setup_exit;
 mod signals;
 mod staging_rehearsal;
