@@ -222,12 +222,12 @@ pub fn run(n: usize, rounds: usize, table: &mut Table) {
         (
             Rpc::ServiceInfo,
             "mock-node ServiceInfo",
-            "bare tonic, constant reply",
+            "bare tonic, the mock's reply bytes",
         ),
         (
             Rpc::Create,
             "mock-node Create (unique ids)",
-            "bare tonic, map store",
+            "bare tonic, map store, the mock's reply bytes",
         ),
     ] {
         let mut rate = Row::new(what, baseline, "req/s");

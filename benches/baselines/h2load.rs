@@ -35,7 +35,11 @@ fn reply_len(server: &Runtime, addr: SocketAddr) -> usize {
         let mut c = InfoServiceClient::connect(format!("http://{addr}"))
             .await
             .expect("connect");
-        c.service_info(()).await.expect("info").into_inner().encoded_len()
+        c.service_info(())
+            .await
+            .expect("info")
+            .into_inner()
+            .encoded_len()
     })
 }
 

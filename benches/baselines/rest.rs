@@ -71,7 +71,11 @@ async fn start_bare(answer: Bytes, stop: CancellationToken) -> SocketAddr {
             let answer = answer.clone();
             async move {
                 if serde_json::from_slice::<NewSandbox>(&body).is_err() {
-                    return (StatusCode::BAD_REQUEST, [(header::CONTENT_TYPE, "text/plain")], Bytes::new());
+                    return (
+                        StatusCode::BAD_REQUEST,
+                        [(header::CONTENT_TYPE, "text/plain")],
+                        Bytes::new(),
+                    );
                 }
                 (
                     StatusCode::CREATED,
