@@ -2,12 +2,13 @@
 #![deny(missing_docs)]
 
 pub mod aggregate;
+pub mod audit;
 pub mod chaos;
-pub mod checker;
 pub mod cli;
 pub mod collect;
 pub mod collect_cmd;
 pub mod error_chain;
+mod goose_glue;
 pub mod profile;
 pub mod report;
 pub mod run;

@@ -1,6 +1,6 @@
 //! The one client of a mock-node fleet's admin API. `GET /nodes` (node ids, gRPC
 //! addresses, the true per-node state) is read through [`MockAdmin::nodes`] by the serve
-//! verb (which nodes to place on), the truth sampler, the set checker's inventory and the
+//! verb (which nodes to place on), the truth sampler, the set audit's inventory and the
 //! chaos client (which fleet serves which node); the chaos client applies, lists and
 //! heals faults through [`MockAdmin::add_fault`], [`MockAdmin::faults`] and
 //! [`MockAdmin::heal_fault`].

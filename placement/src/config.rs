@@ -16,6 +16,26 @@ pub const SYNC_INTERVAL: Duration = Duration::from_secs(20);
 /// (`requestTimeout`, `packages/api/main.go`). The one copy of this default.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(70);
 
+/// When replica `replica` of `replicas` first syncs after the workload starts: its
+/// `phase` (one `interval` by default) plus `replica / replicas` of an interval, wrapped
+/// into `(0, interval]`. A real cluster's phase is arbitrary; the simulator and a real
+/// run both place their first periodic sync with this rule.
+pub fn first_periodic_sync(
+    interval: Duration,
+    phase: Duration,
+    replica: usize,
+    replicas: usize,
+) -> Duration {
+    let offset = interval.as_nanos() * replica as u128 / replicas.max(1) as u128;
+    let first = phase.as_nanos().saturating_add(offset);
+    let first = if first > interval.as_nanos() {
+        first - interval.as_nanos()
+    } else {
+        first
+    };
+    Duration::from_nanos(u64::try_from(first).unwrap_or(u64::MAX))
+}
+
 /// Parameters of one placement instance (one API replica).
 ///
 /// Defaults are E2B's (`DefaultBestOfKConfig`: `K=3`, `R=4`, `Alpha=0.5`; `maxRetries=3`).

@@ -3,7 +3,7 @@
 //! removed, node Delete, optimistic vCPU released on success or NotFound), at most
 //! [`MAX_CONCURRENT_EVICTIONS`](stampede_placement::evict::MAX_CONCURRENT_EVICTIONS) at a
 //! time. Which ones is the core's decision ([`due_evictions`]). The ids it killed are
-//! kept ([`Shared::evicted`]) so that a set checker forgives those and no others.
+//! kept ([`Shared::evicted`]) so that a set audit forgives those and no others.
 //! `ServeConfig::evictor` off (`stampede serve --no-evictor`) leaves it out.
 
 use std::sync::atomic::Ordering::Relaxed;
@@ -39,7 +39,7 @@ pub async fn evict_forever(shared: Arc<Shared>, cancel: CancellationToken) {
         };
         for id in due {
             lock(&shared.removing).insert(id.clone());
-            // Recorded before the Delete: a checker that reads the nodes and then this
+            // Recorded before the Delete: an audit that reads the nodes and then this
             // list cannot miss one in flight; one whose Delete fails stays on its node.
             lock(&shared.evicted).push(id.clone());
             let shared = shared.clone();

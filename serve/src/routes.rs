@@ -87,7 +87,7 @@ async fn counters(
 }
 
 /// `GET /admin/evicted`: the ids the evictor killed (not E2B's: E2B's API does not
-/// expose them), so that a harness's set checker forgives exactly those.
+/// expose them), so that a harness's set audit forgives exactly those.
 async fn evicted(
     State(shared): State<Arc<Shared>>,
     headers: HeaderMap,

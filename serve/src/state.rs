@@ -112,7 +112,7 @@ pub struct Shared {
     /// neither orphans nor due for eviction.
     pub removing: Mutex<BTreeSet<String>>,
     /// Ids the evictor took to kill, in order, recorded before their Delete (read by a
-    /// harness's set checker through `GET /admin/evicted`, so that it forgives exactly
+    /// harness's set audit through `GET /admin/evicted`, so that it forgives exactly
     /// these).
     pub evicted: Mutex<Vec<String>>,
     /// Counters.

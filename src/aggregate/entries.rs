@@ -1,5 +1,5 @@
-//! The set checker's input: the client ledger, one entry per request, kept only by the
-//! runs that check sets ([`needs_set_checker`](super::needs_set_checker)).
+//! The set audit's input: the client ledger, one entry per request, kept only by the
+//! runs that check sets ([`needs_set_audit`](super::needs_set_audit)).
 
 use crate::workload::{Ledger, LedgerEntry, Outcome};
 
@@ -63,7 +63,7 @@ impl Entries {
         }
     }
 
-    /// The ledger the set checker reads, in request order.
+    /// The ledger the set audit reads, in request order.
     pub fn into_ledger(self) -> Ledger {
         let mut ledger = Ledger::new();
         for e in self.entries.into_iter().flatten() {

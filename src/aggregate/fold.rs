@@ -6,11 +6,12 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 
 use super::outcomes::OutcomeFold;
+use crate::placement::AccountingMode;
 use crate::report::{
-    AccountingError, LatencySummary, NodeFigures, RetryStorm, RunResult, SendTiming, SkewOverTime,
-    SkewStats, TimelinePoint,
+    AccountingError, CleanupReport, FaultWindow, LatencySummary, NodeFigures, RetryStorm,
+    RunResult, SendTiming, SetAudit, SkewOverTime, SkewStats, StagingFacts, TimelinePoint,
 };
-use crate::serve::ServiceCounters;
+use crate::serve::{ArrivalWindow, ServiceCounters};
 use crate::workload::Outcome;
 
 /// How the workload sent: which send figure the result reports.
@@ -42,6 +43,22 @@ pub struct RunAggregate {
     retries: u64,
     refusals: u64,
     nodes: Vec<NodeFigures>,
+    /// The placement's accounting mode (none: an external API).
+    accounting: Option<AccountingMode>,
+    /// The facts only known once the workload is over (see [`LateFacts`]).
+    late: LateFacts,
+}
+
+/// What a run learns after its workload: fed to the aggregate before
+/// [`RunAggregate::finish`], so that nothing patches the result afterwards.
+#[derive(Debug, Default)]
+struct LateFacts {
+    release_realtime: Option<bool>,
+    arrivals: Option<ArrivalWindow>,
+    faults: Vec<FaultWindow>,
+    set_audit: Option<SetAudit>,
+    staging: Option<StagingFacts>,
+    cleanup: Option<CleanupReport>,
 }
 
 fn histogram() -> Histogram<u64> {
@@ -74,6 +91,8 @@ impl RunAggregate {
             retries: 0,
             refusals: 0,
             nodes: Vec::new(),
+            accounting: None,
+            late: LateFacts::default(),
         }
     }
 
@@ -172,13 +191,49 @@ impl RunAggregate {
         });
     }
 
+    /// The accounting mode the run's placement used (the checks' `per_mode` key).
+    pub fn accounting(&mut self, mode: AccountingMode) {
+        self.accounting = Some(mode);
+    }
+
+    /// Whether a burst's release loop ran at real-time priority (`None`: not a burst).
+    pub fn release_realtime(&mut self, realtime: Option<bool>) {
+        self.late.release_realtime = realtime;
+    }
+
+    /// What the placement service saw arrive (embedded runs): reported for a burst
+    /// that sent, ignored otherwise.
+    pub fn server_arrivals(&mut self, arrivals: ArrivalWindow) {
+        self.late.arrivals = Some(arrivals);
+    }
+
+    /// The chaos fault windows, in order applied.
+    pub fn faults(&mut self, faults: Vec<FaultWindow>) {
+        self.late.faults = faults;
+    }
+
+    /// The set audit's findings.
+    pub fn set_audit(&mut self, audit: SetAudit) {
+        self.late.set_audit = Some(audit);
+    }
+
+    /// A run against an external API: its staging facts.
+    pub fn staging(&mut self, staging: StagingFacts) {
+        self.late.staging = Some(staging);
+    }
+
+    /// What the cleanup of an external run did (kept in its staging facts; ignored
+    /// without them).
+    pub fn cleanup(&mut self, cleanup: CleanupReport) {
+        self.late.cleanup = Some(cleanup);
+    }
+
     /// The outcome part of the fold.
     pub fn outcomes(&self) -> &OutcomeFold {
         &self.outcomes
     }
 
-    /// The report entry of the run, without its fault windows, checker findings and
-    /// staging facts (those come from the evidence only a drill or a sim has).
+    /// The report entry of the run: the last call, every late fact fed before it.
     pub fn finish(
         self,
         label: String,
@@ -188,9 +243,22 @@ impl RunAggregate {
         let counts: Vec<u64> = self.nodes.iter().map(|n| n.sandboxes).collect();
         let requests = self.outcomes.requests();
         let failed = self.outcomes.failed();
+        let late = self.late;
+        let mut send = send_timing(self.shape, self.sent, &self.lateness_us);
+        send.burst_release_realtime = late.release_realtime;
+        if let (Some(_), Some(a)) = (send.burst_spread_ms, late.arrivals) {
+            send.server_arrival_spread_ms = a.spread().map(|d| d.as_secs_f64() * 1000.0);
+            send.server_arrivals = Some(a.count);
+            send.server_arrivals_kernel_stamped = Some(a.kernel_stamped);
+        }
+        let staging = late.staging.map(|mut s| {
+            s.cleanup = late.cleanup.or(s.cleanup);
+            s
+        });
         RunResult {
             label,
             settings,
+            accounting: self.accounting,
             skew: SkewStats::from_counts(&counts),
             nodes: self.nodes,
             skew_over_time: SkewOverTime::from_timeline(&self.timeline, self.outcomes.placed()),
@@ -212,12 +280,12 @@ impl RunAggregate {
             },
             retries: self.retries,
             refusals: self.refusals,
-            send: send_timing(self.shape, self.sent, &self.lateness_us),
+            send,
             timeline: self.timeline,
-            faults: Vec::new(),
-            checker: None,
+            faults: late.faults,
+            set_audit: late.set_audit,
             wall_ms,
-            staging: None,
+            staging,
         }
     }
 }
@@ -300,5 +368,47 @@ mod tests {
         let storm = r.retry_storm.expect("refusals were binned");
         assert_eq!(storm.node_total, vec![3, 2]);
         assert_eq!(r.send.lateness_max_ms, Some(2.0));
+    }
+
+    #[test]
+    fn late_facts_are_inputs_and_arrivals_count_only_for_a_burst_that_sent() {
+        let arrivals = ArrivalWindow {
+            count: 2,
+            kernel_stamped: 1,
+            span: Some((1_000_000, 4_000_000)),
+        };
+        let mut burst = RunAggregate::new(ids(), RunShape::Burst);
+        burst.sent(0.0, 0);
+        burst.release_realtime(Some(true));
+        burst.server_arrivals(arrivals);
+        burst.accounting(AccountingMode::Reported);
+        burst.staging(StagingFacts::default());
+        burst.cleanup(CleanupReport {
+            kept: true,
+            ..CleanupReport::default()
+        });
+        let r = burst.finish("b".into(), BTreeMap::new(), 9.0);
+        assert_eq!(r.send.burst_release_realtime, Some(true));
+        assert_eq!(r.send.server_arrival_spread_ms, Some(3.0));
+        assert_eq!(r.send.server_arrivals, Some(2));
+        assert_eq!(r.send.server_arrivals_kernel_stamped, Some(1));
+        assert_eq!(r.accounting, Some(AccountingMode::Reported));
+        let cleanup = r.staging.and_then(|s| s.cleanup).expect("cleanup kept");
+        assert!(cleanup.kept);
+        // A burst that sent nothing, and a paced run, report no arrivals.
+        for shape in [RunShape::Burst, RunShape::Paced] {
+            let mut agg = RunAggregate::new(ids(), shape);
+            if shape == RunShape::Paced {
+                agg.sent(0.0, 0);
+            }
+            agg.server_arrivals(arrivals);
+            agg.cleanup(CleanupReport::default());
+            let r = agg.finish("p".into(), BTreeMap::new(), 0.0);
+            assert_eq!(r.send.server_arrivals, None);
+            assert_eq!(
+                r.staging, None,
+                "a cleanup without staging facts is not reported"
+            );
+        }
     }
 }

@@ -7,8 +7,8 @@
 //! snapshot (never Prometheus text). [`RunAggregate::finish`] is the one builder of a
 //! run's [`RunResult`](crate::report::RunResult). The outcome part of the fold,
 //! [`OutcomeFold`], is also what the live progress view reads while a run goes on.
-//! [`needs_set_checker`] is the one place that decides whether a run keeps its client
-//! ledger for the set checker; [`Entries`] is that checker's ledger, fed per answer.
+//! [`needs_set_audit`] is the one place that decides whether a run keeps its client
+//! ledger for the set audit; [`Entries`] is that audit's ledger, fed per answer.
 //! [`fault_windows`] is the one definition of the chaos fault windows, fed typed
 //! [`FaultRecord`]s and [`RequestRecord`]s by both.
 //!
@@ -24,5 +24,5 @@ pub use crate::serve::ServiceCounters;
 pub use entries::{Entries, EntryAnswer};
 pub use fold::{RunAggregate, RunShape};
 pub use outcomes::{OutcomeFold, OutcomeSnapshot};
-pub use sets::needs_set_checker;
+pub use sets::needs_set_audit;
 pub use windows::{fault_windows, CallSample, FaultRecord, Growth, RequestRecord};

@@ -1,12 +1,12 @@
-//! Whether a run keeps its client ledger and runs the set checker: decided here once,
+//! Whether a run keeps its client ledger and runs the set audit: decided here once,
 //! for `stampede run` and `stampede sim` alike.
 
 use crate::profile::{Checks, Profile};
 
-/// Whether `profile`'s runs need the set checker (lost / duplicated / orphaned): when
+/// Whether `profile`'s runs need the set audit (lost / duplicated / orphaned): when
 /// it has a chaos schedule, or its checks (or a per-mode or per-`k` override of them)
 /// name `lost` or `duplicated`.
-pub fn needs_set_checker(profile: &Profile) -> bool {
+pub fn needs_set_audit(profile: &Profile) -> bool {
     !profile.chaos.is_empty() || checks_sets(&profile.checks)
 }
 

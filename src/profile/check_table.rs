@@ -17,9 +17,9 @@ pub enum CheckId {
     ErrorRate,
     /// `p99_latency`: p99 create latency.
     P99Latency,
-    /// `lost`: sandboxes the set checker found lost.
+    /// `lost`: sandboxes the set audit found lost.
     Lost,
-    /// `duplicated`: sandboxes the set checker found duplicated.
+    /// `duplicated`: sandboxes the set audit found duplicated.
     Duplicated,
     /// `limited`: fraction of creates answered 429.
     Limited,

@@ -23,7 +23,7 @@ pub use check_table::{CheckDef, CheckId, SetBound, CHECKS};
 pub use issue::{ProfileError, ProfileErrors, ProfileIssue};
 pub use load::{load, load_and_validate, parse, Source};
 pub use locate::{Locator, Position, ShapeProblem};
-pub use targets::{check_targets, check_targets_in, host_of_address, is_loopback_host};
+pub use targets::{host_of_address, is_loopback_host, validate_targets, validate_targets_in};
 pub use test_plan::{parse_test_plan, PlanStep};
 pub use types::*;
 pub use validate::validate;

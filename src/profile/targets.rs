@@ -49,13 +49,13 @@ pub fn host_of_address(addr: &str) -> Option<String> {
 
 /// Refuse any non-loopback target (external url, orchestrators, mock_admin) whose host
 /// is not listed in the profile's `allow_targets`. The error names the first offender.
-/// Only the profile is read; for file positions use [`check_targets_in`].
-pub fn check_targets(profile: &Profile) -> Result<(), ProfileIssue> {
-    check_targets_in(profile, None)
+/// Only the profile is read; for file positions use [`validate_targets_in`].
+pub fn validate_targets(profile: &Profile) -> Result<(), ProfileIssue> {
+    validate_targets_in(profile, None)
 }
 
-/// [`check_targets`] with the issue located in `source` when given.
-pub fn check_targets_in(
+/// [`validate_targets`] with the issue located in `source` when given.
+pub fn validate_targets_in(
     profile: &Profile,
     source: Option<&super::load::Source>,
 ) -> Result<(), ProfileIssue> {

@@ -82,10 +82,11 @@ pub struct EmbeddedPlacement {
     #[serde(with = "humantime_serde")]
     #[schemars(with = "String")]
     pub sync_interval: Duration,
-    /// Simulator only: when the first periodic sync lands after the workload's start,
-    /// in `(0, sync_interval]` (replica r of n lands r/n of an interval after it). A
-    /// real cluster's phase is arbitrary, so sweeping it (`stampede sim --sweep
-    /// sync_phase=...`) shows the spread of outcomes. Default one `sync_interval`.
+    /// When the first periodic sync lands after the workload's start (its gate), in
+    /// `(0, sync_interval]` (replica r of n lands r/n of an interval after it), in the
+    /// simulator and in an embedded run alike. A real cluster's phase is arbitrary, so
+    /// sweeping it (`stampede sim --sweep sync_phase=...`) shows the spread of outcomes.
+    /// Default one `sync_interval`.
     #[serde(with = "humantime_serde", skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<String>")]
     pub sync_phase: Option<Duration>,
@@ -364,9 +365,9 @@ pub struct Checks {
     pub error_rate: Option<Bound>,
     /// p99 create latency.
     pub p99_latency: Option<LatencyBound>,
-    /// Sandboxes lost (chaos checker).
+    /// Sandboxes lost (chaos set audit).
     pub lost: Option<Bound>,
-    /// Sandboxes duplicated (chaos checker).
+    /// Sandboxes duplicated (chaos set audit).
     pub duplicated: Option<Bound>,
     /// Fraction of creates answered 429 (team concurrency or rate limit), after any
     /// `workload.on_429` retries.

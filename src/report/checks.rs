@@ -5,14 +5,13 @@
 
 use std::time::Duration;
 
-use crate::placement::AccountingMode;
 use crate::profile::{Bound, CheckId, Checks, SetBound, CHECKS};
 
 use super::model::{CheckOutcome, Report, RunResult};
 use super::staging::CANCELLED_KEY;
 
 /// Evaluate `checks` on every run of `report`, in run order then in the order of
-/// [`CHECKS`]. A run whose `settings["accounting"]` names a mode listed under `per_mode`
+/// [`CHECKS`]. A run whose accounting mode is listed under `per_mode`
 /// (or whose `settings["k"]` is listed under `per_k`) uses those checks in place of the
 /// shared ones they name.
 pub fn evaluate(checks: &Checks, report: &Report) -> Vec<CheckOutcome> {
@@ -64,10 +63,10 @@ fn figure(id: CheckId, run: &RunResult) -> Result<f64, String> {
             Ok(x)
         }
     };
-    let finding = |pick: fn(&super::model::CheckerResult) -> u64, name: &str| match &run.checker {
+    let finding = |pick: fn(&super::model::SetAudit) -> u64, name: &str| match &run.set_audit {
         Some(ch) => Ok(pick(ch) as f64),
         None => Err(format!(
-            "no checker result in this run: `{name}` cannot be checked"
+            "no set audit in this run: `{name}` cannot be checked"
         )),
     };
     let o = run.skew_over_time.as_ref();
@@ -120,7 +119,7 @@ fn figure(id: CheckId, run: &RunResult) -> Result<f64, String> {
 /// The checks that apply to `run`: the shared ones, then its `k`'s, its mode's, and its
 /// mode's `k`'s overrides, each replacing the checks it names.
 fn effective(checks: &Checks, run: &RunResult) -> Checks {
-    let mode: Option<AccountingMode> = run.setting("accounting").and_then(|m| m.parse().ok());
+    let mode = run.accounting;
     let k: Option<usize> = run.setting("k").and_then(|k| k.parse().ok());
     let by_k = |c: &Checks| k.and_then(|k| c.per_k.get(&k)).cloned();
     let by_mode = mode.and_then(|m| checks.per_mode.get(&m));

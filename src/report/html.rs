@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 
 use super::format::*;
-use super::markdown::checker_rows;
+use super::markdown::set_audit_rows;
 use super::model::{Report, RunResult};
 use super::svg::{bars, esc, legend, lines};
 
@@ -228,9 +228,9 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
         let rows: Vec<Vec<String>> = run.faults.iter().map(fault_row).collect();
         table(w, &FAULT_HEADERS, &rows)?;
     }
-    if let Some(c) = &run.checker {
-        writeln!(w, "<h3>Checker</h3>")?;
-        let rows: Vec<Vec<String>> = checker_rows(c)
+    if let Some(c) = &run.set_audit {
+        writeln!(w, "<h3>Set audit</h3>")?;
+        let rows: Vec<Vec<String>> = set_audit_rows(c)
             .iter()
             .map(|(name, f)| vec![name.to_string(), f.count.to_string(), f.ids.join(", ")])
             .collect();

@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 
 use super::format::*;
-use super::model::{CheckerResult, FaultWindow, Report, RunResult};
+use super::model::{FaultWindow, Report, RunResult, SetAudit};
 
 /// Write `report` as Markdown.
 pub fn write_markdown(report: &Report, mut w: impl Write) -> io::Result<()> {
@@ -239,8 +239,8 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
     if !run.faults.is_empty() {
         write_faults(w, &run.faults)?;
     }
-    if let Some(c) = &run.checker {
-        write_checker(w, c)?;
+    if let Some(c) = &run.set_audit {
+        write_set_audit(w, c)?;
     }
     Ok(())
 }
@@ -252,10 +252,10 @@ fn write_faults(w: &mut impl Write, faults: &[FaultWindow]) -> io::Result<()> {
     table(w, &FAULT_HEADERS, &rows)
 }
 
-fn write_checker(w: &mut impl Write, c: &CheckerResult) -> io::Result<()> {
-    writeln!(w, "### Checker")?;
+fn write_set_audit(w: &mut impl Write, c: &SetAudit) -> io::Result<()> {
+    writeln!(w, "### Set audit")?;
     writeln!(w)?;
-    let rows: Vec<Vec<String>> = checker_rows(c)
+    let rows: Vec<Vec<String>> = set_audit_rows(c)
         .into_iter()
         .map(|(name, f)| {
             let mut ids = f.ids.join(", ");
@@ -268,8 +268,8 @@ fn write_checker(w: &mut impl Write, c: &CheckerResult) -> io::Result<()> {
     table(w, &["finding", "count", "ids (first 20)"], &rows)
 }
 
-/// The checker's findings with their report names, in a fixed order.
-pub fn checker_rows(c: &CheckerResult) -> [(&'static str, &super::model::Finding); 5] {
+/// The set audit's findings with their report names, in a fixed order.
+pub fn set_audit_rows(c: &SetAudit) -> [(&'static str, &super::model::Finding); 5] {
     [
         ("lost", &c.lost),
         ("lost_to_node_restart", &c.lost_to_node_restart),

@@ -82,6 +82,11 @@ pub struct RunResult {
     /// The varied settings of this run (`accounting`, `k`, `replicas`, ...).
     #[serde(default)]
     pub settings: BTreeMap<String, String>,
+    /// The accounting mode the run's placement used, typed, for the profile's
+    /// `per_mode` checks (`settings["accounting"]` is its text). Not in `report.json`:
+    /// `None` for a run against an external API and for a report read back.
+    #[serde(skip)]
+    pub accounting: Option<crate::placement::AccountingMode>,
     /// Final per-node truth, in node order.
     pub nodes: Vec<NodeFigures>,
     /// Skew of the final per-node sandbox counts (after every delete and expiry: all
@@ -121,9 +126,10 @@ pub struct RunResult {
     /// Chaos fault windows, in order applied.
     #[serde(default)]
     pub faults: Vec<FaultWindow>,
-    /// Set checker findings, when the run checked inventories.
-    #[serde(default)]
-    pub checker: Option<CheckerResult>,
+    /// Set audit findings, when the run audited inventories (`checker` in
+    /// `report.json`, its name there since before the audit was called an audit).
+    #[serde(default, rename = "checker")]
+    pub set_audit: Option<SetAudit>,
     /// Wall (or virtual) duration of the run in milliseconds.
     pub wall_ms: f64,
     /// Runs against an external API: truth source and lag, what was there before,
@@ -300,9 +306,9 @@ impl FaultWindow {
     }
 }
 
-/// Set-checker findings (docs/design.md 2.6).
+/// Set audit findings (docs/design.md 2.6).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct CheckerResult {
+pub struct SetAudit {
     /// 201 to the client, on no node, not deleted or expired.
     pub lost: Finding,
     /// Lost, but on a node a fault restarted (expected).
@@ -351,6 +357,6 @@ pub struct CheckOutcome {
     pub actual: Option<f64>,
     /// Whether the figure is within the bound.
     pub passed: bool,
-    /// Human sentence: `cv 1.14 > max 0.1`, `no checker result: lost cannot be checked`.
+    /// Human sentence: `cv 1.14 > max 0.1`, `no set audit in this run: lost cannot be checked`.
     pub message: String,
 }

@@ -7,7 +7,7 @@ use tabled::builder::Builder;
 use tabled::settings::Style;
 
 use super::format::*;
-use super::markdown::checker_rows;
+use super::markdown::set_audit_rows;
 use super::model::{Report, RunResult};
 
 /// Write the one-line verdict that heads the tables (all `run -q` prints, with the
@@ -142,12 +142,12 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
             .collect();
         row("statuses", st.join(", "));
     }
-    if let Some(c) = &run.checker {
-        let f: Vec<String> = checker_rows(c)
+    if let Some(c) = &run.set_audit {
+        let f: Vec<String> = set_audit_rows(c)
             .iter()
             .map(|(name, f)| format!("{name} {}", f.count))
             .collect();
-        row("checker", f.join(", "));
+        row("set audit", f.join(", "));
     }
     print_table(w, b)?;
     if run.nodes.len() > super::MAX_NODE_BARS {

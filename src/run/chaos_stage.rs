@@ -1,5 +1,5 @@
 //! The chaos part of a run: apply the profile's fault schedule from the gate on, heal
-//! everything when the workload ends, then judge the run (fault windows, set checker).
+//! everything when the workload ends, then judge the run (fault windows, set audit).
 
 use std::time::{Duration, Instant};
 
@@ -8,12 +8,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::drive::Target;
 use super::{AbortState, StageError};
+use crate::aggregate::RunAggregate;
+use crate::audit::{audit, collect_inventory, read_evicted, Inventory};
 use crate::chaos::{fault_windows, run_schedule, AppliedFault, CallProbe, ChaosClient, FaultPlan};
-use crate::checker::{check, collect_inventory, read_evicted, Inventory};
 use crate::collect::Sample;
 use crate::error_chain::chain_text;
 use crate::profile::Profile;
-use crate::report::RunResult;
 use crate::workload::WorkloadOutput;
 
 /// A fault schedule running alongside the workload.
@@ -126,17 +126,17 @@ pub(crate) async fn inventory_before(target: &Target) -> Option<Inventory> {
         .ok()
 }
 
-/// Fills fault windows and checker findings into `result`. `samples` are timed from
-/// the workload's gate, like the ledger.
+/// Feeds fault windows and set audit findings into `agg`. `samples` are timed from the
+/// workload's gate, like the ledger.
 pub(crate) async fn judge(
-    result: &mut RunResult,
+    agg: &mut RunAggregate,
     applied: &[AppliedFault],
     workload: &WorkloadOutput,
     samples: &[Sample],
     target: &Target,
     before: Option<&Inventory>,
 ) -> Result<(), StageError> {
-    result.faults = fault_windows(applied, &workload.ledger, samples);
+    agg.faults(fault_windows(applied, &workload.ledger, samples));
     let mut inv = collect_inventory(&reqwest::Client::new(), &target.truth, None)
         .await
         .map_err(|e| StageError::Collect(chain_text(&e)))?;
@@ -148,13 +148,13 @@ pub(crate) async fn judge(
     match read_evicted(&client, &target.believers, target.admin_token.as_ref()).await {
         Ok(ids) => inv.note_evicted(ids),
         Err(e) => eprintln!(
-            "set checker: the service's evictions cannot be observed ({}): a sandbox it evicted counts as lost",
+            "set audit: the service's evictions cannot be observed ({}): a sandbox it evicted counts as lost",
             chain_text(&e)
         ),
     }
     if let Some(b) = before {
         inv.note_preexisting(b);
     }
-    result.checker = Some(check(&workload.ledger, &inv));
+    agg.set_audit(audit(&workload.ledger, &inv));
     Ok(())
 }

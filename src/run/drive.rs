@@ -1,6 +1,5 @@
 //! One run against a target that is up: sample, (chaos), workload, settle, judge.
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -8,14 +7,14 @@ use tokio_util::sync::CancellationToken;
 
 use super::chaos_stage;
 use super::cleanup::Leftovers;
-use super::mute::MutedStdout;
 use super::progress::{Progress, ProgressFeed};
 use super::result::{aggregate, RunRecords};
 use super::{RunOptions, StageError};
-use crate::aggregate::{needs_set_checker, RunShape, ServiceCounters};
+use crate::aggregate::{needs_set_audit, RunAggregate, RunShape, ServiceCounters};
 use crate::collect::{Before, Sampler, TruthSource};
+use crate::goose_glue::MutedStdout;
 use crate::profile::{Profile, Shape};
-use crate::report::{Baseline, RunResult, StagingFacts};
+use crate::report::{Baseline, StagingFacts};
 use crate::serve::TelemetryReader;
 use crate::workload::{
     run_workload, ApiKey, Ledger, LimitRetry, LiveCounts, Outcome, Pacing, WorkloadRun,
@@ -29,8 +28,6 @@ pub(crate) const CANCEL_GRACE: Duration = Duration::from_millis(1500);
 pub(crate) struct Target {
     /// Run label (accounting mode, or `external`).
     pub label: String,
-    /// Settings recorded with the result.
-    pub settings: BTreeMap<String, String>,
     /// Base URLs to send creates to (round-robin).
     pub urls: Vec<String>,
     /// `X-API-Key`.
@@ -68,11 +65,12 @@ pub(crate) struct StagingTarget {
     pub tag: String,
 }
 
-/// One driven run: its result and what it left on the nodes.
+/// One driven run: its aggregate (every fact but the wall time and an external run's
+/// cleanup fed in, not yet finished) and what it left on the nodes.
 #[derive(Debug)]
 pub(crate) struct Driven {
-    /// The report entry.
-    pub result: RunResult,
+    /// The run's fold, finished by the caller once the run's wall time is known.
+    pub aggregate: RunAggregate,
     /// Sandboxes the run created and did not delete.
     pub leftovers: Leftovers,
 }
@@ -94,8 +92,8 @@ pub(crate) async fn drive(
     };
     let start = Instant::now();
     let stop_sampling = CancellationToken::new();
-    let judging = needs_set_checker(profile);
-    // Sandbox ids are read only by the set checker and the fault windows (which come
+    let judging = needs_set_audit(profile);
+    // Sandbox ids are read only by the set audit and the fault windows (which come
     // with chaos, which is judged): without them a long run keeps counts only.
     let sampling = if judging {
         tokio::spawn(sampler.clone().run(start, stop_sampling.clone()))
@@ -216,19 +214,18 @@ pub(crate) async fn drive(
         Pacing::Burst { .. } => RunShape::Burst,
         _ => RunShape::Paced,
     };
-    let mut result = aggregate(RunRecords {
+    let mut agg = aggregate(RunRecords {
         ledger: &workload.ledger,
         samples: &samples,
         final_truth: &last.truth,
         final_believed: &last.believed,
         shape,
         counters: &counters,
-    })
-    .finish(target.label.clone(), target.settings.clone(), 0.0);
-    result.send.burst_release_realtime = workload.release_realtime;
+    });
+    agg.release_realtime(workload.release_realtime);
     if judging {
         chaos_stage::judge(
-            &mut result,
+            &mut agg,
             &applied,
             &workload,
             &samples,
@@ -250,7 +247,7 @@ pub(crate) async fn drive(
                 .filter(|e| e.sent_ms > cut)
                 .count() as u64
         });
-        result.staging = Some(StagingFacts {
+        agg.staging(StagingFacts {
             truth_source: target.truth.name().to_string(),
             truth_lag: target.truth.lag_text(),
             final_read,
@@ -265,7 +262,10 @@ pub(crate) async fn drive(
             cleanup: None,
         });
     }
-    Ok(Driven { result, leftovers })
+    Ok(Driven {
+        aggregate: agg,
+        leftovers,
+    })
 }
 
 /// What `ledger` says the run left on the nodes.

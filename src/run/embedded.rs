@@ -81,7 +81,6 @@ async fn run_one(
     );
     let target = Target {
         label: run.label(),
-        settings,
         urls: replicas.urls(),
         key,
         truth: TruthSource::MockAdmin(vec![fleet.admin_url()]),
@@ -102,12 +101,9 @@ async fn run_one(
     let arrivals = replicas.arrivals();
     replicas.shutdown().await;
     fleet.shutdown().await;
-    let mut r = result?.result;
-    if r.send.burst_spread_ms.is_some() {
-        r.send.server_arrival_spread_ms = arrivals.spread().map(|d| d.as_secs_f64() * 1000.0);
-        r.send.server_arrivals = Some(arrivals.count);
-        r.send.server_arrivals_kernel_stamped = Some(arrivals.kernel_stamped);
-    }
-    r.wall_ms = wall.elapsed().as_secs_f64() * 1000.0;
-    Ok(r)
+    let mut agg = result?.aggregate;
+    agg.server_arrivals(arrivals);
+    agg.accounting(run.mode);
+    let wall_ms = wall.elapsed().as_secs_f64() * 1000.0;
+    Ok(agg.finish(run.label(), settings, wall_ms))
 }

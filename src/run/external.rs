@@ -58,7 +58,6 @@ pub(super) async fn run(
     settings.insert("target".to_string(), x.url.clone());
     let target = Target {
         label: "external".into(),
-        settings,
         urls: vec![x.url.clone()],
         key: key.clone(),
         truth,
@@ -116,11 +115,11 @@ pub(super) async fn run(
             })
         }
     };
-    if let Some(s) = d.result.staging.as_mut() {
-        s.cleanup = Some(cleaned);
-    }
-    d.result.wall_ms = wall.elapsed().as_secs_f64() * 1000.0;
-    report.runs.push(d.result);
+    d.aggregate.cleanup(cleaned);
+    let wall_ms = wall.elapsed().as_secs_f64() * 1000.0;
+    report
+        .runs
+        .push(d.aggregate.finish("external".into(), settings, wall_ms));
     Ok(())
 }
 

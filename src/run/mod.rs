@@ -9,9 +9,7 @@ mod drive;
 mod embedded;
 mod external;
 mod final_read;
-mod goose_scratch;
 mod leftovers;
-mod mute;
 mod progress;
 mod result;
 mod services;
@@ -26,9 +24,9 @@ pub use abort::{AbortState, AbortSummary, LeftActive, SandboxesLeft};
 pub use api_override::ApiOverride;
 pub use leftovers::{cleanup_leftovers, CleanupError, CleanupRequest, CleanupSummary, Selector};
 
+use crate::goose_glue::GooseScratch;
 use crate::profile::{self, PlacementSection, Profile};
 use crate::report::{self, Report};
-use goose_scratch::GooseScratch;
 
 /// How to run a profile.
 #[derive(Debug, Clone, Default)]
@@ -117,7 +115,7 @@ pub enum StageError {
 /// Loads, validates and runs the profile at `path`, then writes its report.
 pub async fn run_profile(path: &Path, opts: RunOptions) -> Result<RunOutcome, RunError> {
     let profile = load(path, opts.api.as_ref())?;
-    profile::check_targets(&profile).map_err(RunError::Target)?;
+    profile::validate_targets(&profile).map_err(RunError::Target)?;
     let started = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let mut report = Report::new(&profile.name, &profile.description, profile.seed, &started);
     tracing::info!(profile = %profile.name, seed = profile.seed, "run starting");

@@ -7,6 +7,7 @@ use mock_node::fleet::FleetHandle;
 
 use super::StageError;
 use crate::aggregate::ServiceCounters;
+use crate::placement::config::first_periodic_sync;
 use crate::profile::{EmbeddedPlacement, Profile, RunVariant};
 use crate::serve::{
     self, ArrivalWindow, NodeTarget, ServeConfig, ServiceHandle, SyncPhaser, TelemetryReader,
@@ -16,6 +17,8 @@ use crate::workload::ApiKey;
 /// The running replicas of one run.
 pub(super) struct Replicas {
     handles: Vec<ServiceHandle>,
+    /// When replica 0 first syncs after the gate (the profile's `sync_phase`).
+    sync_phase: Option<Duration>,
 }
 
 impl Replicas {
@@ -50,9 +53,9 @@ impl Replicas {
     }
 
     /// What phases the replicas' periodic syncs from the workload's gate as the
-    /// simulator does: replica `r` of `n` first syncs `r / n` of an interval after the
-    /// gate (a whole interval for replica 0), then every interval. The replicas' retry
-    /// storms are binned from the gate too.
+    /// simulator does ([`first_periodic_sync`]): replica 0 at the profile's `sync_phase`
+    /// (one interval by default), replica `r` of `n` `r / n` of an interval after it,
+    /// then every interval. The replicas' retry storms are binned from the gate too.
     pub(super) fn sync_phasing(&self) -> impl FnOnce(Instant) + Send + 'static {
         let phasers: Vec<SyncPhaser> = self
             .handles
@@ -60,18 +63,16 @@ impl Replicas {
             .map(ServiceHandle::sync_phaser)
             .collect();
         let readers = self.readers();
+        let phase = self.sync_phase;
         move |gate| {
             // The storm's seconds count from the gate, as the ledger's and the sim's.
             for r in &readers {
                 r.restart_storm(gate);
             }
-            let n = phasers.len().max(1) as u32;
+            let n = phasers.len();
             for (r, p) in phasers.iter().enumerate() {
                 let interval = p.interval();
-                let phase = interval
-                    .checked_mul(r as u32)
-                    .map_or(Duration::ZERO, |d| d / n);
-                let first = if phase.is_zero() { interval } else { phase };
+                let first = first_periodic_sync(interval, phase.unwrap_or(interval), r, n);
                 if let Some(at) = gate.checked_add(first) {
                     p.next_sync_at(at);
                 }
@@ -117,5 +118,8 @@ pub(super) async fn start_replicas(
     let handles = serve::start_replicas(cfg, nodes, listen, e.replicas.max(1) as usize)
         .await
         .map_err(StageError::Placement)?;
-    Ok(Replicas { handles })
+    Ok(Replicas {
+        handles,
+        sync_phase: e.sync_phase,
+    })
 }

@@ -32,7 +32,7 @@ const VIEW_BYTES: u64 = 512;
 const SANDBOX_BYTES: u64 = 400;
 /// Estimated bytes of one live sandbox in one replica's accounting.
 const SANDBOX_VIEW_BYTES: u64 = 160;
-/// Estimated bytes of one client ledger entry (set checker).
+/// Estimated bytes of one client ledger entry (set audit).
 const LEDGER_BYTES: u64 = 256;
 /// Estimated bytes of one request in flight and its pending events.
 const IN_FLIGHT_BYTES: u64 = 512;
@@ -203,7 +203,7 @@ impl SimSetup {
             },
             EstimatePart {
                 what: "client ledger (chaos or lost/duplicated checks)".into(),
-                amount: if self.check_sets {
+                amount: if self.audit_sets {
                     requests.saturating_mul(LEDGER_BYTES)
                 } else {
                     0

@@ -11,11 +11,11 @@ use mock_node::fleet::node_seed;
 use mock_node::model::NodeModel;
 use mock_node::node::FaultEffect;
 
-use super::checker::SetLedger;
 use super::error::SimError;
 use super::measure::{Edge, Tally};
 use super::queue::{EventQueue, Nanos};
 use super::retry::Park;
+use super::set_audit::SetLedger;
 use super::setup::{to_duration, Arrivals, SimSetup};
 use crate::aggregate::EntryAnswer;
 use crate::placement::{CreateOutcome, CreateStatus, Input, Placer, PlacerConfig};
@@ -116,12 +116,12 @@ pub(super) struct Engine<'a> {
     /// Requests whose sandbox the evictor killed (a later workload delete is a 404).
     pub evicted: std::collections::HashSet<u64>,
     /// Every request whose sandbox the evictor deleted, in order (kept for the set
-    /// checker only).
+    /// set audit only).
     pub evictions: Vec<u64>,
     /// `UserSend` events scheduled and not yet handled.
     pub user_sends: u64,
     pub tally: Tally,
-    /// The client ledger, when the set checker runs.
+    /// The client ledger, when the set audit runs.
     pub set_ledger: Option<SetLedger>,
     /// Events processed, a sync or a sample counting one more per node it reads.
     pub events: u64,
@@ -192,7 +192,7 @@ impl<'a> Engine<'a> {
             evictions: Vec::new(),
             user_sends: 0,
             tally: Tally::new(setup),
-            set_ledger: setup.check_sets.then(SetLedger::default),
+            set_ledger: setup.audit_sets.then(SetLedger::default),
             events: 0,
             parked: Vec::new(),
             last_late: None,
@@ -272,15 +272,12 @@ impl<'a> Engine<'a> {
 
     /// Replica `r` syncs `r / replicas` of an interval after replica 0.
     fn first_periodic_sync(&self, r: usize) -> Nanos {
-        let interval = self.setup.sync_interval;
-        let offset = (u128::from(interval) * r as u128 / self.setup.replicas as u128) as u64;
-        let first = self.setup.sync_phase.saturating_add(offset);
-        // Within (0, interval]: replica 0 at the phase, the others after it, wrapped.
-        if first > interval {
-            first - interval
-        } else {
-            first
-        }
+        super::setup::to_nanos(crate::placement::config::first_periodic_sync(
+            super::setup::to_duration(self.setup.sync_interval),
+            super::setup::to_duration(self.setup.sync_phase),
+            r,
+            self.setup.replicas,
+        ))
     }
 
     fn handle(&mut self, event: Event) {

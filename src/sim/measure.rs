@@ -6,9 +6,9 @@
 
 use std::collections::BTreeMap;
 
-use super::checker::check_sets;
 use super::engine::Engine;
 use super::queue::Nanos;
+use super::set_audit::audit_sets;
 use super::setup::{to_duration, SimSetup};
 use crate::aggregate::{
     fault_windows, CallSample, FaultRecord, RequestRecord, RunAggregate, RunShape, ServiceCounters,
@@ -306,7 +306,7 @@ impl Engine<'_> {
                 believed,
             );
         }
-        let checker = self.set_ledger.take().map(|ledger| {
+        let audit = self.set_ledger.take().map(|ledger| {
             let inventory = self
                 .nodes
                 .iter_mut()
@@ -319,7 +319,7 @@ impl Engine<'_> {
                 .into_iter()
                 .map(super::engine::sandbox_id)
                 .collect();
-            check_sets(ledger, self.setup, inventory, evicted)
+            audit_sets(ledger, self.setup, inventory, evicted)
         });
         let t = &mut self.tally;
         t.agg.service(&ServiceCounters {
@@ -328,9 +328,12 @@ impl Engine<'_> {
             ..ServiceCounters::default()
         });
         let end = ms(self.now);
-        let mut result = std::mem::take(&mut t.agg).finish(label, settings, end);
-        result.faults = self.windows();
-        result.checker = checker;
-        result
+        let mut agg = std::mem::take(&mut t.agg);
+        agg.accounting(mode);
+        agg.faults(self.windows());
+        if let Some(c) = audit {
+            agg.set_audit(c);
+        }
+        agg.finish(label, settings, end)
     }
 }

@@ -17,7 +17,6 @@
 //! `--max-memory-mb`): estimated before it starts, events enforced while it runs.
 
 mod budget;
-mod checker;
 mod cli;
 mod create;
 mod engine;
@@ -27,6 +26,7 @@ mod measure;
 mod nodes;
 mod queue;
 mod retry;
+mod set_audit;
 mod setup;
 mod sweep;
 mod table;
@@ -39,7 +39,7 @@ pub use error::SimError;
 pub use faults::{plan_faults, PlannedFault};
 pub use queue::{EventQueue, Nanos};
 pub use setup::{
-    check_profile, plan_users, profile_modes, profile_runs, Arrivals, SimSetup, RPC_ROUND_TRIP,
+    plan_users, profile_modes, profile_runs, validate_profile, Arrivals, SimSetup, RPC_ROUND_TRIP,
 };
 pub use sweep::{
     run_sweep, run_sweep_within, Spread, Sweep, SweepAxis, SweepPoint, MAX_SWEEP_RUNS, SWEEP_KEYS,

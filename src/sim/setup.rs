@@ -7,7 +7,7 @@ use mock_node::config::{ClusterConfig, LatencyDist};
 use super::error::SimError;
 use super::faults::{plan_faults, PlannedFault};
 use super::queue::Nanos;
-use crate::aggregate::needs_set_checker;
+use crate::aggregate::needs_set_audit;
 use crate::placement::{AccountingMode, PlacementConfig};
 use crate::profile::limits::{MAX_PLAN_STARTED_USERS, MAX_PLAN_USERS};
 use crate::profile::{
@@ -110,15 +110,15 @@ pub struct SimSetup {
     pub step_retries: bool,
     /// Kill each sandbox at its end time, as E2B's evictor (`placement.embedded.evictor`).
     pub evictor: bool,
-    /// Keep a client ledger and run the set checker ([`needs_set_checker`]); off for
+    /// Keep a client ledger and run the set audit ([`needs_set_audit`]); off for
     /// plain runs, where it would only cost memory.
-    pub check_sets: bool,
+    pub audit_sets: bool,
 }
 
 impl SimSetup {
     /// Resolve `profile` for one run in accounting `mode`. The profile goes through the
     /// same [`validate`](crate::profile::validate) as `stampede validate` and `run` (its
-    /// problems are reported without positions: see [`check_profile`]).
+    /// problems are reported without positions: see [`validate_profile`]).
     /// The profile's first `k` is used; see [`from_run`](Self::from_run) for the others.
     pub fn from_profile(profile: &Profile, mode: AccountingMode) -> Result<Self, SimError> {
         let PlacementSection::Embedded(p) = &profile.placement else {
@@ -135,7 +135,7 @@ impl SimSetup {
 
     /// Resolve `profile` for one of its runs ([`EmbeddedPlacement::runs`]).
     pub fn from_run(profile: &Profile, run: RunVariant) -> Result<Self, SimError> {
-        check_profile(profile, "")?;
+        validate_profile(profile, "")?;
         let PlacementSection::Embedded(p) = &profile.placement else {
             return Err(SimError::ExternalPlacement);
         };
@@ -190,7 +190,7 @@ impl SimSetup {
             sandbox: profile.workload.sandbox.clone(),
             lifetime: profile.workload.lifetime.clone(),
             collect_interval: to_nanos(profile.collect.interval),
-            check_sets: needs_set_checker(profile),
+            audit_sets: needs_set_audit(profile),
             faults,
             rpc_round_trip: to_nanos(p.rpc_round_trip),
             retry_backoff: p.retry_backoff.map_or(0, to_nanos),
@@ -237,7 +237,7 @@ pub fn to_duration(n: Nanos) -> Duration {
 /// Validate `profile` as [`validate`](crate::profile::validate) does for a file, its
 /// problems reported under `label` (no line and column: the profile may not come from
 /// a file as it is, e.g. a `--sweep` combination).
-pub fn check_profile(profile: &Profile, label: &str) -> Result<(), SimError> {
+pub fn validate_profile(profile: &Profile, label: &str) -> Result<(), SimError> {
     let issues = crate::profile::validate(profile, &Source::inline(label, ""));
     if issues.is_empty() {
         Ok(())

@@ -8,7 +8,7 @@ use mock_node::config::LatencyDist;
 
 use super::budget::SimBudget;
 use super::error::SimError;
-use super::setup::{check_profile, profile_modes, SimSetup};
+use super::setup::{profile_modes, validate_profile, SimSetup};
 use super::simulate_setup;
 use crate::placement::AccountingMode;
 use crate::profile::{EmbeddedPlacement, OneOrMany, PlacementSection, Profile, RunVariant, Shape};
@@ -436,7 +436,7 @@ pub fn run_sweep_within(
             .map(|(a, v)| format!("{}={v}", a.key))
             .collect::<Vec<_>>()
             .join(" ");
-        check_profile(&base, &format!("--sweep {label}"))?;
+        validate_profile(&base, &format!("--sweep {label}"))?;
         let mut setups = Vec::with_capacity(seeds.len());
         for &seed in &seeds {
             let mut p = base.clone();

@@ -14,8 +14,7 @@ use tokio::sync::{mpsc, Barrier};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::burst_conn::{BurstConn, Tls};
-use super::gated_io::Release;
+use super::burst::{BurstConn, Release, Tls};
 use super::ledger::{Ledger, LedgerEntry, Outcome};
 use super::limited::LimitRetry;
 use super::live::LiveCounts;
@@ -25,6 +24,7 @@ use super::request::{
     PreparedCreate, CREATE_NAME,
 };
 use super::secret::ApiKey;
+use crate::goose_glue::killswitch;
 use crate::profile::SandboxSpec;
 
 /// Everything one workload run needs.
@@ -209,9 +209,7 @@ pub async fn run_workload(
 
     let attack = build_attack(shared.clone())?;
     let cancel = shared.run.cancel.clone();
-    // goose keeps a process-wide kill switch; a previous run (or mode) may have left
-    // it set. On cancel we pull it so goose stops its users and writes its report.
-    goose::reset_killswitch();
+    killswitch::reset();
     // On its own task: goose builds its users synchronously (one HTTP client each, which
     // loads the system's CA store), which can take many seconds for hundreds of users in
     // a debug build. A cancel must not wait for that.
@@ -226,7 +224,7 @@ pub async fn run_workload(
         r = &mut exec => goose(r),
         _ = cancel.cancelled() => {
             shared.release.abort();
-            goose::trigger_killswitch("stampede run cancelled");
+            killswitch::pull("stampede run cancelled");
             stop_goose(&shared, &mut exec).await.map_or(Ok(()), goose)
         }
     };
@@ -586,6 +584,9 @@ fn schedule_delete(s: &Shared, i: usize, target: usize, id: String, dist: &Laten
     let timeout = s.run.request_timeout;
     let cancel = s.run.cancel.clone();
     let mut set = s.deletes.lock().expect("delete set lock");
+    // A finished task keeps its allocation in the set until it is joined: reap them as
+    // the run goes, or a long run holds every delete it ever made (~1.5 KB each).
+    while set.try_join_next().is_some() {}
     set.spawn(async move {
         tokio::select! {
             _ = tokio::time::sleep(life) => {}

@@ -5,10 +5,8 @@
 //! worker loop (claim a slot, wait for its intended time, send, record); `plan` hands
 //! the pacing to goose's own test plan.
 
-mod boost;
-mod burst_conn;
+mod burst;
 mod driver;
-mod gated_io;
 mod ledger;
 mod limited;
 mod live;

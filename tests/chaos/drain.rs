@@ -126,7 +126,7 @@ checks:
     let run = &report.runs[0];
     assert_eq!(run.faults.len(), 1);
     assert_eq!(run.faults[0].kind, "drain");
-    let c = run.checker.as_ref().expect("checker");
+    let c = run.set_audit.as_ref().expect("audited");
     assert_eq!((c.lost.count, c.duplicated.count), (0, 0));
     assert_eq!(
         run.ok, run.requests,

@@ -61,10 +61,10 @@ async fn creates_held_by_a_hung_node_end_at_the_deadline_and_leave_nothing() {
     // Latency counts from the intended send, so a loaded runner adds its lateness; the
     // client itself would give up at 8 s (deadline + 5 s).
     assert!(hi < 6_000.0, "held well past the deadline: {w:?}");
-    let checker = run.checker.as_ref().expect("checked");
-    assert_eq!(checker.lost.count, 0, "{checker:?}");
-    assert_eq!(checker.duplicated.count, 0, "{checker:?}");
+    let audit = run.set_audit.as_ref().expect("checked");
+    assert_eq!(audit.lost.count, 0, "{audit:?}");
+    assert_eq!(audit.duplicated.count, 0, "{audit:?}");
     // A held create that landed once the node woke up would be an orphan.
-    assert_eq!(checker.orphaned.count, 0, "{checker:?}");
+    assert_eq!(audit.orphaned.count, 0, "{audit:?}");
     assert!(report.passed, "{:?}", report.checks);
 }

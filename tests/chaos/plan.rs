@@ -235,7 +235,7 @@ fn drill_profiles_parse_validate_and_resolve() {
         let PlacementSection::Embedded(e) = &p.placement else {
             panic!("{name}: drills run the embedded service");
         };
-        // Under 90 s: the workload, plus the checker's wait of one sync, per mode.
+        // Under 90 s: the workload, plus the set audit's wait of one sync, per mode.
         let stampede::profile::Shape::Rate { duration, .. } = p.workload.shape else {
             panic!("{name}: drills use a steady rate");
         };

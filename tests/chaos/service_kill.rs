@@ -95,11 +95,7 @@ async fn killed_node_window_shows_failures_then_rerouting_then_reuse() {
         run.failed, w.failed,
         "every failure falls inside the window"
     );
-    let checker = run.checker.as_ref().expect("checked");
-    assert_eq!(
-        checker.lost.count + checker.duplicated.count,
-        0,
-        "{checker:?}"
-    );
+    let audit = run.set_audit.as_ref().expect("checked");
+    assert_eq!(audit.lost.count + audit.duplicated.count, 0, "{audit:?}");
     assert!(report.passed, "{:?}", report.checks);
 }

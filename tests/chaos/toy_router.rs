@@ -1,6 +1,6 @@
 //! End to end without the placement service: a toy round-robin router creates sandboxes
 //! directly on a real mock-node fleet while a fault schedule runs, the collector samples
-//! the truth, then the fault windows and the set checker judge the run.
+//! the truth, then the fault windows and the set audit judge the run.
 //!
 //! The router does not retry: a failed create is a failed request and marks the node
 //! down for a while (a stand-in for a sync marking it unhealthy), so the windows show
@@ -12,12 +12,12 @@ use std::time::{Duration, Instant};
 use mock_node::api::FaultKind;
 use mock_node::config::ClusterConfig;
 use mock_node::fleet::{self, FleetHandle, FleetOptions};
+use stampede::audit::{audit, collect_inventory};
 use stampede::chaos::{
     fault_windows, run_schedule, AppliedFault, ChaosClient, FaultPlan, PlannedFault,
 };
-use stampede::checker::{check, collect_inventory};
 use stampede::collect::{Sample, Sampler, TruthSource};
-use stampede::report::{CheckerResult, FaultWindow};
+use stampede::report::{FaultWindow, SetAudit};
 use stampede::workload::{Ledger, LedgerEntry, Outcome};
 use stampede_proto::sandbox_service_client::SandboxServiceClient;
 use stampede_proto::{SandboxConfig, SandboxCreateRequest};
@@ -35,7 +35,7 @@ struct Run {
     applied: Vec<AppliedFault>,
     samples: Vec<Sample>,
     windows: Vec<FaultWindow>,
-    checker: CheckerResult,
+    set_audit: SetAudit,
 }
 
 async fn fleet(nodes: usize) -> FleetHandle {
@@ -148,7 +148,7 @@ async fn drill(f: &FleetHandle, faults: Vec<PlannedFault>) -> Run {
     assert!(inv.read_errors.is_empty(), "{:?}", inv.read_errors);
     inv.note_samples(&samples);
     inv.note_restarts(&applied);
-    let checker = check(&ledger, &inv);
+    let set_audit = audit(&ledger, &inv);
     let windows = fault_windows(&applied, &ledger, &samples);
     Run {
         ledger,
@@ -156,7 +156,7 @@ async fn drill(f: &FleetHandle, faults: Vec<PlannedFault>) -> Run {
         applied,
         samples,
         windows,
-        checker,
+        set_audit,
     }
 }
 
@@ -208,8 +208,8 @@ async fn a_killed_node_shows_failures_then_rerouting_then_reuse() {
         "failures only in the window"
     );
     assert_eq!(
-        run.checker,
-        CheckerResult::default(),
+        run.set_audit,
+        SetAudit::default(),
         "nothing lost or duplicated"
     );
 }
@@ -232,7 +232,7 @@ async fn a_restart_is_lost_to_node_restart_not_lost() {
         "the restart wiped sandboxes: {}",
         wiped.len()
     );
-    let c = &run.checker;
+    let c = &run.set_audit;
     assert_eq!(c.lost.count, 0, "{c:?}");
     assert_eq!(c.lost_to_node_restart.count, wiped.len() as u64, "{c:?}");
     assert_eq!(c.lost_to_node_restart.ids.first(), wiped.first().copied());
@@ -244,10 +244,10 @@ async fn a_restart_is_lost_to_node_restart_not_lost() {
 
 #[tokio::test]
 async fn a_sandbox_removed_behind_the_clients_back_is_lost() {
-    // No fault: the checker must still be able to fail on a real fleet.
+    // No fault: the set audit must still be able to fail on a real fleet.
     let f = fleet(2).await;
     let run = drill(&f, Vec::new()).await;
-    assert_eq!(run.checker, CheckerResult::default());
+    assert_eq!(run.set_audit, SetAudit::default());
     let (victim, node) = run
         .placed
         .iter()
@@ -275,7 +275,7 @@ async fn a_sandbox_removed_behind_the_clients_back_is_lost() {
     .expect("inventory");
     inv.note_samples(&run.samples);
     f.shutdown().await;
-    let c = check(&run.ledger, &inv);
+    let c = audit(&run.ledger, &inv);
     assert_eq!(c.lost.ids, vec![victim]);
     assert_eq!(c.lost.count, 1);
 }

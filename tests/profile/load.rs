@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use stampede::profile::{
-    check_targets, check_targets_in, is_loopback_host, load, load_and_validate, ProfileError,
+    is_loopback_host, load, load_and_validate, validate_targets, validate_targets_in, ProfileError,
     ProfileErrors, ProfileIssue, Source,
 };
 
@@ -31,7 +31,7 @@ fn valid_profile_loads_and_validates() {
     let p = load_and_validate(&fixture("valid.yaml")).expect("valid profile");
     assert_eq!(p.name, "valid");
     assert_eq!(p.cluster.nodes, 5);
-    assert!(check_targets(&p).is_ok());
+    assert!(validate_targets(&p).is_ok());
 }
 
 /// `colour` is line 8, column 5 of unknown_field.yaml.
@@ -161,11 +161,11 @@ fn loopback_hosts() {
 fn non_loopback_target_must_be_allowed() {
     let path = fixture("external.yaml");
     let p = load_and_validate(&path).expect("valid profile");
-    let issue = check_targets(&p).expect_err("10.0.0.7 is not allowed");
+    let issue = validate_targets(&p).expect_err("10.0.0.7 is not allowed");
     assert_eq!(issue.field, "placement.external.orchestrators[1]");
     assert!(issue.message.contains("10.0.0.7"), "{issue}");
     let src = Source::read(&path).expect("read");
-    let located = check_targets_in(&p, Some(&src)).expect_err("located");
+    let located = validate_targets_in(&p, Some(&src)).expect_err("located");
     assert_eq!((located.line, located.col), (6, 39), "{located}");
     assert_eq!(
         issue.to_string(),
@@ -174,7 +174,7 @@ fn non_loopback_target_must_be_allowed() {
     );
     let mut allowed = p.clone();
     allowed.allow_targets.push("10.0.0.7".into());
-    assert!(check_targets(&allowed).is_ok());
+    assert!(validate_targets(&allowed).is_ok());
 }
 
 /// The committed `stampede.schema.json` is what `json_schema()` generates; run with

@@ -6,7 +6,7 @@ use crate::support::report as report_support;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use report_support::{chaos_report, two_mode_report};
+use report_support::{chaos_report, two_mode_report, typed};
 use stampede::placement::AccountingMode;
 use stampede::profile::{Bound, Checks, LatencyBound};
 use stampede::report::*;
@@ -47,7 +47,7 @@ fn per_mode_override_replaces_the_shared_bound_for_that_mode() {
         per_mode,
         ..Default::default()
     };
-    let out = evaluate(&checks, &two_mode_report());
+    let out = evaluate(&checks, &typed(two_mode_report()));
     assert!(out.iter().all(|c| c.passed), "{out:?}");
     assert_eq!(out[0].bound, "<= 2");
     assert_eq!(out[1].bound, "<= 0.1");
@@ -84,7 +84,7 @@ fn min_bound_and_latency_bound() {
 }
 
 #[test]
-fn lost_without_a_checker_result_is_a_failure_not_a_pass() {
+fn lost_without_a_set_audit_is_a_failure_not_a_pass() {
     let checks = Checks {
         lost: max(0.0),
         ..Default::default()
@@ -92,14 +92,14 @@ fn lost_without_a_checker_result_is_a_failure_not_a_pass() {
     let out = evaluate(&checks, &two_mode_report());
     assert!(out.iter().all(|c| !c.passed && c.actual.is_none()));
     assert!(
-        out[0].message.contains("no checker result"),
+        out[0].message.contains("no set audit"),
         "{}",
         out[0].message
     );
 }
 
 #[test]
-fn checker_findings_are_checked() {
+fn set_audit_findings_are_checked() {
     let checks = Checks {
         lost: max(0.0),
         duplicated: max(0.0),
@@ -185,7 +185,7 @@ fn per_k_overrides_apply_by_k_and_within_a_mode() {
         )]),
         ..Default::default()
     };
-    let bounds: Vec<(String, String)> = evaluate(&checks, &report)
+    let bounds: Vec<(String, String)> = evaluate(&checks, &typed(report))
         .into_iter()
         .map(|c| (c.run, c.bound))
         .collect();

@@ -1,10 +1,10 @@
-//! Reports: checks, compare, statistics, the writers (snapshots), the set checker.
+//! Reports: checks, compare, statistics, the writers (snapshots), the set audit.
 
 #[path = "../support/mod.rs"]
 mod support;
 
 mod checks;
 mod compare;
-mod set_checker;
+mod set_audit;
 mod stats;
 mod writers;

@@ -1,4 +1,4 @@
-//! `stampede run` end to end: the CLI, plans, progress, signals, secrets, failing surroundings, restart drills, retry storms, the set checker, staging rehearsals, `collect`, trace replay.
+//! `stampede run` end to end: the CLI, plans, progress, signals, secrets, failing surroundings, restart drills, retry storms, the set audit, staging rehearsals, `collect`, trace replay.
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -12,6 +12,6 @@ mod reliability;
 mod restart_drill;
 mod retry_storm;
 mod secrets;
-mod set_checker;
+mod set_audit;
 mod signals;
 mod staging_rehearsal;

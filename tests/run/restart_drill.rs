@@ -18,12 +18,12 @@ async fn restart_losses_are_reported_apart_from_lost() {
     let report = out.report;
     assert!(!report.incomplete, "{:?}", report.incomplete_reason);
     let run = &report.runs[0];
-    let checker = run.checker.as_ref().expect("the checker ran");
-    assert_eq!(checker.lost.count, 0, "{checker:?}");
-    assert_eq!(checker.duplicated.count, 0, "{checker:?}");
+    let audit = run.set_audit.as_ref().expect("the set audit ran");
+    assert_eq!(audit.lost.count, 0, "{audit:?}");
+    assert_eq!(audit.duplicated.count, 0, "{audit:?}");
     assert!(
-        checker.lost_to_node_restart.count > 0,
-        "the restarted node held sandboxes that are now gone: {checker:?}"
+        audit.lost_to_node_restart.count > 0,
+        "the restarted node held sandboxes that are now gone: {audit:?}"
     );
     assert_eq!(run.faults.len(), 1);
     assert_eq!(run.faults[0].kind, "restart");

@@ -264,3 +264,97 @@ async fn stored_end_time_counts_from_placement_success_not_the_request() {
     assert_eq!(end.duration_since(started).unwrap().as_secs(), 30);
     rig.stop().await;
 }
+
+/// A burst whose client vanishes mid-way (its connections all closed at once, as when
+/// the process is killed): each create in flight is cancelled, and the node aborts it
+/// (its Create RPC is reset). A create the node finished just as its cancel crossed it
+/// is on the node and unknown to the service: E2B's API has the same race (the
+/// request's context cancels the RPC) and the same cure, the orphan rule. After the
+/// starts settle, one sync past the grace leaves the nodes holding exactly what the
+/// service lists.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vanished_burst_leaves_nothing_unknown_once_the_orphan_grace_has_passed() {
+    use tokio::io::AsyncWriteExt;
+    let mut cl = cluster(3, &[]);
+    cl.node.create_latency = mock_node::config::LatencyDist::Uniform {
+        min: Duration::from_millis(20),
+        max: Duration::from_millis(800),
+    };
+    let cfg = ServeConfig {
+        orphan_grace: Duration::ZERO,
+        ..serve_config(AccountingMode::Optimistic)
+    };
+    let rig = Rig::start(cl, cfg).await;
+    let addr = rig.svc.addr();
+    let body = r#"{"templateID":"base","timeout":600}"#;
+    let mut clients = tokio::task::JoinSet::new();
+    for _ in 0..60 {
+        clients.spawn(async move {
+            let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let req = format!(
+                "POST /sandboxes HTTP/1.1\r\nHost: x\r\nX-API-Key: {DEFAULT_API_KEY}\r\n\
+                 Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            s.write_all(req.as_bytes()).await.unwrap();
+            // Held open until the task is aborted: the client "dies" mid-burst.
+            std::future::pending::<()>().await;
+        });
+    }
+    // Some creates finished, most in flight; then every connection closes at once.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let started: u64 = rig.fleet.truth().nodes.iter().map(|n| n.starting).sum();
+        let done: usize = rig
+            .fleet
+            .truth()
+            .nodes
+            .iter()
+            .map(|n| n.sandbox_ids.len())
+            .sum();
+        if started > 0 && done > 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the burst never got going");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    clients.shutdown().await;
+    // Every start the nodes still run ends (finished or aborted) within its latency.
+    while rig.fleet.truth().nodes.iter().any(|n| n.starting > 0) {
+        assert!(Instant::now() < deadline, "starts still running");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let on_nodes = |rig: &Rig| -> std::collections::BTreeSet<String> {
+        rig.fleet
+            .truth()
+            .nodes
+            .into_iter()
+            .flat_map(|n| n.sandbox_ids)
+            .collect()
+    };
+    let listed = |v: serde_json::Value| -> std::collections::BTreeSet<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["sandboxID"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (_, before) = rig.get_json("/sandboxes").await;
+    let known = listed(before);
+    let held = on_nodes(&rig);
+    assert!(
+        known.is_subset(&held),
+        "listed {known:?}, on nodes {held:?}"
+    );
+    rig.svc.sync_now().await;
+    let (_, after) = rig.get_json("/sandboxes").await;
+    assert_eq!(listed(after), known, "a sync forgets nothing it placed");
+    assert_eq!(
+        on_nodes(&rig),
+        known,
+        "the unknown ones were killed as orphans"
+    );
+    let killed = rig.counter("stampede_serve_orphans_killed_total").await;
+    assert_eq!(killed as usize, held.len() - known.len());
+    rig.stop().await;
+}

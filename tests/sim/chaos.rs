@@ -1,5 +1,5 @@
 //! Chaos drills in simulation: the shipped drills run with the same fault plan values,
-//! the set checker runs on the simulated ledger, and faults leave visible traces.
+//! the set audit runs on the simulated ledger, and faults leave visible traces.
 
 use std::path::Path;
 use std::time::Duration;
@@ -15,7 +15,7 @@ fn drill(name: &str) -> stampede::report::Report {
 
 fn summary(r: &RunResult) -> String {
     format!(
-        "{}: ok {}/{} statuses {:?} retries {} refusals {} cv {:.3} checker {:?} faults {:?}",
+        "{}: ok {}/{} statuses {:?} retries {} refusals {} cv {:.3} set_audit {:?} faults {:?}",
         r.label,
         r.ok,
         r.requests,
@@ -23,7 +23,7 @@ fn summary(r: &RunResult) -> String {
         r.retries,
         r.refusals,
         r.skew.cv,
-        r.checker.as_ref().map(|c| (
+        r.set_audit.as_ref().map(|c| (
             c.lost.count,
             c.duplicated.count,
             c.lost_to_node_restart.count
@@ -53,7 +53,7 @@ fn shipped_drills_lose_and_duplicate_nothing_in_simulation() {
         let report = drill(name);
         for run in &report.runs {
             println!("{name} {}", summary(run));
-            let c = run.checker.as_ref().expect("drills run the set checker");
+            let c = run.set_audit.as_ref().expect("drills run the set audit");
             assert_eq!(c.lost.count, 0, "{name}: {:?}", c.lost.ids);
             assert_eq!(c.duplicated.count, 0, "{name}: {:?}", c.duplicated.ids);
             assert_eq!(run.faults.len(), 1, "{name}");
@@ -82,7 +82,7 @@ fn a_killed_node_is_avoided_from_its_channel_state_before_the_next_sync() {
     assert_eq!(w.failed_on_faulty.unwrap_or(0), w.placements_to_faulty);
     assert!(run.retries >= w.placements_to_faulty, "{}", summary(run));
     assert_eq!(run.failed, 0, "{}", summary(run));
-    assert_eq!(run.checker.as_ref().unwrap().lost.count, 0);
+    assert_eq!(run.set_audit.as_ref().unwrap().lost.count, 0);
     let avoid = w.time_to_avoid_ms.unwrap();
     assert!(avoid < 1_300.0, "avoided after {avoid} ms");
     // Healed at 18.7 s; the reconnect and the ready status come with the 20 s sync.
@@ -119,7 +119,7 @@ fn creates_held_by_a_hung_node_end_at_the_request_deadline() {
 #[test]
 fn a_restart_loses_sandboxes_to_the_node_restart_only() {
     let report = drill("chaos-restart");
-    let c = report.runs[0].checker.as_ref().unwrap();
+    let c = report.runs[0].set_audit.as_ref().unwrap();
     assert!(
         c.lost_to_node_restart.count > 0,
         "{}",

@@ -28,6 +28,8 @@ pub fn run(label: &str, mode: &str, counts: &[u64]) -> RunResult {
     settings.insert("k".to_string(), "3".to_string());
     RunResult {
         label: label.to_string(),
+        // As a report read back: the typed mode is not in report.json (see `typed`).
+        accounting: None,
         settings,
         nodes,
         skew: SkewStats::from_counts(counts),
@@ -82,10 +84,19 @@ pub fn run(label: &str, mode: &str, counts: &[u64]) -> RunResult {
             },
         ],
         faults: Vec::new(),
-        checker: None,
+        set_audit: None,
         wall_ms: 2500.0,
         staging: None,
     }
+}
+
+/// `report` with each run's accounting mode typed as a run or a simulation gives it
+/// to the checks (its `settings["accounting"]`).
+pub fn typed(mut report: Report) -> Report {
+    for r in &mut report.runs {
+        r.accounting = r.setting("accounting").and_then(|m| m.parse().ok());
+    }
+    report
 }
 
 /// Two runs on 5 nodes: `reported` herded (300/150/50/0/0), `optimistic` even.
@@ -98,7 +109,7 @@ pub fn two_mode_report() -> Report {
     r
 }
 
-/// One run with a chaos fault window and checker findings.
+/// One run with a chaos fault window and set audit findings.
 pub fn chaos_report() -> Report {
     let mut r = Report::new("drill", "", 1, "2026-11-30T02:00:00Z");
     let mut run = run("optimistic", "optimistic", &[10, 0, 12]);
@@ -118,7 +129,7 @@ pub fn chaos_report() -> Report {
         time_to_reuse_ms: None,
         ..FaultWindow::default()
     });
-    run.checker = Some(CheckerResult {
+    run.set_audit = Some(SetAudit {
         lost: Finding::from_ids(vec!["sb-9".to_string(), "sb-3".to_string()]),
         orphaned: Finding::from_ids(vec!["sb-x".to_string()]),
         ..Default::default()

@@ -1,5 +1,5 @@
-//! The set checker in simulation: the client ledger ([`Entries`], kept when
-//! [`needs_set_checker`](crate::aggregate::needs_set_checker) says so) compared with the
+//! The set audit in simulation: the client ledger ([`Entries`], kept when
+//! [`needs_set_audit`](crate::aggregate::needs_set_audit) says so) compared with the
 //! nodes' final inventories by the same [`check`] a real drill uses.
 
 use std::collections::BTreeMap;
@@ -9,10 +9,10 @@ use mock_node::api::FaultKind;
 use super::queue::Nanos;
 use super::setup::SimSetup;
 use crate::aggregate::Entries;
-use crate::checker::{check, Inventory};
-use crate::report::CheckerResult;
+use crate::audit::{audit, Inventory};
+use crate::report::SetAudit;
 
-/// The simulated client ledger: the aggregate's checker input.
+/// The simulated client ledger: the aggregate's set audit input.
 pub(super) type SetLedger = Entries;
 
 fn ms(t: Nanos) -> f64 {
@@ -21,12 +21,12 @@ fn ms(t: Nanos) -> f64 {
 
 /// Lost / duplicated / orphaned / recovered of `ledger` against `inventory` (final ids
 /// per node), forgiving only the absence of the sandboxes the evictor deleted.
-pub(super) fn check_sets(
+pub(super) fn audit_sets(
     ledger: SetLedger,
     setup: &SimSetup,
     inventory: BTreeMap<String, Vec<String>>,
     evicted: Vec<String>,
-) -> CheckerResult {
+) -> SetAudit {
     let ledger = ledger.into_ledger();
     let mut inv = Inventory {
         nodes: inventory,
@@ -39,5 +39,5 @@ pub(super) fn check_sets(
         }
     }
     inv.note_evicted(evicted);
-    check(&ledger, &inv)
+    audit(&ledger, &inv)
 }

@@ -1,12 +1,12 @@
-//! The set checker finds exactly the anomalies planted in a seeded ledger/inventory pair.
+//! The set audit finds exactly the anomalies planted in a seeded ledger/inventory pair.
 
 use std::collections::BTreeMap;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use stampede::checker::{check, Inventory};
+use stampede::audit::{audit, Inventory};
 use stampede::collect::{NodeSample, Sample, Truth};
-use stampede::report::CheckerResult;
+use stampede::report::SetAudit;
 use stampede::workload::{Ledger, LedgerEntry, Outcome};
 
 const NODES: usize = 5;
@@ -68,7 +68,7 @@ fn held(inv: &Inventory) -> Vec<(String, String)> {
     v
 }
 
-fn counts(r: &CheckerResult) -> [u64; 5] {
+fn counts(r: &SetAudit) -> [u64; 5] {
     [
         r.lost.count,
         r.lost_to_node_restart.count,
@@ -82,7 +82,7 @@ fn counts(r: &CheckerResult) -> [u64; 5] {
 fn clean_run_has_no_findings() {
     let (ledger, inv) = clean_run(11, 300);
     assert!(ledger.created() > 200, "the fixture must create sandboxes");
-    assert_eq!(check(&ledger, &inv), CheckerResult::default());
+    assert_eq!(audit(&ledger, &inv), SetAudit::default());
 }
 
 #[test]
@@ -105,7 +105,7 @@ fn one_lost_one_duplicated_one_orphaned_are_found_exactly() {
         .unwrap()
         .push("sbx-nobody-asked".into());
 
-    let r = check(&ledger, &inv);
+    let r = audit(&ledger, &inv);
     assert_eq!(r.lost.ids, vec![lost_id]);
     assert_eq!(r.duplicated.ids, vec![dup_id]);
     assert_eq!(r.orphaned.ids, vec!["sbx-nobody-asked".to_string()]);
@@ -132,7 +132,7 @@ fn deleted_expired_and_preexisting_ids_are_not_findings() {
         .find(|e| e.sandbox_id.as_deref() == Some(vanished.as_str()))
         .unwrap();
     e.deleted = Some(Outcome::Status(404));
-    let r = check(&ledger, &inv);
+    let r = audit(&ledger, &inv);
     assert_eq!(r.lost.ids, vec![vanished]);
     assert_eq!(counts(&r), [1, 0, 0, 0, 0]);
 }
@@ -144,7 +144,7 @@ fn one_id_acknowledged_to_two_requests_is_duplicated() {
     let mut twin = entry(1000, Outcome::Status(201), Some(id.clone()));
     twin.sent_ms = 10_000.0;
     ledger.record(twin);
-    let r = check(&ledger, &inv);
+    let r = audit(&ledger, &inv);
     assert_eq!(r.duplicated.ids, vec![id]);
     assert_eq!(counts(&r), [0, 0, 1, 0, 0]);
 }
@@ -194,7 +194,7 @@ fn sandboxes_wiped_by_a_restart_are_lost_to_node_restart_not_lost() {
     assert_eq!(inv.restarts[&victim], vec![2_500.0]);
     inv.nodes.insert(victim.clone(), Vec::new());
 
-    let r = check(&ledger, &inv);
+    let r = audit(&ledger, &inv);
     let mut wiped: Vec<String> = before.iter().filter(|i| **i != late).cloned().collect();
     wiped.sort();
     wiped.truncate(20);
@@ -230,7 +230,7 @@ fn landed_timeouts_are_recovered_and_the_excess_is_orphaned() {
         .get_mut(&node(4))
         .unwrap()
         .push("sbx-named".into());
-    let r = check(&ledger, &inv);
+    let r = audit(&ledger, &inv);
     assert_eq!(r.recovered.ids, vec!["sbx-named", "sbx-x1", "sbx-x2"]);
     assert_eq!(r.orphaned.ids, vec!["sbx-early"]);
     assert_eq!(counts(&r), [0, 0, 0, 1, 3]);
@@ -243,7 +243,7 @@ fn findings_list_at_most_twenty_ids_but_count_all() {
     for ids in inv.nodes.values_mut() {
         ids.clear();
     }
-    let r = check(&ledger, &inv);
+    let r = audit(&ledger, &inv);
     assert_eq!(r.lost.count, n as u64);
     assert_eq!(r.lost.ids.len(), 20);
     assert!(r.lost.ids.windows(2).all(|w| w[0] < w[1]));
@@ -261,7 +261,7 @@ fn cancelled_creates_are_unknown_not_lost_and_explain_late_sandboxes() {
     inv.nodes.get_mut(&node(2)).unwrap().push("sbx-late".into());
     let snap = BTreeMap::from([(node(2), (vec!["sbx-late".to_string()], "a"))]);
     inv.note_samples(&[sample(8_500.0, &snap)]);
-    let r = check(&ledger, &inv);
+    let r = audit(&ledger, &inv);
     assert_eq!(r.recovered.ids, vec!["sbx-late"]);
     assert_eq!(
         counts(&r),

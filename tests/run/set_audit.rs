@@ -1,13 +1,13 @@
-//! One rule decides whether a run keeps its client ledger for the set checker, for a
+//! One rule decides whether a run keeps its client ledger for the set audit, for a
 //! real run and a simulation alike: a `lost` check named only under `checks.per_mode`
-//! runs the checker in both (the real run used to ignore `per_mode` here).
+//! runs the set audit in both (the real run used to ignore `per_mode` here).
 
 use crate::support::inline_run;
 
 use std::time::Duration;
 
 use inline_run::run_inline;
-use stampede::aggregate::needs_set_checker;
+use stampede::aggregate::needs_set_audit;
 use stampede::profile::{parse, Source};
 use stampede::report::RunResult;
 use stampede::sim::simulate_profile;
@@ -34,15 +34,15 @@ checks:
 ";
 
 fn checked(r: &RunResult) -> (u64, u64) {
-    let c = r.checker.as_ref().expect("the set checker ran");
+    let c = r.set_audit.as_ref().expect("the set audit ran");
     (c.lost.count, c.duplicated.count)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_per_mode_lost_check_runs_the_set_checker_in_a_run_and_in_a_sim() {
+async fn a_per_mode_lost_check_runs_the_set_audit_in_a_run_and_in_a_sim() {
     let profile = parse(&Source::inline("per-mode-lost", PROFILE)).expect("profile parses");
     assert!(profile.chaos.is_empty() && profile.checks.lost.is_none());
-    assert!(needs_set_checker(&profile));
+    assert!(needs_set_audit(&profile));
 
     let sim = simulate_profile(&profile).expect("simulates");
     let sim = sim.runs.first().expect("one simulated run");
@@ -84,7 +84,7 @@ checks:
   lost: {max: 0}
 ";
 
-/// The set checker forgives only the sandboxes the service's evictor deleted (read from
+/// The set audit forgives only the sandboxes the service's evictor deleted (read from
 /// its `/admin/evicted`), not every one past its timeout: without an evictor, the
 /// sandboxes the restarts wiped are restart losses though their timeout has passed by
 /// the final read; with one, those it evicted first are not.
@@ -93,7 +93,7 @@ async fn only_the_evictors_deletes_are_forgiven_not_every_expired_sandbox() {
     let limit = Duration::from_secs(90);
     let (_d, off) = run_inline("expiring-off", &EXPIRING.replace("EVICTOR", "false"), limit).await;
     let run = &off.report.runs[0];
-    let c = run.checker.as_ref().expect("the set checker ran");
+    let c = run.set_audit.as_ref().expect("the set audit ran");
     assert_eq!((c.lost.count, c.duplicated.count), (0, 0), "{c:?}");
     // Sandboxes created in the first 1.5 s were past their timeout at the restart and
     // at the final read; the old rule forgave them all.
@@ -104,7 +104,7 @@ async fn only_the_evictors_deletes_are_forgiven_not_every_expired_sandbox() {
 
     let (_d, on) = run_inline("expiring-on", &EXPIRING.replace("EVICTOR", "true"), limit).await;
     let run = &on.report.runs[0];
-    let c = run.checker.as_ref().expect("the set checker ran");
+    let c = run.set_audit.as_ref().expect("the set audit ran");
     assert_eq!((c.lost.count, c.duplicated.count), (0, 0), "{c:?}");
     let created = run.ok;
     assert!(

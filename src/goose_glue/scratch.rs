@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::abort::AbortState;
+use crate::run::AbortState;
 
 /// The scratch directory of one run; dropping it removes the directory.
 #[derive(Debug)]

@@ -1,4 +1,4 @@
-//! The set checker (Jepsen's `set` checker, adapted): the client's ledger against the
+//! The set audit (Jepsen's `set` checker, adapted): the client's ledger against the
 //! union of the nodes' inventories.
 //!
 //! Rules, per sandbox id (ids present before the run are ignored):
@@ -22,13 +22,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::report::{CheckerResult, Finding};
+use crate::report::{Finding, SetAudit};
 use crate::workload::{Ledger, LedgerEntry, Outcome};
 
 use super::inventory::Inventory;
 
 /// Compares `ledger` with `inventory`; pure and deterministic.
-pub fn check(ledger: &Ledger, inventory: &Inventory) -> CheckerResult {
+pub fn audit(ledger: &Ledger, inventory: &Inventory) -> SetAudit {
     // id -> nodes listing it (with repetition).
     let mut found: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for (node, ids) in &inventory.nodes {
@@ -74,7 +74,7 @@ pub fn check(ledger: &Ledger, inventory: &Inventory) -> CheckerResult {
     }
 
     let (recovered, orphaned) = unexplained(ledger, inventory, &found);
-    CheckerResult {
+    SetAudit {
         lost: Finding::from_ids(lost),
         lost_to_node_restart: Finding::from_ids(lost_restart),
         duplicated: Finding::from_ids(duplicated.into_iter().map(str::to_string)),

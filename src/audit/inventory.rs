@@ -21,7 +21,7 @@ pub struct SeenAt {
     pub last_ms: f64,
 }
 
-/// Every node's sandboxes after the run, plus the history the checker needs to tell a
+/// Every node's sandboxes after the run, plus the history the set audit needs to tell a
 /// loss from an expected disappearance. Times are ms after the workload's start gate.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Inventory {
@@ -118,7 +118,7 @@ pub enum InventoryError {
     #[error("{0}")]
     List(String),
     /// The source does not list sandbox ids (an E2B API's `/nodes`).
-    #[error("this truth source lists no sandbox ids: the checker needs mock-node admin URLs or orchestrator addresses")]
+    #[error("this truth source lists no sandbox ids: the set audit needs mock-node admin URLs or orchestrator addresses")]
     NoIds,
 }
 
