@@ -15,8 +15,9 @@ use stampede_proto::info_service_server::{InfoService, InfoServiceServer};
 use stampede_proto::sandbox_service_client::SandboxServiceClient;
 use stampede_proto::sandbox_service_server::{SandboxService, SandboxServiceServer};
 use stampede_proto::{
-    SandboxConfig, SandboxCreateRequest, SandboxCreateResponse, SandboxDeleteRequest,
-    SandboxListResponse, SandboxPauseRequest, SandboxUpdateRequest, ServiceInfoResponse,
+    SandboxCheckpointRequest, SandboxCheckpointResponse, SandboxConfig, SandboxCreateRequest,
+    SandboxCreateResponse, SandboxDeleteRequest, SandboxListResponse, SandboxPauseRequest,
+    SandboxPauseResponse, SandboxUpdateRequest, ServiceInfoResponse,
 };
 use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
@@ -62,8 +63,17 @@ impl SandboxService for Bare {
     async fn delete(&self, _: Request<SandboxDeleteRequest>) -> Result<Response<()>, Status> {
         Ok(Response::new(()))
     }
-    async fn pause(&self, _: Request<SandboxPauseRequest>) -> Result<Response<()>, Status> {
-        Ok(Response::new(()))
+    async fn pause(
+        &self,
+        _: Request<SandboxPauseRequest>,
+    ) -> Result<Response<SandboxPauseResponse>, Status> {
+        Ok(Response::new(SandboxPauseResponse::default()))
+    }
+    async fn checkpoint(
+        &self,
+        _: Request<SandboxCheckpointRequest>,
+    ) -> Result<Response<SandboxCheckpointResponse>, Status> {
+        Ok(Response::new(SandboxCheckpointResponse::default()))
     }
 }
 

@@ -160,7 +160,20 @@ pub struct NodeSpec {
     #[serde(with = "humantime_serde")]
     #[schemars(with = "String")]
     pub create_timeout: Duration,
+    /// How long a Create from a snapshot (a resume or a fork, `snapshot = true`) waits
+    /// for a starting slot when `max_starting` are busy, before ResourceExhausted; a
+    /// fresh create is refused at once, and so is any create at `max_sandboxes`.
+    /// Default [`DEFAULT_RESUME_ACQUIRE_TIMEOUT`].
+    #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
+    pub resume_acquire_timeout: Duration,
 }
+
+/// Default [`NodeSpec::resume_acquire_timeout`]: 15 s, E2B's `acquireTimeout` in
+/// `packages/orchestrator/pkg/server/sandboxes.go` (`waitForAcquire` in
+/// `packages/orchestrator/pkg/server/utils.go`, used by a snapshot Create and by
+/// Checkpoint).
+pub const DEFAULT_RESUME_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Default [`NodeSpec::create_timeout`]: 60 s, E2B's `requestTimeout` in
 /// `packages/orchestrator/pkg/server/sandboxes.go` (the Create handler's context; when
@@ -189,6 +202,7 @@ impl Default for NodeSpec {
             cpu_percent_period: Duration::from_secs(10),
             metrics_lag: Duration::ZERO,
             create_timeout: DEFAULT_CREATE_TIMEOUT,
+            resume_acquire_timeout: DEFAULT_RESUME_ACQUIRE_TIMEOUT,
         }
     }
 }
@@ -233,6 +247,10 @@ pub struct NodeOverride {
     #[serde(with = "humantime_serde")]
     #[schemars(with = "Option<String>")]
     pub create_timeout: Option<Duration>,
+    /// See [`NodeSpec::resume_acquire_timeout`].
+    #[serde(with = "humantime_serde")]
+    #[schemars(with = "Option<String>")]
+    pub resume_acquire_timeout: Option<Duration>,
 }
 
 impl NodeOverride {
@@ -255,6 +273,9 @@ impl NodeOverride {
             cpu_percent_period: self.cpu_percent_period.unwrap_or(b.cpu_percent_period),
             metrics_lag: self.metrics_lag.unwrap_or(b.metrics_lag),
             create_timeout: self.create_timeout.unwrap_or(b.create_timeout),
+            resume_acquire_timeout: self
+                .resume_acquire_timeout
+                .unwrap_or(b.resume_acquire_timeout),
         }
     }
 }

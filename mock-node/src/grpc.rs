@@ -4,7 +4,9 @@
 //! injected errors, sampled failures, and for a Create `exhaust` and admission), then
 //! calls the sans-IO [`NodeModel`](crate::model::NodeModel). `Pause` behaves like
 //! `Delete` (E2B's pause snapshots the sandbox and removes it from the node): the
-//! sandbox leaves the node, unknown ids get NotFound.
+//! sandbox leaves the node, unknown ids get NotFound. A Create from a snapshot and a
+//! `Checkpoint` wait for a starting slot ([`resume`](crate::resume)); a `Checkpoint`
+//! leaves the sandbox running.
 //!
 //! Hostile input gets InvalidArgument, never a panic or a stored megabyte: ids longer
 //! than [`MAX_ID_BYTES`], sandboxes larger than the node, and an `end_time` that is not
@@ -19,9 +21,10 @@ use stampede_proto::info_service_server::InfoService;
 use stampede_proto::prost_types::Timestamp;
 use stampede_proto::sandbox_service_server::SandboxService;
 use stampede_proto::{
-    MachineInfo, RunningSandbox, SandboxConfig, SandboxCreateRequest, SandboxCreateResponse,
-    SandboxDeleteRequest, SandboxIdList, SandboxListResponse, SandboxPauseRequest,
-    SandboxUpdateRequest, ServiceInfoResponse, ServiceInfoRole,
+    MachineInfo, RunningSandbox, SandboxCheckpointRequest, SandboxCheckpointResponse,
+    SandboxConfig, SandboxCreateRequest, SandboxCreateResponse, SandboxDeleteRequest,
+    SandboxIdList, SandboxListResponse, SandboxPauseRequest, SandboxPauseResponse,
+    SandboxUpdateRequest, SchedulingMetadata, ServiceInfoResponse, ServiceInfoRole,
 };
 use tokio::time::Instant;
 use tonic::{Request, Response, Status};
@@ -202,6 +205,7 @@ impl NodeRpcs {
             let clock = self.node.clock;
             let lifetime = check_lifetime(req.start_time.as_ref(), req.end_time.as_ref());
             let cfg = req.sandbox.unwrap_or_default();
+            let from_snapshot = cfg.snapshot;
             let mut guard = StartingGuard {
                 node: &self.node,
                 sandbox_id: None,
@@ -218,6 +222,9 @@ impl NodeRpcs {
             };
             let timeout = self.node.model().spec().create_timeout;
             let (eff, arrived) = self.send_create(timeout).await?;
+            if from_snapshot {
+                crate::resume::wait_for_starting_slot(&self.node).await?;
+            }
             let arrival =
                 self.node
                     .model()
@@ -298,9 +305,52 @@ impl NodeRpcs {
             .await
     }
 
-    async fn pause(&self, request: Request<SandboxPauseRequest>) -> Result<Response<()>, Status> {
-        self.guarded(async move { self.remove(&request.into_inner().sandbox_id).await })
-            .await
+    async fn pause(
+        &self,
+        request: Request<SandboxPauseRequest>,
+    ) -> Result<Response<SandboxPauseResponse>, Status> {
+        self.guarded(async move {
+            let req = request.into_inner();
+            self.remove(&req.sandbox_id).await?;
+            Ok(Response::new(SandboxPauseResponse {
+                scheduling_metadata: Some(scheduling_metadata(&req.build_id)),
+            }))
+        })
+        .await
+    }
+
+    async fn checkpoint(
+        &self,
+        request: Request<SandboxCheckpointRequest>,
+    ) -> Result<Response<SandboxCheckpointResponse>, Status> {
+        self.guarded(async move {
+            let req = request.into_inner();
+            self.gate(RpcKind::Any).await?;
+            check_id_len(&req.sandbox_id)?;
+            if !self.node.model().is_running(&req.sandbox_id) {
+                return Err(Status::not_found(format!(
+                    "sandbox '{}' not found",
+                    req.sandbox_id
+                )));
+            }
+            crate::resume::wait_for_starting_slot(&self.node).await?;
+            Ok(Response::new(SandboxCheckpointResponse {
+                scheduling_metadata: Some(scheduling_metadata(&req.build_id)),
+            }))
+        })
+        .await
+    }
+}
+
+/// A snapshot of one build with no layers below it (a mock node keeps no artifacts).
+fn scheduling_metadata(build_id: &str) -> SchedulingMetadata {
+    SchedulingMetadata {
+        memfile_base_build_id: build_id.to_string(),
+        rootfs_base_build_id: build_id.to_string(),
+        build_id: build_id.to_string(),
+        memfile_build_ids: vec![build_id.to_string()],
+        rootfs_build_ids: vec![build_id.to_string()],
+        ..SchedulingMetadata::default()
     }
 }
 
@@ -378,8 +428,18 @@ impl SandboxService for NodeService {
         node_of(&request)?.delete(request).await
     }
 
-    async fn pause(&self, request: Request<SandboxPauseRequest>) -> Result<Response<()>, Status> {
+    async fn pause(
+        &self,
+        request: Request<SandboxPauseRequest>,
+    ) -> Result<Response<SandboxPauseResponse>, Status> {
         node_of(&request)?.pause(request).await
+    }
+
+    async fn checkpoint(
+        &self,
+        request: Request<SandboxCheckpointRequest>,
+    ) -> Result<Response<SandboxCheckpointResponse>, Status> {
+        node_of(&request)?.checkpoint(request).await
     }
 }
 

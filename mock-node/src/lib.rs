@@ -25,6 +25,7 @@ pub mod nomad;
 pub mod ports;
 pub mod prometheus;
 pub mod rejection;
+pub mod resume;
 pub mod secret;
 pub mod serve;
 pub mod snapshot;

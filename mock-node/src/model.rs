@@ -148,6 +148,20 @@ impl NodeModel {
     pub fn starting_count(&self) -> usize {
         self.starting.len()
     }
+    /// Whether a Create from a snapshot must wait for a starting slot: every one of
+    /// `max_starting` is busy and the node is not at `max_sandboxes` (which refuses at
+    /// once, before any wait, as E2B's Create handler checks it first).
+    pub fn starting_slots_full(&self) -> bool {
+        let s = &self.spec;
+        let at_max = s.max_sandboxes > 0 && self.running.len() >= s.max_sandboxes as usize;
+        !at_max && s.max_starting > 0 && self.starting.len() >= s.max_starting as usize
+    }
+
+    /// Whether `sandbox_id` runs on the node (started, not being started).
+    pub fn is_running(&self, sandbox_id: &str) -> bool {
+        self.running.contains_key(sandbox_id)
+    }
+
     /// Counts `n` refusals for `reason` at once (a simulator's parked retries).
     pub fn count_refusals(&mut self, reason: &str, n: u64) {
         if n > 0 {

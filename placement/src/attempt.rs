@@ -127,6 +127,23 @@ impl PlacementAttempt {
         Ok(node)
     }
 
+    /// Send the next create to `node` without a draw (a resume's origin node, see
+    /// [`PreferredNode`](crate::preferred::PreferredNode)), recording it in flight there.
+    /// Fails only when attempts are used up.
+    pub fn place_on(
+        &mut self,
+        core: &mut PlacementCore,
+        node: NodeId,
+    ) -> Result<NodeId, PlacementFailure> {
+        self.abandon(core);
+        if self.attempts >= core.config().max_retries {
+            return Err(self.create_failed());
+        }
+        core.start_placing(&node, &self.sandbox_id, self.vcpu);
+        self.current = Some(node.clone());
+        Ok(node)
+    }
+
     /// The request deadline passed (checked by the driver before each `next`, and after
     /// a create that ran into it): only refusals so far is no capacity, anything else a
     /// timeout. A create still in flight is forgotten.

@@ -16,6 +16,7 @@ pub mod evict;
 pub mod lifecycle;
 pub mod mode;
 pub mod node_view;
+pub mod preferred;
 pub mod score;
 pub mod sync_reply;
 pub mod trace;
@@ -37,6 +38,7 @@ pub use lifecycle::{
 };
 pub use mode::AccountingMode;
 pub use node_view::{NodeCounters, NodeId, NodeMetrics, NodeStatus, NodeView, SyncSnapshot};
+pub use preferred::{PlacementKind, PreferredNode};
 pub use score::score;
 pub use sync_reply::{status_from_wire, InfoReply, Listed};
 pub use trace::{replay, Replay, TraceError, TraceLine, TraceSink};

@@ -24,6 +24,7 @@ use super::channel::ChannelState;
 use super::config::PlacementConfig;
 use super::core::PlacementCore;
 use super::node_view::{NodeId, NodeStatus};
+use super::preferred::PreferredNode;
 use super::sync_reply::{snapshot, InfoReply, Listed};
 use super::trace::TraceSink;
 
@@ -99,6 +100,18 @@ pub enum Input {
         sandbox_id: String,
         /// vCPU.
         vcpu: u32,
+    },
+    /// A resume or fork request arrived: place `sandbox_id` needing `vcpu`, trying
+    /// `origin` first when it can accept ([`PreferredNode`]).
+    Resume {
+        /// The driver's id for it.
+        req: RequestId,
+        /// The sandbox id (a resume keeps its own, a fork has a new one).
+        sandbox_id: String,
+        /// vCPU.
+        vcpu: u32,
+        /// The node the snapshot was taken on, when known.
+        origin: Option<NodeId>,
     },
     /// The Create RPC sent for `req` ended.
     CreateReplied {
@@ -194,6 +207,11 @@ pub struct Answered {
     pub refusals: u32,
     /// Failed attempts counted (other errors).
     pub attempts: u32,
+    /// When the request timed out (or its client hung up): the first node that got as
+    /// far as trying its Create (not a ResourceExhausted refusal), E2B's `WarmedNode`;
+    /// a resume's origin may be remapped to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmed: Option<NodeId>,
 }
 
 /// A request that was not placed.
@@ -236,6 +254,8 @@ struct Open {
     attempt: PlacementAttempt,
     deadline: Duration,
     rpcs: u32,
+    preferred: PreferredNode,
+    first_tried: Option<NodeId>,
 }
 
 /// One placement instance: the core, its RNG and the open requests.
@@ -324,12 +344,16 @@ impl Placer {
                 sandbox_id,
                 vcpu,
             } => {
-                let open = Open {
-                    attempt: PlacementAttempt::new(sandbox_id, vcpu),
-                    deadline: now.saturating_add(self.cfg.request_timeout),
-                    rpcs: 0,
-                };
-                self.open.insert(req, open);
+                self.open_request(now, req, sandbox_id, vcpu, None);
+                self.decide(now, req)
+            }
+            Input::Resume {
+                req,
+                sandbox_id,
+                vcpu,
+                origin,
+            } => {
+                self.open_request(now, req, sandbox_id, vcpu, origin);
                 self.decide(now, req)
             }
             Input::CreateReplied { req, reply } => self.replied(now, req, reply),
@@ -375,8 +399,29 @@ impl Placer {
         }
     }
 
+    fn open_request(
+        &mut self,
+        now: Duration,
+        req: RequestId,
+        sandbox_id: String,
+        vcpu: u32,
+        origin: Option<NodeId>,
+    ) {
+        let open = Open {
+            attempt: PlacementAttempt::new(sandbox_id, vcpu),
+            deadline: now.saturating_add(self.cfg.request_timeout),
+            rpcs: 0,
+            preferred: PreferredNode::new(&self.core, origin),
+            first_tried: None,
+        };
+        self.open.insert(req, open);
+    }
+
     fn replied(&mut self, now: Duration, req: RequestId, reply: CreateReply) -> Option<Output> {
         let o = self.open.get_mut(&req)?;
+        if reply != CreateReply::Refused && o.first_tried.is_none() {
+            o.first_tried = o.attempt.current().map(str::to_string);
+        }
         let decision = match &reply {
             CreateReply::Created => o.attempt.report(&mut self.core, CreateOutcome::Created),
             CreateReply::Refused => o
@@ -396,6 +441,7 @@ impl Placer {
                 rpcs: o.rpcs,
                 refusals: o.attempt.refusals(),
                 attempts: o.attempt.attempts(),
+                warmed: None,
             }));
         }
         if reply == CreateReply::Refused && now < o.deadline {
@@ -415,7 +461,11 @@ impl Placer {
             let f = o.attempt.deadline_reached(&mut self.core);
             (FailureKind::TimedOut, f)
         } else {
-            match o.attempt.next(&mut self.core, &mut self.rng) {
+            let tried = match o.preferred.take() {
+                Some(node) => o.attempt.place_on(&mut self.core, node),
+                None => o.attempt.next(&mut self.core, &mut self.rng),
+            };
+            match tried {
                 Ok(node) => {
                     let retry = o.rpcs > 0;
                     o.rpcs += 1;
@@ -448,6 +498,10 @@ impl Placer {
             error_code,
             message,
         } = self.cfg.placement.failure_answers.answer(f);
+        let warmed = match kind {
+            FailureKind::TimedOut | FailureKind::Abandoned => o.first_tried.clone(),
+            FailureKind::CreateFailed | FailureKind::Unplaceable => None,
+        };
         Output::Answer(Answered {
             req,
             node: None,
@@ -460,6 +514,7 @@ impl Placer {
             rpcs: o.rpcs,
             refusals: o.attempt.refusals(),
             attempts: o.attempt.attempts(),
+            warmed,
         })
     }
 }

@@ -107,6 +107,10 @@ pub struct ServeArgs {
     /// until deleted (E2B's API always evicts; this shows what is left without it).
     #[arg(long)]
     pub no_evictor: bool,
+    /// After a resume that timed out, resume that sandbox next on the first node that
+    /// tried it (E2B's feature flag `resume-origin-node-remap`, off by default).
+    #[arg(long)]
+    pub resume_origin_remap: bool,
 }
 
 impl ServeArgs {
@@ -138,6 +142,7 @@ impl ServeArgs {
             max_connections: self.max_connections,
             placement_trace: self.placement_trace.clone(),
             evictor: !self.no_evictor,
+            resume_origin_remap: self.resume_origin_remap,
             ..ServeConfig::default()
         }
     }

@@ -106,6 +106,10 @@ pub struct ServeConfig {
     /// one). Off, sandboxes stay on their nodes until deleted, so that a drill can show
     /// what a service without it leaves behind. Default on.
     pub evictor: bool,
+    /// When a resume times out, make the first node that tried its Create the
+    /// snapshot's origin for the next resume (E2B's feature flag
+    /// `resume-origin-node-remap`, default off in `packages/shared/pkg/featureflags/flags.go`).
+    pub resume_origin_remap: bool,
 }
 
 impl Default for ServeConfig {
@@ -131,6 +135,7 @@ impl Default for ServeConfig {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             placement_trace: None,
             evictor: true,
+            resume_origin_remap: false,
         }
     }
 }

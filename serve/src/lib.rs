@@ -25,6 +25,7 @@ pub mod config;
 pub mod counters;
 pub mod error;
 pub mod evictor;
+pub mod lifecycle_api;
 pub mod limits;
 pub mod listen;
 pub mod node_client;
@@ -39,6 +40,7 @@ pub mod state;
 pub mod storm;
 pub mod sync;
 pub mod telemetry;
+pub mod usage;
 
 pub use args::{run, ServeArgs};
 pub use arrivals::ArrivalWindow;

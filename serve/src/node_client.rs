@@ -8,7 +8,8 @@ use stampede_proto::info_service_client::InfoServiceClient;
 use stampede_proto::prost_types::Timestamp;
 use stampede_proto::sandbox_service_client::SandboxServiceClient;
 use stampede_proto::{
-    SandboxConfig, SandboxCreateRequest, SandboxDeleteRequest, ServiceInfoResponse,
+    SandboxCheckpointRequest, SandboxConfig, SandboxCreateRequest, SandboxDeleteRequest,
+    SandboxPauseRequest, SandboxUpdateRequest, ServiceInfoResponse,
 };
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status};
@@ -59,6 +60,8 @@ pub struct CreateSpec {
     pub envd_version: String,
     /// Longest lifetime the sandbox may be extended to, hours.
     pub max_length_hours: u32,
+    /// Start from a snapshot (a resume or a fork): the node waits for a starting slot.
+    pub snapshot: bool,
 }
 
 /// Clients of one node over one lazily connected channel (reconnects by itself).
@@ -138,6 +141,7 @@ impl NodeClient {
                 envd_version: spec.envd_version.clone(),
                 execution_id: spec.sandbox_id.clone(),
                 max_sandbox_length: i64::from(spec.max_length_hours),
+                snapshot: spec.snapshot,
                 ..SandboxConfig::default()
             }),
             start_time: Some(Timestamp::from(spec.start)),
@@ -146,6 +150,57 @@ impl NodeClient {
         let mut c = self.sandboxes.clone();
         let resp = bounded(limit, async move { c.create(req(body, limit)).await }).await?;
         Ok(resp.client_id)
+    }
+
+    /// `SandboxService/Pause`: the node snapshots the sandbox and lets it go.
+    pub async fn pause(
+        &self,
+        sandbox_id: &str,
+        build_id: &str,
+        limit: Duration,
+    ) -> Result<(), Status> {
+        let body = SandboxPauseRequest {
+            sandbox_id: sandbox_id.to_string(),
+            template_id: build_id.to_string(),
+            build_id: build_id.to_string(),
+            filesystem_only: false,
+        };
+        let mut c = self.sandboxes.clone();
+        bounded(limit, async move { c.pause(req(body, limit)).await }).await?;
+        Ok(())
+    }
+
+    /// `SandboxService/Checkpoint`: a snapshot of a running sandbox, which keeps running.
+    pub async fn checkpoint(
+        &self,
+        sandbox_id: &str,
+        build_id: &str,
+        limit: Duration,
+    ) -> Result<(), Status> {
+        let body = SandboxCheckpointRequest {
+            sandbox_id: sandbox_id.to_string(),
+            build_id: build_id.to_string(),
+            metadata: std::collections::HashMap::new(),
+        };
+        let mut c = self.sandboxes.clone();
+        bounded(limit, async move { c.checkpoint(req(body, limit)).await }).await?;
+        Ok(())
+    }
+
+    /// `SandboxService/Update`: the sandbox's new end time.
+    pub async fn update_end(
+        &self,
+        sandbox_id: &str,
+        end: SystemTime,
+        limit: Duration,
+    ) -> Result<(), Status> {
+        let body = SandboxUpdateRequest {
+            sandbox_id: sandbox_id.to_string(),
+            end_time: Some(Timestamp::from(end)),
+        };
+        let mut c = self.sandboxes.clone();
+        bounded(limit, async move { c.update(req(body, limit)).await }).await?;
+        Ok(())
     }
 
     /// `SandboxService/Delete`.

@@ -33,16 +33,53 @@ pub async fn create_sandbox(
     gone: CancellationToken,
 ) -> Result<Sandbox, ApiError> {
     let sandbox_id = shared.new_sandbox_id();
-    let result = place(&shared, &sandbox_id, body, &gone).await;
+    let result = place(&shared, &sandbox_id, body, None, &gone).await;
     lock(&shared.placing).remove(&sandbox_id);
     result
+}
+
+/// A placement from a snapshot (a resume or a fork): the node waits for a starting
+/// slot, and the placer tries `origin` first ([`PreferredNode`](stampede_placement::PreferredNode)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FromSnapshot {
+    /// The node the snapshot was taken on.
+    pub origin: Option<String>,
+}
+
+/// Place `sandbox_id` (already reserved in `placing` by the caller, who releases it)
+/// from a snapshot, with the settings of `body`; the answer carries the node and, after
+/// a timeout, the node that warmed (see [`Answered::warmed`]).
+pub async fn place_from_snapshot(
+    shared: &Arc<Shared>,
+    sandbox_id: &str,
+    body: NewSandbox,
+    from: FromSnapshot,
+    gone: &CancellationToken,
+) -> Result<Sandbox, (ApiError, Option<String>)> {
+    let warmed = std::sync::Mutex::new(None);
+    place_inner(shared, sandbox_id, body, Some(from), gone, &warmed)
+        .await
+        .map_err(|e| (e, lock(&warmed).take()))
 }
 
 async fn place(
     shared: &Arc<Shared>,
     sandbox_id: &str,
     body: NewSandbox,
+    from: Option<FromSnapshot>,
     gone: &CancellationToken,
+) -> Result<Sandbox, ApiError> {
+    let warmed = std::sync::Mutex::new(None);
+    place_inner(shared, sandbox_id, body, from, gone, &warmed).await
+}
+
+async fn place_inner(
+    shared: &Arc<Shared>,
+    sandbox_id: &str,
+    body: NewSandbox,
+    from: Option<FromSnapshot>,
+    gone: &CancellationToken,
+    warmed: &std::sync::Mutex<Option<String>>,
 ) -> Result<Sandbox, ApiError> {
     let cfg = &shared.cfg;
     let now = SystemTime::now();
@@ -59,24 +96,34 @@ async fn place(
             }),
         envd_version: cfg.envd_version.clone(),
         max_length_hours: cfg.max_length_hours,
+        snapshot: from.is_some(),
     };
     let req = shared.next_request();
-    let mut next = decide(
-        shared,
-        Input::Create {
+    let first = match from {
+        None => Input::Create {
             req,
             sandbox_id: sandbox_id.to_string(),
             vcpu: spec.vcpu,
         },
-    );
+        Some(FromSnapshot { origin }) => Input::Resume {
+            req,
+            sandbox_id: sandbox_id.to_string(),
+            vcpu: spec.vcpu,
+            origin,
+        },
+    };
+    let mut next = decide(shared, first);
     loop {
         let reply = match next {
-            Some(Output::Answer(a)) => return answered(shared, spec, a),
+            Some(Output::Answer(a)) => {
+                lock(warmed).clone_from(&a.warmed);
+                return answered(shared, spec, a);
+            }
             Some(Output::RetryAt { at, .. }) => {
                 let pause = at.saturating_sub(shared.now());
                 tokio::select! {
                     () = tokio::time::sleep(pause) => {}
-                    () = gone.cancelled() => return client_gone(shared, req, spec),
+                    () = gone.cancelled() => return client_gone(shared, req, spec, warmed),
                 }
                 next = decide(shared, Input::RetryDue { req });
                 continue;
@@ -101,7 +148,7 @@ async fn place(
                 };
                 let answer = tokio::select! {
                     a = conn.client.create(&spec, left) => a,
-                    () = gone.cancelled() => return client_gone(shared, req, spec),
+                    () = gone.cancelled() => return client_gone(shared, req, spec, warmed),
                 };
                 create_reply(shared, &spec, &node, answer)
             }
@@ -113,7 +160,7 @@ async fn place(
             }
         };
         if gone.is_cancelled() {
-            return client_gone(shared, req, spec);
+            return client_gone(shared, req, spec, warmed);
         }
         next = decide(shared, Input::CreateReplied { req, reply });
     }
@@ -191,10 +238,18 @@ fn create_reply(
 
 /// The client hung up: the placer forgets the create in flight (if any) as at the
 /// deadline (E2B's loop ends on `ctx.Done()` either way); nobody reads the answer.
-fn client_gone(shared: &Shared, req: u64, spec: CreateSpec) -> Result<Sandbox, ApiError> {
+fn client_gone(
+    shared: &Shared,
+    req: u64,
+    spec: CreateSpec,
+    warmed: &std::sync::Mutex<Option<String>>,
+) -> Result<Sandbox, ApiError> {
     tracing::debug!(sandbox = %spec.sandbox_id, "client gone: placement stopped");
     match shared.handle(Input::Cancel { req }) {
-        Some(Output::Answer(a)) => answered(shared, spec, a),
+        Some(Output::Answer(a)) => {
+            lock(warmed).clone_from(&a.warmed);
+            answered(shared, spec, a)
+        }
         _ => Err(ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "placement state lost",

@@ -37,7 +37,7 @@ pub struct NewSandbox {
         skip_serializing_if = "Option::is_none"
     )]
     pub env_vars: Option<BTreeMap<String, String>>,
-    /// Pause instead of kill at the timeout (ignored: stampede never pauses).
+    /// Pause instead of kill at the timeout (ignored: the evictor kills).
     #[serde(
         default,
         deserialize_with = "non_null",
@@ -165,7 +165,7 @@ pub struct ListedSandbox {
     /// Metadata given at create.
     #[serde(default)]
     pub metadata: BTreeMap<String, String>,
-    /// `running` (stampede never pauses).
+    /// `running` or `paused`.
     pub state: String,
     /// Version of envd.
     #[serde(rename = "envdVersion")]

@@ -35,6 +35,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/sandboxes/{sandbox_id}", get(get_sandbox).delete(delete))
         .route("/nodes", get(nodes))
         .route("/nodes/{node_id}", get(node_detail).post(change_status))
+        .merge(super::lifecycle_api::router())
         .fallback(not_found)
         .with_state(shared)
 }
@@ -56,7 +57,8 @@ fn bad_request(message: impl Into<String>) -> ApiError {
     ApiError::new(StatusCode::BAD_REQUEST, message)
 }
 
-fn require_key(shared: &Shared, headers: &HeaderMap) -> ApiResult<()> {
+/// The client's `X-API-Key` must be the service's (401 otherwise).
+pub fn require_key(shared: &Shared, headers: &HeaderMap) -> ApiResult<()> {
     match headers.get("x-api-key").and_then(|v| v.to_str().ok()) {
         Some(k) if constant_time_eq(k.as_bytes(), shared.cfg.api_key.as_bytes()) => Ok(()),
         Some(_) => Err(ApiError::new(StatusCode::UNAUTHORIZED, "Invalid API key")),
@@ -164,6 +166,10 @@ async fn delete(
     Path(sandbox_id): Path<String>,
 ) -> ApiResult<StatusCode> {
     require_key(&shared, &headers)?;
+    // A paused sandbox is a snapshot only: killing it deletes the snapshot (E2B).
+    if lock(&shared.paused).remove(&sandbox_id).is_some() {
+        return Ok(StatusCode::NO_CONTENT);
+    }
     let task = tokio::spawn(delete_sandbox(shared, sandbox_id));
     match task.await {
         Ok(Ok(())) => Ok(StatusCode::NO_CONTENT),
@@ -176,6 +182,10 @@ async fn delete(
 }
 
 fn listed(shared: &Shared, id: &str, r: &SandboxRecord) -> ListedSandbox {
+    listed_as(shared, id, r, "running")
+}
+
+fn listed_as(shared: &Shared, id: &str, r: &SandboxRecord, state: &str) -> ListedSandbox {
     ListedSandbox {
         template_id: r.template_id.clone(),
         alias: None,
@@ -187,7 +197,7 @@ fn listed(shared: &Shared, id: &str, r: &SandboxRecord) -> ListedSandbox {
         memory_mb: r.ram_mb,
         disk_size_mb: 0,
         metadata: r.metadata.clone(),
-        state: "running".to_string(),
+        state: state.to_string(),
         envd_version: shared.cfg.envd_version.clone(),
         node_id: Some(r.node.clone()),
     }
@@ -222,7 +232,7 @@ async fn list_v1(
 }
 
 /// `GET /v2/sandboxes` query, typed as E2B's spec: `metadata` (filter), `state`
-/// (comma-separated `running` / `paused`; stampede never pauses), `order` (`asc` /
+/// (comma-separated `running` / `paused`), `order` (`asc` /
 /// `desc`), `startedAfter` (date-time), `template`, `limit` (1..=100, default 100) and
 /// `nextToken`. Pages go by sandbox id in `order` (E2B: by start time); the token is
 /// the last id of the previous page, so any string is a position. Unknown parameters
@@ -255,13 +265,13 @@ async fn list_v2(
             .ok_or_else(|| bad_request("limit must be an integer in 1..=100"))?
             as usize,
     };
-    let mut wants_running = true;
+    let (mut wants_running, mut wants_paused) = (true, true);
     if let Some(states) = q.state.as_deref() {
-        wants_running = false;
+        (wants_running, wants_paused) = (false, false);
         for s in states.split(',') {
             match s {
                 "running" => wants_running = true,
-                "paused" => {}
+                "paused" => wants_paused = true,
                 other => return Err(bad_request(format!("unknown state `{other}`"))),
             }
         }
@@ -279,21 +289,38 @@ async fn list_v2(
         ),
     };
     let filter = metadata_filter(q.metadata.as_deref())?;
-    let all = lock(&shared.sandboxes);
-    let matching: Vec<(&String, &SandboxRecord)> = all
-        .iter()
-        .filter(|_| wants_running)
-        .filter(|(_, r)| metadata_matches(&r.metadata, &filter))
-        .filter(|(_, r)| started_after.is_none_or(|t| unix_nanos(r.started_at) >= t))
-        .filter(|(_, r)| q.template.as_deref().is_none_or(|t| r.template_id == t))
-        .collect();
-    let total = matching.len();
+    let all = lock(&shared.sandboxes).clone();
+    let paused = lock(&shared.paused).clone();
+    let keep = |r: &SandboxRecord| {
+        metadata_matches(&r.metadata, &filter)
+            && started_after.is_none_or(|t| unix_nanos(r.started_at) >= t)
+            && q.template.as_deref().is_none_or(|t| r.template_id == t)
+    };
+    let total = all.values().filter(|r| keep(r)).count();
+    // Both sets by id, each id in one of them only.
+    let mut chosen: BTreeMap<&String, (&SandboxRecord, &str)> = BTreeMap::new();
+    if wants_running {
+        chosen.extend(
+            all.iter()
+                .filter(|(_, r)| keep(r))
+                .map(|(i, r)| (i, (r, "running"))),
+        );
+    }
+    if wants_paused {
+        chosen.extend(
+            paused
+                .iter()
+                .filter(|(_, r)| keep(r))
+                .map(|(i, r)| (i, (r, "paused"))),
+        );
+    }
+    let matching: Vec<(&String, (&SandboxRecord, &str))> = chosen.into_iter().collect();
     let after = |id: &String| match q.next_token.as_deref() {
         None => true,
         Some(t) if descending => id.as_str() < t,
         Some(t) => id.as_str() > t,
     };
-    let ordered: Box<dyn Iterator<Item = &(&String, &SandboxRecord)>> = if descending {
+    let ordered: Box<dyn Iterator<Item = &(&String, (&SandboxRecord, &str))>> = if descending {
         Box::new(matching.iter().rev())
     } else {
         Box::new(matching.iter())
@@ -302,7 +329,7 @@ async fn list_v2(
     let page: Vec<ListedSandbox> = rest
         .by_ref()
         .take(limit)
-        .map(|(id, r)| listed(&shared, id, r))
+        .map(|(id, (r, state))| listed_as(&shared, id, r, state))
         .collect();
     let more = rest.next().is_some();
     let last = page.last().map(|l| l.sandbox_id.clone());
@@ -325,6 +352,9 @@ async fn get_sandbox(
     Path(sandbox_id): Path<String>,
 ) -> ApiResult<Json<ListedSandbox>> {
     require_key(&shared, &headers)?;
+    if let Some(r) = lock(&shared.paused).get(&sandbox_id) {
+        return Ok(Json(listed_as(&shared, &sandbox_id, r, "paused")));
+    }
     let all = lock(&shared.sandboxes);
     all.get(&sandbox_id)
         .map(|r| Json(listed(&shared, &sandbox_id, r)))

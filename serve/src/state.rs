@@ -115,6 +115,9 @@ pub struct Shared {
     /// harness's set audit through `GET /admin/evicted`, so that it forgives exactly
     /// these).
     pub evicted: Mutex<Vec<String>>,
+    /// Paused sandboxes (E2B's snapshots): the record as it was when paused, its `node`
+    /// the origin a resume tries first.
+    pub paused: Mutex<BTreeMap<String, SandboxRecord>>,
     /// Counters.
     pub telemetry: Telemetry,
     /// Serializes syncs so that two never interleave on one node.
@@ -150,6 +153,7 @@ impl Shared {
             placing: Mutex::new(BTreeSet::new()),
             removing: Mutex::new(BTreeSet::new()),
             evicted: Mutex::new(Vec::new()),
+            paused: Mutex::new(BTreeMap::new()),
             telemetry: Telemetry::default(),
             sync_lock: tokio::sync::Mutex::new(()),
         }

@@ -1,6 +1,6 @@
 // The official E2B JS SDK (`npm install e2b`) against `stampede serve`.
 // Environment: E2B_API_URL, E2B_API_KEY, MOCK_ADMIN (mock-node fleet admin URL).
-import { Sandbox, AuthenticationError } from 'e2b'
+import { Sandbox, AuthenticationError, NotFoundError, ApiClient, ConnectionConfig } from 'e2b'
 import { randomUUID } from 'node:crypto'
 
 const apiUrl = process.env.E2B_API_URL
@@ -11,6 +11,22 @@ const opts = { apiUrl }
 function check(cond, what) {
   console.log((cond ? 'ok   ' : 'FAIL ') + what)
   if (!cond) process.exit(1)
+}
+
+async function nodeOf(id) {
+  const r = await fetch(`${mockAdmin}/nodes`)
+  const body = await r.json()
+  const hit = body.nodes.find((n) => n.sandbox_ids.includes(id))
+  return hit ? hit.id : null
+}
+
+async function refused(call, what) {
+  try {
+    await call()
+    check(false, what)
+  } catch (e) {
+    check(e instanceof NotFoundError, `${what}: ${e.name}`)
+  }
 }
 
 async function onNodes() {
@@ -62,4 +78,71 @@ try {
 } catch (e) {
   check(e instanceof AuthenticationError, `a wrong API key is refused: ${e.name}: ${e.message}`)
 }
+// ---- the lifecycle beyond create -------------------------------------------------
+const life = await Sandbox.create('base', {
+  ...opts,
+  timeoutMs: 120_000,
+  metadata: { suite: 'js', run, life: '1' },
+})
+const sid = life.sandboxId
+await life.setTimeout(60_000)
+let left = ((await Sandbox.getInfo(sid, opts)).endAt - Date.now()) / 1000
+check(left > 55 && left <= 61, `setTimeout(60 s) shortens the end time (${left.toFixed(1)} s left)`)
+await refused(() => Sandbox.setTimeout('i' + '0'.repeat(20), 30_000, opts), 'setTimeout of an unknown id -> not found')
+
+const api = new ApiClient(new ConnectionConfig({ ...opts, apiKey: process.env.E2B_API_KEY }))
+let res = await api.api.POST('/sandboxes/{sandboxID}/refreshes', {
+  params: { path: { sandboxID: sid } },
+  body: { duration: 600 },
+})
+check(res.response.status === 204, `refresh -> 204 (${res.response.status})`)
+left = ((await Sandbox.getInfo(sid, opts)).endAt - Date.now()) / 1000
+check(left > 595 && left <= 601, `a refresh of 600 s extends the end time (${left.toFixed(1)} s left)`)
+
+const metrics = await Sandbox.getMetrics(sid, opts)
+check(metrics.length >= 1, `getMetrics answers samples (${metrics.length})`)
+check(metrics.every((m) => m.cpuCount === 1 && m.memTotal > 0), "each sample has the sandbox's vCPU and memory")
+
+const origin = await nodeOf(sid)
+check(origin !== null, `the sandbox runs on ${origin}`)
+check((await life.pause()) === true, 'pause -> true')
+check((await nodeOf(sid)) === null, 'a paused sandbox is gone from the mock nodes')
+check((await Sandbox.pause(sid, opts)) === false, 'pause of a paused sandbox -> false (409)')
+check((await Sandbox.getInfo(sid, opts)).state === 'paused', 'getInfo says paused')
+const paused = await Sandbox.list({ ...opts, query: { state: ['paused'], metadata: { run } } }).nextItems()
+check(paused.length === 1 && paused[0].sandboxId === sid, `list(state=paused) finds it (${paused.length})`)
+await refused(() => Sandbox.setTimeout(sid, 30_000, opts), 'setTimeout of a paused sandbox -> not found')
+
+const back = await Sandbox.connect(sid, { ...opts, timeoutMs: 120_000 })
+check(back.sandboxId === sid, 'connect resumes the paused sandbox')
+check((await nodeOf(sid)) === origin, `it resumed on its origin node ${origin}`)
+check((await Sandbox.getInfo(sid, opts)).state === 'running', 'getInfo says running')
+await back.connect({ timeoutMs: 60_000 })
+check(true, 'connect to a running sandbox answers it')
+
+check((await Sandbox.pause(sid, opts)) === true, 'pause again -> true')
+res = await api.api.POST('/sandboxes/{sandboxID}/resume', {
+  params: { path: { sandboxID: sid } },
+  body: { timeout: 120 },
+})
+check(res.response.status === 201, `resume (deprecated route) -> 201 (${res.response.status})`)
+check((await nodeOf(sid)) === origin, 'resumed on its origin node again')
+res = await api.api.POST('/sandboxes/{sandboxID}/resume', {
+  params: { path: { sandboxID: sid } },
+  body: { timeout: 120 },
+})
+check(res.response.status === 409, `resume of a running sandbox -> 409 (${res.response.status})`)
+
+const forks = await back.fork({ count: 2, timeoutMs: 60_000 })
+check(forks.length === 2 && forks.every((f) => f instanceof Sandbox), `fork({count: 2}) -> 2 sandboxes`)
+nodes = await onNodes()
+check(forks.every((f) => nodes.has(f.sandboxId)), 'the forks run on the mock nodes')
+check((await nodeOf(sid)) === origin, 'the forked sandbox keeps running where it was')
+
+for (const f of forks) {
+  check((await Sandbox.kill(f.sandboxId, opts)) === true, `kill fork ${f.sandboxId} -> true`)
+}
+check((await Sandbox.kill(sid, opts)) === true, `kill ${sid} -> true`)
+await refused(() => Sandbox.connect(sid, { ...opts, timeoutMs: 60_000 }), 'connect to a killed sandbox -> not found')
+
 console.log('js SDK suite: all passed')

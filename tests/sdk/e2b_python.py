@@ -11,8 +11,17 @@ import sys
 import urllib.request
 import uuid
 
-from e2b import Sandbox, SandboxQuery
-from e2b.exceptions import AuthenticationException
+from datetime import datetime, timezone
+
+from e2b import Sandbox, SandboxQuery, SandboxState
+from e2b.api.client.api.sandboxes import (
+    post_sandboxes_sandbox_id_refreshes,
+    post_sandboxes_sandbox_id_resume,
+)
+from e2b.api.client.models import ResumedSandbox, SandboxRefreshRequest
+from e2b.api.client_sync import get_api_client
+from e2b.connection_config import ConnectionConfig
+from e2b.exceptions import AuthenticationException, NotFoundException
 
 API_URL = os.environ["E2B_API_URL"]
 MOCK_ADMIN = os.environ["MOCK_ADMIN"]
@@ -24,6 +33,14 @@ def on_nodes():
     with urllib.request.urlopen(MOCK_ADMIN + "/nodes", timeout=10) as r:
         body = json.load(r)
     return {i for n in body["nodes"] for i in n["sandbox_ids"]}
+
+
+def node_of(sandbox_id):
+    """The mock node running `sandbox_id`, or None."""
+    with urllib.request.urlopen(MOCK_ADMIN + "/nodes", timeout=10) as r:
+        body = json.load(r)
+    hits = [n["id"] for n in body["nodes"] if sandbox_id in n["sandbox_ids"]]
+    return hits[0] if hits else None
 
 
 def check(cond, what):
@@ -73,5 +90,74 @@ try:
     check(False, "a wrong API key is refused")
 except AuthenticationException as e:
     check(True, f"a wrong API key is refused: AuthenticationException: {e}")
+
+# ---- the lifecycle beyond create -------------------------------------------------
+life = Sandbox.create("base", timeout=120, metadata={"suite": "python", "run": RUN, "life": "1"})
+sid = life.sandbox_id
+life.set_timeout(60)
+left = (Sandbox.get_info(sid).end_at - datetime.now(timezone.utc)).total_seconds()
+check(55 < left <= 61, f"set_timeout(60) shortens the end time ({left:.1f} s left)")
+try:
+    Sandbox.set_timeout("i" + "0" * 20, 30)
+    check(False, "set_timeout of an unknown id is refused")
+except NotFoundException:
+    check(True, "set_timeout of an unknown id -> not found")
+
+api = get_api_client(ConnectionConfig(api_key=os.environ["E2B_API_KEY"]))
+res = post_sandboxes_sandbox_id_refreshes.sync_detailed(
+    sid, client=api, body=SandboxRefreshRequest(duration=600)
+)
+check(res.status_code == 204, f"refresh -> 204 ({res.status_code})")
+left = (Sandbox.get_info(sid).end_at - datetime.now(timezone.utc)).total_seconds()
+check(595 < left <= 601, f"a refresh of 600 s extends the end time ({left:.1f} s left)")
+
+metrics = Sandbox.get_metrics(sid)
+check(len(metrics) >= 1, f"get_metrics answers samples ({len(metrics)})")
+check(all(m.cpu_count == 1 and m.mem_total > 0 for m in metrics), "each sample has the sandbox's vCPU and memory")
+
+origin = node_of(sid)
+check(origin is not None, f"the sandbox runs on {origin}")
+check(life.pause() is True, "pause -> True")
+check(node_of(sid) is None, "a paused sandbox is gone from the mock nodes")
+check(Sandbox.pause(sid) is False, "pause of a paused sandbox -> False (409)")
+check(Sandbox.get_info(sid).state == SandboxState.PAUSED, "get_info says paused")
+paused = Sandbox.list(query=SandboxQuery(state=[SandboxState.PAUSED], metadata={"run": RUN})).next_items()
+check([s.sandbox_id for s in paused] == [sid], f"list(state=paused) finds it ({len(paused)})")
+running = Sandbox.list(query=SandboxQuery(state=[SandboxState.RUNNING], metadata={"run": RUN, "life": "1"})).next_items()
+check(running == [], "list(state=running) does not")
+try:
+    Sandbox.set_timeout(sid, 30)
+    check(False, "set_timeout of a paused sandbox is refused")
+except NotFoundException:
+    check(True, "set_timeout of a paused sandbox -> not found (not in the running store)")
+
+back = Sandbox.connect(sid, timeout=120)
+check(back.sandbox_id == sid, "connect resumes the paused sandbox")
+check(node_of(sid) == origin, f"it resumed on its origin node {origin}")
+check(Sandbox.get_info(sid).state == SandboxState.RUNNING, "get_info says running")
+again = Sandbox.connect(sid, timeout=60)
+check(again.sandbox_id == sid, "connect to a running sandbox answers it")
+
+check(Sandbox.pause(sid) is True, "pause again -> True")
+res = post_sandboxes_sandbox_id_resume.sync_detailed(sid, client=api, body=ResumedSandbox(timeout=120))
+check(res.status_code == 201, f"resume (deprecated route) -> 201 ({res.status_code})")
+check(node_of(sid) == origin, "resumed on its origin node again")
+res = post_sandboxes_sandbox_id_resume.sync_detailed(sid, client=api, body=ResumedSandbox(timeout=120))
+check(res.status_code == 409, f"resume of a running sandbox -> 409 ({res.status_code})")
+
+forks = back.fork(count=2, timeout=60)
+check(len(forks) == 2 and all(isinstance(f, Sandbox) for f in forks), f"fork(count=2) -> 2 sandboxes {forks}")
+on_nodes = on_nodes()
+check(all(f.sandbox_id in on_nodes for f in forks), "the forks run on the mock nodes")
+check(node_of(sid) == origin, "the forked sandbox keeps running where it was")
+
+for f in forks:
+    check(Sandbox.kill(f.sandbox_id) is True, f"kill fork {f.sandbox_id} -> True")
+check(Sandbox.kill(sid) is True, f"kill {sid} -> True")
+try:
+    Sandbox.connect(sid, timeout=60)
+    check(False, "connect to a killed sandbox is refused")
+except NotFoundException:
+    check(True, "connect to a killed sandbox -> not found")
 
 print("python SDK suite: all passed")

@@ -8,6 +8,7 @@ mod evict;
 mod faults;
 mod hostile;
 mod kill;
+mod lifecycle;
 mod many_nodes;
 mod mock_admin_client;
 mod nodes;

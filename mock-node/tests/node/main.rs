@@ -10,5 +10,6 @@ mod hostile_rpc;
 mod many_nodes;
 mod model;
 mod nomad;
+mod resume;
 mod rpc;
 mod wire;

@@ -6,4 +6,5 @@ mod channel;
 mod core;
 mod evict;
 mod frozen;
+mod preferred;
 mod props;
