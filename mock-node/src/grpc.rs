@@ -14,6 +14,7 @@
 //! [`MessageLimitLayer`](crate::limit::MessageLimitLayer).
 
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use stampede_proto::info_service_server::InfoService;
@@ -63,12 +64,18 @@ impl NodeRpcs {
         &self,
         rpc: impl std::future::Future<Output = Result<Response<T>, Status>>,
     ) -> Result<Response<T>, Status> {
+        let mut rpc = std::pin::pin!(rpc);
+        // Most RPCs answer on their first poll: those never take the kill token (a clone
+        // and a drop each lock the token's tree).
+        let first = std::future::poll_fn(|cx| Poll::Ready(rpc.as_mut().poll(cx))).await;
+        if let Poll::Ready(r) = first {
+            return r;
+        }
         let killed = self.node.rpc_cancel();
         tokio::select! {
-            // The RPC first: most answer on their first poll, before the kill's future is
-            // ever polled (which registers a waiter on the token, and deregisters it).
+            // The RPC first, as above; a kill already in force is seen at once.
             biased;
-            r = rpc => r,
+            r = &mut rpc => r,
             _ = killed.cancelled() => Err(Status::unavailable("node killed")),
         }
     }
