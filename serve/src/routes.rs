@@ -16,7 +16,7 @@ use super::error::ApiError;
 use super::limits::{validate_metadata, validate_size, LargestNode};
 use super::nodes_api::{change_status, node_detail, nodes, require_admin};
 use super::params::{
-    validate_template_id, metadata_matches, parse_date_time, parse_metadata_filter, unix_nanos,
+    metadata_matches, parse_date_time, parse_metadata_filter, unix_nanos, validate_template_id,
 };
 use super::place::{create_sandbox, delete_sandbox, CLIENT_ID};
 use super::rest::{EvictedIds, ListedSandbox, NewSandbox};

@@ -350,13 +350,7 @@ async fn orphans_are_reported_not_killed() {
         .map(|n| n["stampede"]["orphans"].as_u64().unwrap())
         .sum();
     assert_eq!(orphans, 1);
-    let on_nodes: usize = rig
-        .fleet
-        .truth()
-        .nodes
-        .iter()
-        .map(|n| n.sandbox_ids.len())
-        .sum();
+    let on_nodes = rig.sandboxes_on_nodes();
     assert_eq!(on_nodes, 1, "not killed without kill_orphans");
     other.shutdown().await;
     rig.stop().await;

@@ -3,8 +3,8 @@
 use std::time::{Duration, SystemTime};
 
 use stampede::serve::params::{
-    validate_template_id, is_local_cluster, parse_date_time, parse_metadata_filter, parse_uuid,
-    unix_nanos,
+    is_local_cluster, parse_date_time, parse_metadata_filter, parse_uuid, unix_nanos,
+    validate_template_id,
 };
 
 /// `format: date-time` as Go's `time.Parse(time.RFC3339, ...)` reads it (E2B validates
