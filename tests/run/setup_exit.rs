@@ -67,10 +67,10 @@ async fn a_wrong_api_key_is_a_setup_failure_not_a_regression() {
 async fn an_unreachable_api_is_a_setup_failure() {
     let dir = tempdir("setup-down");
     let c = start_cluster(&dir, &roomy_nodes("{dist: constant, value: 1ms}"), &[]);
-    let closed = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        l.local_addr().expect("addr")
-    };
+    // Bound, never listening: connects are refused, and the port stays ours.
+    let held = tokio::net::TcpSocket::new_v4().expect("socket");
+    held.bind("127.0.0.1:0".parse().unwrap()).expect("bind");
+    let closed = held.local_addr().expect("addr");
     let profile = burst_profile(&dir, &c, 4);
     let reports = dir.join("reports");
     let out = run_with(
@@ -87,6 +87,7 @@ async fn an_unreachable_api_is_a_setup_failure() {
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
     assert!(stderr.contains("unreachable"), "{stderr}");
+    drop(held);
 }
 
 /// A profile with no checks: exit 0, and the verdict says nothing was checked. The
