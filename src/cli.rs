@@ -27,8 +27,10 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a profile: embedded mock nodes + placement service (or an external API),
-    /// workload, chaos, report. Exit 0 = checks passed, 1 = a check failed, 2 = the
-    /// harness failed or the run was interrupted (SIGINT, SIGTERM or SIGHUP: faults
+    /// workload, chaos, report. Exit 0 = checks passed (or the profile has none: the
+    /// verdict then says that nothing was checked), 1 = a check failed (a regression),
+    /// 2 = the harness or the setup failed (every create answered 401/403, the API
+    /// unreachable) or the run was interrupted (SIGINT, SIGTERM or SIGHUP: faults
     /// healed, partial report), 130 = aborted by a second signal (no report; the faults
     /// left active are printed).
     Run {
@@ -45,6 +47,15 @@ pub enum Command {
         /// The API and its key.
         #[command(flatten)]
         target: ApiFlags,
+        /// Serve the run's live figures as Prometheus metrics at
+        /// `http://ADDR/metrics` (a loopback address, e.g. `127.0.0.1:9464`; port 0:
+        /// any free port, printed).
+        #[arg(long, value_name = "ADDR")]
+        metrics_addr: Option<std::net::SocketAddr>,
+        /// Allow this non-loopback host as a target, as if listed in the profile's
+        /// `allow_targets` (repeatable).
+        #[arg(long, value_name = "HOST")]
+        allow_target: Vec<String>,
         /// With `--api`: env var holding the admin token for `GET /nodes`.
         #[arg(long, value_name = "VAR", requires = "api")]
         admin_token_env: Option<String>,
@@ -98,23 +109,39 @@ pub enum Command {
         #[arg(required = true)]
         profiles: Vec<PathBuf>,
     },
-    /// Print the JSON Schema of the profile format.
-    Schema,
+    /// Print the JSON Schema of the profile format (`stampede.schema.json`), or with
+    /// `--report` that of `report.json` (`report.schema.json`).
+    Schema {
+        /// The schema of `report.json` instead of the profile's.
+        #[arg(long)]
+        report: bool,
+    },
     /// Serve a fleet of virtual orchestrator nodes (same as the `mock-node` binary).
     MockNode(mock_node::cli::MockNodeArgs),
     /// Run the reference placement service alone.
     Serve(crate::serve::ServeArgs),
     /// Print the placement skew of a live cluster now.
     Collect(crate::collect_cmd::CollectArgs),
-    /// Compare two report.json files; exit 1 when B regressed beyond the tolerance.
+    /// Compare two report.json files; exit 1 when B regressed beyond the tolerance, 2
+    /// when they cannot be compared. An external run of B is compared as A's run of
+    /// the mode it stands for.
     Compare {
         /// Baseline report.json.
         a: PathBuf,
         /// Candidate report.json.
         b: PathBuf,
-        /// Relative tolerance before a figure counts as regressed.
-        #[arg(long, default_value_t = 0.1)]
+        /// Relative tolerance before a skew figure or the error rate counts as
+        /// regressed (0.1 = 10% worse).
+        #[arg(long, default_value_t = crate::report::DEFAULT_TOLERANCE)]
         tolerance: f64,
+        /// Relative tolerance of p99 latency (3 = up to 4x A's), wide enough that a
+        /// loaded CI runner does not trip it on its own.
+        #[arg(long, default_value_t = crate::report::DEFAULT_LATENCY_TOLERANCE)]
+        latency_tolerance: f64,
+        /// A's run that B's external run stands for (e.g. `reported`), when A has
+        /// several; with one, it is that one.
+        #[arg(long, value_name = "LABEL")]
+        baseline_run: Option<String>,
     },
     /// Simulate a profile in virtual time (deterministic).
     Sim(crate::sim::SimArgs),
@@ -183,6 +210,8 @@ pub async fn dispatch(
             report_dir,
             quiet,
             target,
+            metrics_addr,
+            allow_target,
             admin_token_env,
             mock_admin,
             keep,
@@ -194,6 +223,25 @@ pub async fn dispatch(
                 admin_token_env,
                 mock_admin,
             });
+            let metrics = match metrics_addr {
+                None => None,
+                Some(addr) if !addr.ip().is_loopback() => {
+                    eprintln!(
+                        "error: --metrics-addr {addr}: not a loopback address (the endpoint has no authentication)"
+                    );
+                    return Ok(ExitCode::from(2));
+                }
+                Some(addr) => match crate::run::Telemetry::serve(addr).await {
+                    Ok(t) => {
+                        eprintln!("metrics: http://{}/metrics", t.addr());
+                        Some(t)
+                    }
+                    Err(e) => {
+                        eprintln!("error: --metrics-addr {addr}: {e}");
+                        return Ok(ExitCode::from(2));
+                    }
+                },
+            };
             let out = run_profile(
                 &profile,
                 RunOptions {
@@ -204,9 +252,14 @@ pub async fn dispatch(
                     api,
                     keep,
                     placement_trace,
+                    allow_targets: allow_target,
+                    metrics: metrics.clone(),
                 },
             )
             .await;
+            if let Some(t) = &metrics {
+                t.stop();
+            }
             match out {
                 Ok(o) if o.report.incomplete => {
                     eprintln!(
@@ -280,11 +333,13 @@ pub async fn dispatch(
                 ExitCode::SUCCESS
             })
         }
-        Command::Schema => {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&crate::profile::json_schema())?
-            );
+        Command::Schema { report } => {
+            let schema = if report {
+                crate::report::json_schema()
+            } else {
+                crate::profile::json_schema()
+            };
+            println!("{}", serde_json::to_string_pretty(&schema)?);
             Ok(ExitCode::SUCCESS)
         }
         Command::MockNode(args) => {
@@ -296,10 +351,27 @@ pub async fn dispatch(
             Ok(ExitCode::SUCCESS)
         }
         Command::Collect(args) => Ok(crate::collect_cmd::run(args).await?),
-        Command::Compare { a, b, tolerance } => {
+        Command::Compare {
+            a,
+            b,
+            tolerance,
+            latency_tolerance,
+            baseline_run,
+        } => {
             let ra = crate::report::read_json(&a)?;
             let rb = crate::report::read_json(&b)?;
-            let cmp = crate::report::compare(&ra, &rb, tolerance);
+            let opts = crate::report::CompareOptions {
+                tolerance,
+                latency_tolerance,
+                baseline_run,
+            };
+            let cmp = match crate::report::compare(&ra, &rb, &opts) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return Ok(ExitCode::from(2));
+                }
+            };
             crate::report::write_comparison(&cmp, std::io::stdout().lock())?;
             Ok(if cmp.regressed {
                 ExitCode::from(1)

@@ -1,6 +1,7 @@
 //! mock-node's `Create` (unique ids) and `ServiceInfo` against a bare tonic server with
-//! the same protos: `Create` stores the config in a map, `ServiceInfo` answers a
-//! constant, namely the very reply the mock node gave first (same bytes on the wire).
+//! the same protos that answers the mock node's own reply bytes: `Create` stores the
+//! config in a map and answers the node's id as `client_id` (as the mock node does),
+//! `ServiceInfo` answers a constant, namely the very reply the mock node gave first.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -36,6 +37,8 @@ const STREAMS: usize = 16;
 struct Bare {
     store: Arc<Mutex<HashMap<String, SandboxConfig>>>,
     info: Arc<ServiceInfoResponse>,
+    /// The mock node's `client_id` (its node id), so a Create's reply is the same bytes.
+    client_id: Arc<str>,
 }
 
 #[tonic::async_trait]
@@ -48,7 +51,7 @@ impl SandboxService for Bare {
         let mut store = self.store.lock().unwrap_or_else(|p| p.into_inner());
         store.insert(config.sandbox_id.clone(), config);
         Ok(Response::new(SandboxCreateResponse {
-            client_id: "bare".to_string(),
+            client_id: self.client_id.to_string(),
         }))
     }
     async fn update(&self, _: Request<SandboxUpdateRequest>) -> Result<Response<()>, Status> {
@@ -81,12 +84,14 @@ impl InfoService for Bare {
     }
 }
 
-/// A bare server on a free loopback port, on the current runtime.
+/// A bare server on a free loopback port, on the current runtime, answering `info`
+/// (the mock node's first ServiceInfo reply) and the same node id on a Create.
 async fn start_bare(info: ServiceInfoResponse) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     let bare = Bare {
         store: Arc::default(),
+        client_id: info.node_id.as_str().into(),
         info: Arc::new(info),
     };
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
@@ -180,9 +185,11 @@ enum Rpc {
     Create,
 }
 
-fn round(server: &Runtime, client: &Runtime, rpc: Rpc, bare: bool, n: usize, k: usize) -> Measured {
-    // A fresh server each round: creates pile up, and both sides start empty.
-    let (addr, fleet) = server.block_on(async {
+/// A fresh server on the `server` runtime: the mock node, or (`bare`) the bare server
+/// answering the reply a fresh mock node gave first. Creates pile up, so every round
+/// starts both sides empty. The fleet is returned to be shut down after the round.
+pub fn start(server: &Runtime, bare: bool) -> (SocketAddr, Option<FleetHandle>) {
+    server.block_on(async {
         let fleet = start_mock().await;
         let mock_addr = fleet.nodes()[0].addr;
         if !bare {
@@ -194,7 +201,11 @@ fn round(server: &Runtime, client: &Runtime, rpc: Rpc, bare: bool, n: usize, k: 
         let info = c.service_info(()).await.expect("info").into_inner();
         fleet.shutdown().await;
         (start_bare(info).await, None)
-    });
+    })
+}
+
+fn round(server: &Runtime, client: &Runtime, rpc: Rpc, bare: bool, n: usize, k: usize) -> Measured {
+    let (addr, fleet) = start(server, bare);
     let got = measured(
         || {
             client.block_on(async {
@@ -221,12 +232,12 @@ pub fn run(n: usize, rounds: usize, table: &mut Table) {
         (
             Rpc::ServiceInfo,
             "mock-node ServiceInfo",
-            "bare tonic, constant reply",
+            "bare tonic, the mock's reply bytes",
         ),
         (
             Rpc::Create,
             "mock-node Create (unique ids)",
-            "bare tonic, map store",
+            "bare tonic, map store, the mock's reply bytes",
         ),
     ] {
         let mut rate = Row::new(what, baseline, "req/s");

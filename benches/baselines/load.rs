@@ -18,11 +18,20 @@ pub fn runtime(name: &str, threads: usize) -> tokio::runtime::Runtime {
 /// Name prefix of the server runtime's threads, whose CPU time [`server_cpu`] sums.
 pub const SERVER_THREADS: &str = "bench-server";
 
+/// Name prefix of the runtime a subject's mock node runs on when its CPU is kept apart
+/// from the subject's (the `rest` part).
+pub const MOCK_THREADS: &str = "bench-mock";
+
 /// CPU time used so far by this process's threads named [`SERVER_THREADS`] (Linux
 /// `/proc/self/task/*/schedstat`, nanoseconds on CPU). A round's difference is the
 /// server's own cost of the round's requests, whatever else the machine runs: unlike
 /// the wall-clock rate, other processes on the cores do not inflate it.
 pub fn server_cpu() -> Duration {
+    cpu_of(SERVER_THREADS)
+}
+
+/// CPU time used so far by this process's threads whose name starts with `prefix`.
+pub fn cpu_of(prefix: &str) -> Duration {
     let mut ns = 0u64;
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
         return Duration::ZERO;
@@ -30,7 +39,7 @@ pub fn server_cpu() -> Duration {
     for task in tasks.flatten() {
         let dir = task.path();
         let named = std::fs::read_to_string(dir.join("comm"))
-            .map(|c| c.starts_with(SERVER_THREADS))
+            .map(|c| c.starts_with(prefix))
             .unwrap_or(false);
         if !named {
             continue;

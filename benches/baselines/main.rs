@@ -12,12 +12,14 @@
 //! pinned to one core), the client on another (one worker). Rounds alternate baseline
 //! and subject; the ratio is the median subject rate over the median baseline rate.
 //!
-//! `cargo bench --bench baselines` (all), or name parts: `-- grpc rest burst`. Sizes:
-//! `BENCH_REQUESTS` (gRPC, default 100000), `BENCH_REST_REQUESTS` (default 20000),
+//! `cargo bench --bench baselines` (all), or name parts: `-- grpc h2load rest burst`.
+//! Sizes: `BENCH_REQUESTS` (gRPC, default 100000), `BENCH_H2LOAD_REQUESTS` (default
+//! 200000), `BENCH_REST_REQUESTS` (default 20000),
 //! `BENCH_ROUNDS` (default 3), `BENCH_BURSTS` (default 5).
 
 mod burst;
 mod grpc;
+mod h2load;
 mod load;
 mod rest;
 mod table;
@@ -43,6 +45,10 @@ fn main() {
     if wants("grpc") {
         let n = env_usize("BENCH_REQUESTS", 100_000);
         grpc::run(n, rounds, &mut table);
+    }
+    if wants("h2load") {
+        let n = env_usize("BENCH_H2LOAD_REQUESTS", 200_000);
+        h2load::run(n, rounds, &mut table);
     }
     if wants("rest") {
         let n = env_usize("BENCH_REST_REQUESTS", 20_000);

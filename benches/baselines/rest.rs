@@ -1,5 +1,10 @@
 //! The embedded service's `POST /sandboxes`, placing on one mock node, against a bare
-//! axum handler answering the same JSON (the first answer the service gave, as bytes).
+//! axum handler that parses the same body (into the service's own request type) and
+//! answers the same JSON (the first answer the service gave, as bytes).
+//!
+//! The service runs on the server runtime, its mock node on a runtime of its own
+//! ([`MOCK_THREADS`]), so the server-CPU row is the service's own cost of a create; the
+//! mock node's cost of the Create RPC it answers is a row of its own.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -9,11 +14,14 @@ use axum::http::{header, StatusCode};
 use axum::routing::post;
 use mock_node::config::{ClusterConfig, LatencyDist, NodeSpec};
 use mock_node::fleet::{self, FleetHandle, FleetOptions};
+use stampede::serve::rest::NewSandbox;
 use stampede::serve::{self, NodeTarget, ServeConfig, ServiceHandle};
 use tokio::runtime::Runtime;
 use tokio_util::sync::CancellationToken;
 
-use crate::load::{closed_loop, measured, runtime, Measured, Rate, SERVER_THREADS};
+use crate::load::{
+    closed_loop, cpu_of, measured, runtime, Measured, Rate, MOCK_THREADS, SERVER_THREADS,
+};
 use crate::table::{Row, Table};
 
 /// Creates in flight at once (one pooled connection each).
@@ -59,9 +67,16 @@ async fn start_bare(answer: Bytes, stop: CancellationToken) -> SocketAddr {
     let addr = listener.local_addr().expect("addr");
     let app = axum::Router::new().route(
         "/sandboxes",
-        post(move |_body: Bytes| {
+        post(move |body: Bytes| {
             let answer = answer.clone();
             async move {
+                if serde_json::from_slice::<NewSandbox>(&body).is_err() {
+                    return (
+                        StatusCode::BAD_REQUEST,
+                        [(header::CONTENT_TYPE, "text/plain")],
+                        Bytes::new(),
+                    );
+                }
                 (
                     StatusCode::CREATED,
                     [(header::CONTENT_TYPE, "application/json")],
@@ -110,12 +125,17 @@ async fn create_rate(base: String, n: usize) -> Rate {
     .await
 }
 
-fn round(server: &Runtime, client_rt: &Runtime, bare: bool, n: usize) -> Measured {
-    let (fleet, service) = server.block_on(async {
-        let fleet = start_fleet().await;
-        let service = start_service(&fleet).await;
-        (fleet, service)
-    });
+/// One round: the client's rate and the service's CPU ([`Measured`]), and the mock
+/// node's CPU seconds.
+fn round(
+    server: &Runtime,
+    mock: &Runtime,
+    client_rt: &Runtime,
+    bare: bool,
+    n: usize,
+) -> (Measured, f64) {
+    let fleet = mock.block_on(start_fleet());
+    let service = server.block_on(start_service(&fleet));
     let stop = CancellationToken::new();
     let base = if bare {
         let answer = client_rt
@@ -126,34 +146,47 @@ fn round(server: &Runtime, client_rt: &Runtime, bare: bool, n: usize) -> Measure
     } else {
         service.url()
     };
+    let mock_before = cpu_of(MOCK_THREADS);
     let got = measured(|| client_rt.block_on(create_rate(base, n)), n);
+    let mock_cpu = cpu_of(MOCK_THREADS).saturating_sub(mock_before);
     stop.cancel();
-    server.block_on(async {
-        service.shutdown().await;
-        fleet.shutdown().await;
-    });
-    got
+    server.block_on(service.shutdown());
+    mock.block_on(fleet.shutdown());
+    (got, mock_cpu.as_secs_f64())
 }
 
-/// `rounds` alternations of bare and service: the client's rate and the server's
-/// requests per CPU-second (service and its mock node together), each as a row.
+/// `rounds` alternations of bare and service: the client's rate, the service's own
+/// requests per CPU-second, and the service and its mock node together per CPU-second,
+/// each as a row.
 pub fn run(n: usize, rounds: usize, table: &mut Table) {
     let server = runtime(SERVER_THREADS, 1);
+    let mock = runtime(MOCK_THREADS, 1);
     let client_rt = runtime("bench-client", 1);
     let what = "embedded service POST /sandboxes (1 mock node)";
-    let baseline = "bare axum, same JSON answer";
+    let baseline = "bare axum, parses the body, same JSON answer";
     let mut rate = Row::new(what, baseline, "req/s");
-    let mut cpu = Row::new(&format!("{what}, server CPU"), baseline, "req/CPU-s");
+    let mut cpu = Row::new(&format!("{what}, service CPU"), baseline, "req/CPU-s");
+    let mut both = Row::new(
+        &format!("{what}, service and mock node CPU"),
+        baseline,
+        "req/CPU-s",
+    );
     for _ in 0..rounds {
-        let b = round(&server, &client_rt, true, n);
-        let s = round(&server, &client_rt, false, n);
+        let (b, _) = round(&server, &mock, &client_rt, true, n);
+        let (s, mock_cpu) = round(&server, &mock, &client_rt, false, n);
         rate.base.push(b.rate.per_second);
         rate.subject.push(s.rate.per_second);
         cpu.base.push(b.per_cpu_second);
         cpu.subject.push(s.per_cpu_second);
+        let answered = (n - s.rate.errors.min(n)) as f64;
+        both.base.push(b.per_cpu_second);
+        both.subject
+            .push(answered / (answered / s.per_cpu_second + mock_cpu));
         rate.errors += b.rate.errors + s.rate.errors;
     }
     cpu.errors = rate.errors;
+    both.errors = rate.errors;
     table.push(rate);
     table.push(cpu);
+    table.push(both);
 }

@@ -298,7 +298,7 @@ pub async fn start(cfg: ClusterConfig, opts: FleetOptions) -> Result<FleetHandle
         return Err(FleetError::NodeIdNeedsOneNode(cfg.nodes));
     }
     if let Some(t) = &opts.admin_token {
-        crate::secret::check_not_blank("the admin token", t.expose())?;
+        crate::secret::validate_not_blank("the admin token", t.expose())?;
     }
     if !opts.admin_addr.ip().is_loopback() && opts.admin_token.is_none() {
         return Err(FleetError::AdminNotLoopback(opts.admin_addr));

@@ -14,6 +14,7 @@
 //! [`MessageLimitLayer`](crate::limit::MessageLimitLayer).
 
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use stampede_proto::info_service_server::InfoService;
@@ -63,12 +64,18 @@ impl NodeRpcs {
         &self,
         rpc: impl std::future::Future<Output = Result<Response<T>, Status>>,
     ) -> Result<Response<T>, Status> {
+        let mut rpc = std::pin::pin!(rpc);
+        // Most RPCs answer on their first poll: those never take the kill token (a clone
+        // and a drop each lock the token's tree).
+        let first = std::future::poll_fn(|cx| Poll::Ready(rpc.as_mut().poll(cx))).await;
+        if let Poll::Ready(r) = first {
+            return r;
+        }
         let killed = self.node.rpc_cancel();
         tokio::select! {
-            // The RPC first: most answer on their first poll, before the kill's future is
-            // ever polled (which registers a waiter on the token, and deregisters it).
+            // The RPC first, as above; a kill already in force is seen at once.
             biased;
-            r = rpc => r,
+            r = &mut rpc => r,
             _ = killed.cancelled() => Err(Status::unavailable("node killed")),
         }
     }
@@ -154,7 +161,7 @@ impl NodeRpcs {
 
     async fn remove(&self, sandbox_id: &str) -> Result<Response<()>, Status> {
         self.gate(RpcKind::Delete).await?;
-        check_id_len(sandbox_id)?;
+        validate_id_len(sandbox_id)?;
         let latency = self.node.model().sample_delete_latency();
         if !latency.is_zero() {
             tokio::time::sleep(latency).await;
@@ -196,7 +203,7 @@ impl NodeRpcs {
         self.guarded(async move {
             let req = request.into_inner();
             let clock = self.node.clock;
-            let lifetime = check_lifetime(req.start_time.as_ref(), req.end_time.as_ref());
+            let lifetime = validate_lifetime(req.start_time.as_ref(), req.end_time.as_ref());
             let cfg = req.sandbox.unwrap_or_default();
             let from_snapshot = cfg.snapshot;
             let mut guard = StartingGuard {
@@ -271,7 +278,7 @@ impl NodeRpcs {
         self.guarded(async move {
             let req = request.into_inner();
             self.gate(RpcKind::Any).await?;
-            check_id_len(&req.sandbox_id)?;
+            validate_id_len(&req.sandbox_id)?;
             let clock = self.node.clock;
             let end = clock.offset_of_timestamp(req.end_time.as_ref());
             self.node
@@ -319,7 +326,7 @@ impl NodeRpcs {
         self.guarded(async move {
             let req = request.into_inner();
             self.gate(RpcKind::Any).await?;
-            check_id_len(&req.sandbox_id)?;
+            validate_id_len(&req.sandbox_id)?;
             if !self.node.model().is_running(&req.sandbox_id) {
                 return Err(Status::not_found(format!(
                     "sandbox '{}' not found",
@@ -454,7 +461,7 @@ fn create_timed_out() -> Status {
 }
 
 /// An id no sandbox can have is refused before any lookup, and not echoed back.
-fn check_id_len(sandbox_id: &str) -> Result<(), Status> {
+fn validate_id_len(sandbox_id: &str) -> Result<(), Status> {
     if sandbox_id.len() > MAX_ID_BYTES {
         return Err(Status::invalid_argument(format!(
             "sandbox_id is {} bytes long, at most {MAX_ID_BYTES} allowed",
@@ -471,7 +478,7 @@ fn given(ts: Option<&Timestamp>) -> Option<(i64, i32)> {
 }
 
 /// A create giving both times must end after it starts.
-fn check_lifetime(
+fn validate_lifetime(
     start: Option<&Timestamp>,
     end: Option<&Timestamp>,
 ) -> Result<(), CreateRejection> {

@@ -11,7 +11,7 @@ use std::str::FromStr;
 pub struct EmptySecret(pub &'static str);
 
 /// `Ok` unless `value` is empty or whitespace; `what` names the setting in the error.
-pub fn check_not_blank(what: &'static str, value: &str) -> Result<(), EmptySecret> {
+pub fn validate_not_blank(what: &'static str, value: &str) -> Result<(), EmptySecret> {
     if value.trim().is_empty() {
         Err(EmptySecret(what))
     } else {
@@ -63,7 +63,7 @@ impl FromStr for AdminToken {
     /// Refuses an empty or whitespace token (`--admin-token ""`,
     /// `MOCK_NODE_ADMIN_TOKEN=`): it would read as "no token" or let an empty one in.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        check_not_blank("the admin token", s)?;
+        validate_not_blank("the admin token", s)?;
         Ok(Self(s.to_string()))
     }
 }

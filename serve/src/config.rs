@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use mock_node::secret::check_not_blank;
+use mock_node::secret::validate_not_blank;
 use stampede_placement::PlacementConfig;
 
 use super::error::ServeError;
@@ -144,10 +144,10 @@ impl ServeConfig {
     /// Refuses credentials that would let anyone in: an empty or whitespace API key or
     /// admin token (an empty `X-API-Key:` header would match it), and the published
     /// [`DEFAULT_API_KEY`] on a `listen` address other hosts can reach.
-    pub fn check_credentials(&self, listen: SocketAddr) -> Result<(), ServeError> {
-        check_not_blank("the API key (--api-key, STAMPEDE_API_KEY)", &self.api_key)?;
+    pub fn validate_credentials(&self, listen: SocketAddr) -> Result<(), ServeError> {
+        validate_not_blank("the API key (--api-key, STAMPEDE_API_KEY)", &self.api_key)?;
         if let Some(t) = &self.admin_token {
-            check_not_blank("the admin token (--admin-token, STAMPEDE_ADMIN_TOKEN)", t)?;
+            validate_not_blank("the admin token (--admin-token, STAMPEDE_ADMIN_TOKEN)", t)?;
         }
         if !listen.ip().is_loopback() && self.api_key == DEFAULT_API_KEY {
             return Err(ServeError::DefaultKeyExposed(listen));

@@ -355,17 +355,7 @@ async fn resume_paused(shared: &Arc<Shared>, id: &str, timeout: Duration) -> Api
         return Err(changing_state(id));
     };
     lock(&shared.placing).insert(id.to_string());
-    let body = NewSandbox {
-        template_id: record.template_id.clone(),
-        timeout: Some(u32::try_from(timeout.as_secs()).unwrap_or(u32::MAX)),
-        metadata: Some(record.metadata.clone()),
-        cpu_count: Some(record.vcpu),
-        memory_mb: Some(record.ram_mb),
-        ..NewSandbox::default()
-    };
-    let from = FromSnapshot {
-        origin: Some(record.node.clone()),
-    };
+    let (body, from) = from_snapshot_of(&record, timeout);
     let gone = CancellationToken::new();
     let _hung_up = gone.clone().drop_guard();
     let task = {
@@ -591,17 +581,7 @@ async fn fork_all(
     }
     let forks = (0..count).map(|_| {
         let shared = shared.clone();
-        let body = NewSandbox {
-            template_id: record.template_id.clone(),
-            timeout: Some(u32::try_from(timeout.as_secs()).unwrap_or(u32::MAX)),
-            metadata: Some(record.metadata.clone()),
-            cpu_count: Some(record.vcpu),
-            memory_mb: Some(record.ram_mb),
-            ..NewSandbox::default()
-        };
-        let from = FromSnapshot {
-            origin: Some(record.node.clone()),
-        };
+        let (body, from) = from_snapshot_of(&record, timeout);
         tokio::spawn(async move {
             let new_id = shared.new_sandbox_id();
             let gone = CancellationToken::new();
@@ -754,4 +734,21 @@ async fn metrics_many(
         })
         .collect();
     Ok(Json(SandboxesWithMetrics { sandboxes }))
+}
+
+/// The create a resume or a fork of `record` sends: its template, size and metadata,
+/// `timeout` long, its node as the origin to try first.
+fn from_snapshot_of(record: &SandboxRecord, timeout: Duration) -> (NewSandbox, FromSnapshot) {
+    let body = NewSandbox {
+        template_id: record.template_id.clone(),
+        timeout: Some(u32::try_from(timeout.as_secs()).unwrap_or(u32::MAX)),
+        metadata: Some(record.metadata.clone()),
+        cpu_count: Some(record.vcpu),
+        memory_mb: Some(record.ram_mb),
+        ..NewSandbox::default()
+    };
+    let from = FromSnapshot {
+        origin: Some(record.node.clone()),
+    };
+    (body, from)
 }

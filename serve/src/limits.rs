@@ -58,7 +58,7 @@ fn bad(message: String) -> ApiError {
 
 /// A size within E2B's `int32` range that some known node can hold (400 otherwise).
 /// With no node known yet the size falls through to normal placement.
-pub fn check_size(vcpu: u32, memory_mb: u32, largest: LargestNode) -> Result<(), ApiError> {
+pub fn validate_size(vcpu: u32, memory_mb: u32, largest: LargestNode) -> Result<(), ApiError> {
     if vcpu == 0 {
         return Err(bad("cpuCount must be at least 1".into()));
     }
@@ -92,7 +92,7 @@ pub fn check_size(vcpu: u32, memory_mb: u32, largest: LargestNode) -> Result<(),
 
 /// Metadata within [`MAX_METADATA_KEYS`], [`MAX_METADATA_KEY_BYTES`],
 /// [`MAX_METADATA_VALUE_BYTES`] and [`MAX_METADATA_BYTES`] (400 otherwise).
-pub fn check_metadata(metadata: &BTreeMap<String, String>) -> Result<(), ApiError> {
+pub fn validate_metadata(metadata: &BTreeMap<String, String>) -> Result<(), ApiError> {
     if metadata.len() > MAX_METADATA_KEYS {
         return Err(bad(format!(
             "metadata has {} keys (at most {MAX_METADATA_KEYS})",
@@ -135,29 +135,29 @@ mod tests {
 
     #[test]
     fn sizes_are_checked_against_the_largest_node() {
-        assert!(check_size(16, 65536, NODE).is_ok());
-        assert!(check_size(17, 1024, NODE).is_err());
-        assert!(check_size(1, 65537, NODE).is_err());
-        assert!(check_size(0, 1024, NODE).is_err());
-        assert!(check_size(u32::MAX, 1024, LargestNode::default()).is_err());
+        assert!(validate_size(16, 65536, NODE).is_ok());
+        assert!(validate_size(17, 1024, NODE).is_err());
+        assert!(validate_size(1, 65537, NODE).is_err());
+        assert!(validate_size(0, 1024, NODE).is_err());
+        assert!(validate_size(u32::MAX, 1024, LargestNode::default()).is_err());
         // Nothing known: normal placement decides.
-        assert!(check_size(4096, 1 << 30, LargestNode::default()).is_ok());
+        assert!(validate_size(4096, 1 << 30, LargestNode::default()).is_ok());
     }
 
     #[test]
     fn metadata_is_capped() {
         let one = |k: &str, v: &str| BTreeMap::from([(k.to_string(), v.to_string())]);
-        assert!(check_metadata(&BTreeMap::new()).is_ok());
-        assert!(check_metadata(&one("team", "a")).is_ok());
-        assert!(check_metadata(&one(&"k".repeat(MAX_METADATA_KEY_BYTES + 1), "v")).is_err());
-        assert!(check_metadata(&one("k", &"v".repeat(MAX_METADATA_VALUE_BYTES + 1))).is_err());
+        assert!(validate_metadata(&BTreeMap::new()).is_ok());
+        assert!(validate_metadata(&one("team", "a")).is_ok());
+        assert!(validate_metadata(&one(&"k".repeat(MAX_METADATA_KEY_BYTES + 1), "v")).is_err());
+        assert!(validate_metadata(&one("k", &"v".repeat(MAX_METADATA_VALUE_BYTES + 1))).is_err());
         let many: BTreeMap<String, String> = (0..=MAX_METADATA_KEYS)
             .map(|i| (format!("k{i}"), String::new()))
             .collect();
-        assert!(check_metadata(&many).is_err());
+        assert!(validate_metadata(&many).is_err());
         let big: BTreeMap<String, String> = (0..5)
             .map(|i| (format!("k{i}"), "v".repeat(MAX_METADATA_VALUE_BYTES)))
             .collect();
-        assert!(check_metadata(&big).is_err());
+        assert!(validate_metadata(&big).is_err());
     }
 }

@@ -183,7 +183,7 @@ pub fn metadata_matches(
 /// `[namespace/]name[:tag]`, name and namespace of `[a-z0-9_-]`, tag of `[a-z0-9_.-]`,
 /// case-insensitive. (E2B also trims surrounding white space; stampede does not, so that
 /// its OpenAPI pattern says exactly what is accepted.)
-pub fn check_template_id(t: &str) -> Result<(), String> {
+pub fn validate_template_id(t: &str) -> Result<(), String> {
     let ident = |s: &str, extra: &[u8]| {
         !s.is_empty()
             && s.bytes()

@@ -13,10 +13,10 @@ use mock_node::secret::constant_time_eq;
 use serde::Deserialize;
 
 use super::error::ApiError;
-use super::limits::{check_metadata, check_size, LargestNode};
+use super::limits::{validate_metadata, validate_size, LargestNode};
 use super::nodes_api::{change_status, node_detail, nodes, require_admin};
 use super::params::{
-    check_template_id, metadata_matches, parse_date_time, parse_metadata_filter, unix_nanos,
+    metadata_matches, parse_date_time, parse_metadata_filter, unix_nanos, validate_template_id,
 };
 use super::place::{create_sandbox, delete_sandbox, CLIENT_ID};
 use super::rest::{EvictedIds, ListedSandbox, NewSandbox};
@@ -110,7 +110,7 @@ async fn create(
 ) -> ApiResult<Response> {
     require_key(&shared, &headers)?;
     let req: NewSandbox = json_body(&body)?;
-    check_template_id(&req.template_id).map_err(bad_request)?;
+    validate_template_id(&req.template_id).map_err(bad_request)?;
     // E2B's `handlers/timeout_helper.go` (validateAndParseTimeout).
     if let Some(t) = req.timeout {
         if t == 0 {
@@ -126,13 +126,13 @@ async fn create(
     // A size no node can ever hold would otherwise be retried against refusing nodes
     // until the request deadline.
     let largest = LargestNode::of(lock(&shared.placer).core());
-    check_size(
+    validate_size(
         req.cpu_count.unwrap_or(shared.cfg.default_vcpu),
         req.memory_mb.unwrap_or(shared.cfg.default_memory_mb),
         largest,
     )?;
     if let Some(m) = &req.metadata {
-        check_metadata(m)?;
+        validate_metadata(m)?;
     }
     // Spawned, so that the create is never dropped mid-flight; the guard cancels
     // `gone` when this handler is dropped (the client hung up) and placement stops.

@@ -162,7 +162,7 @@ pub async fn start(
     nodes: Vec<NodeTarget>,
     listen: SocketAddr,
 ) -> Result<ServiceHandle, ServeError> {
-    cfg.check_credentials(listen)?;
+    cfg.validate_credentials(listen)?;
     let mut problems: Vec<String> = cfg
         .placement
         .validate()

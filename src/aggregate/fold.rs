@@ -8,7 +8,7 @@ use hdrhistogram::Histogram;
 use super::outcomes::OutcomeFold;
 use crate::placement::AccountingMode;
 use crate::report::{
-    AccountingError, CleanupReport, FaultWindow, LatencySummary, NodeFigures, RetryStorm,
+    AccountingError, CleanupReport, FaultWindow, Figure, LatencySummary, NodeFigures, RetryStorm,
     RunResult, SendTiming, SetAudit, SkewOverTime, SkewStats, StagingFacts, TimelinePoint,
 };
 use crate::serve::{ArrivalWindow, ServiceCounters};
@@ -261,6 +261,13 @@ impl RunAggregate {
             s.cleanup = late.cleanup.or(s.cleanup);
             s
         });
+        // An external API (a run with staging facts) exposes no retry or refusal
+        // counters, and its beliefs only to an admin token.
+        let not_measured = match &staging {
+            None => Vec::new(),
+            Some(_) if self.err_samples > 0 => vec![Figure::Retries, Figure::Refusals],
+            Some(_) => vec![Figure::Retries, Figure::Refusals, Figure::AccountingError],
+        };
         RunResult {
             label,
             settings,
@@ -293,6 +300,7 @@ impl RunAggregate {
             set_audit: late.set_audit,
             wall_ms,
             staging,
+            not_measured,
         }
     }
 }

@@ -1,5 +1,5 @@
-//! Faults on mock-node fleets (through mock-node's admin client) and drains through the
-//! placement APIs: apply a fault, get a guard that heals it.
+//! Faults on mock-node fleets (through mock-node's admin client), drains through the
+//! placement APIs and `command` programs: apply a fault, get a guard that heals it.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -8,9 +8,11 @@ use std::time::Duration;
 use mock_node::admin_client::checked;
 use mock_node::api::FaultInfo;
 
+use super::backend::command::run_argv;
 use super::plan::PlannedFault;
 use crate::error_chain::chain_text;
 use crate::mock_admin::{MockAdmin, MockAdminError};
+use crate::profile::CommandAction;
 use crate::workload::ApiKey;
 
 /// Deadline of one drain call to a placement API.
@@ -47,6 +49,16 @@ pub enum ChaosError {
     /// A `drain` step, but no placement API to send it to.
     #[error("a drain needs the placement API's URL (none given)")]
     NoApi,
+    /// A `command` step's program failed, timed out or could not start.
+    #[error("command {phase} `{program}`: {message}")]
+    Command {
+        /// `run` or `heal`.
+        phase: &'static str,
+        /// The program.
+        program: String,
+        /// What went wrong (exit status and the end of its stderr).
+        message: String,
+    },
 }
 
 /// A client of one or more mock-node admin APIs (`POST/GET /faults`, `DELETE /faults/{id}`).
@@ -84,6 +96,12 @@ impl ChaosClient {
     /// A client of one fleet's admin API (`http://127.0.0.1:4567`) that serves every node.
     pub fn new(admin_url: &str, token: Option<String>) -> Self {
         Self::build(vec![trim(admin_url)], token, BTreeMap::new())
+    }
+
+    /// A client of no mock-node fleet: for drills whose steps all go through the
+    /// placement API (`drain`) or programs (`command`), as against a real cluster.
+    pub fn without_fleet() -> Self {
+        Self::build(Vec::new(), None, BTreeMap::new())
     }
 
     /// A client of several fleets: reads each one's `GET /nodes` to learn which fleet
@@ -184,11 +202,27 @@ impl ChaosClient {
     /// Applies `fault` (one `POST /faults` per fleet holding its nodes) and returns the
     /// guard that heals it. A `restart` is instant: its guard has nothing to heal.
     pub async fn apply(&self, fault: &PlannedFault) -> Result<FaultGuard, ChaosError> {
+        if let Some(c) = &fault.command {
+            let mut guard = FaultGuard {
+                client: self.clone(),
+                ids: Vec::new(),
+                drained: Vec::new(),
+                command: Some((c.clone(), fault.nodes.clone())),
+                armed: true,
+            };
+            if let Err(e) = run_argv("run", &c.run, &fault.nodes, c.timeout).await {
+                // `run` may have done part of its work: roll it back.
+                let _ = guard.try_heal().await;
+                return Err(e);
+            }
+            return Ok(guard);
+        }
         if fault.through_api {
             let mut guard = FaultGuard {
                 client: self.clone(),
                 ids: Vec::new(),
                 drained: fault.nodes.clone(),
+                command: None,
                 armed: true,
             };
             if let Err(e) = self.set_node_status(&fault.nodes, "draining").await {
@@ -209,6 +243,7 @@ impl ChaosClient {
             client: self.clone(),
             ids: Vec::new(),
             drained: Vec::new(),
+            command: None,
             armed: !fault.kind.is_instant(),
         };
         for (k, nodes) in per_fleet {
@@ -321,6 +356,8 @@ pub struct FaultGuard {
     ids: Vec<(usize, u64)>,
     /// Nodes a `drain` set to draining through the placement API (healed: `ready`).
     drained: Vec<String>,
+    /// A `command` step's action and nodes (healed: its `heal` program).
+    command: Option<(CommandAction, Vec<String>)>,
     armed: bool,
 }
 
@@ -329,6 +366,9 @@ impl FaultGuard {
     pub fn id(&self) -> String {
         if !self.drained.is_empty() {
             return format!("drain:{}", self.drained.join(","));
+        }
+        if let Some((_, nodes)) = &self.command {
+            return format!("command:{}", nodes.join(","));
         }
         let ids: Vec<String> = self.ids.iter().map(|(_, id)| id.to_string()).collect();
         ids.join("+")
@@ -351,6 +391,11 @@ impl FaultGuard {
             return Ok(());
         }
         let mut first_err = None;
+        if let Some((c, nodes)) = &self.command {
+            if let Err(e) = run_argv("heal", &c.heal, nodes, c.timeout).await {
+                first_err.get_or_insert(e);
+            }
+        }
         if !self.drained.is_empty() {
             if let Err(e) = self.client.set_node_status(&self.drained, "ready").await {
                 first_err.get_or_insert(e);
@@ -378,7 +423,8 @@ impl FaultGuard {
 
 impl Drop for FaultGuard {
     fn drop(&mut self) {
-        if !self.armed || (self.ids.is_empty() && self.drained.is_empty()) {
+        if !self.armed || (self.ids.is_empty() && self.drained.is_empty() && self.command.is_none())
+        {
             return;
         }
         let Ok(rt) = tokio::runtime::Handle::try_current() else {
@@ -388,7 +434,13 @@ impl Drop for FaultGuard {
         let client = self.client.clone();
         let ids = std::mem::take(&mut self.ids);
         let drained = std::mem::take(&mut self.drained);
+        let command = self.command.take();
         rt.spawn(async move {
+            if let Some((c, nodes)) = command {
+                if let Err(e) = run_argv("heal", &c.heal, &nodes, c.timeout).await {
+                    tracing::warn!(error = %e, "healing a dropped command fault failed");
+                }
+            }
             if !drained.is_empty() {
                 if let Err(e) = client.set_node_status(&drained, "ready").await {
                     tracing::warn!(nodes = ?drained, error = %e, "undraining a dropped drain failed");

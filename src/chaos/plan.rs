@@ -6,12 +6,12 @@
 
 use std::time::Duration;
 
-use mock_node::api::{FaultKind, FaultRequest};
+use mock_node::api::{FaultKind, FaultRequest, ServiceStatus};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::profile::{ChaosFault, ChaosStep, NodeSelector};
+use crate::profile::{ChaosFault, ChaosStep, CommandAction, NodeSelector};
 
 /// One fault of a plan, ready to apply.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -34,13 +34,20 @@ pub struct PlannedFault {
     /// simulator models.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub through_api: bool,
+    /// A `command` step: applied and healed by running these programs. Its `kind` is
+    /// `status: healthy` (no effect stampede knows of; the simulator refuses it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<CommandAction>,
 }
 
 impl PlannedFault {
-    /// The step's fault name: `drain` for a drain, else the mock-node kind.
+    /// The step's fault name: `drain` for a drain, `command` for a command, else the
+    /// mock-node kind.
     pub fn name(&self) -> &'static str {
         if self.through_api {
             ChaosFault::Drain.name()
+        } else if let Some(c) = &self.command {
+            ChaosFault::Command(c.clone()).name()
         } else {
             self.kind.as_str()
         }
@@ -121,7 +128,9 @@ fn resolve_step(
     node_ids: &[String],
     seed: u64,
 ) -> Result<PlannedFault, PlanError> {
-    let kind = s.fault.node_kind();
+    let kind = s.fault.node_kind().unwrap_or(FaultKind::Status {
+        status: ServiceStatus::Healthy,
+    });
     if s.duration.is_some_and(|d| d.is_zero()) {
         return Err(err(i, "duration", "must be > 0"));
     }
@@ -133,6 +142,10 @@ fn resolve_step(
         nodes,
         duration: if kind.is_instant() { None } else { s.duration },
         through_api: s.fault == ChaosFault::Drain,
+        command: match &s.fault {
+            ChaosFault::Command(c) => Some(c.clone()),
+            _ => None,
+        },
     })
 }
 

@@ -8,35 +8,43 @@ use std::time::Duration;
 use mock_node::api::{FailureCode, FaultKind, FaultName, FaultParams, ServiceStatus};
 use serde::{Deserialize, Serialize};
 
+use super::command_action::{CommandAction, DEFAULT_COMMAND_TIMEOUT, MAX_COMMAND_TIMEOUT};
 use super::limits::MAX_LATENCY;
 use super::types::NodeSelector;
 
-/// What a chaos step does.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// What a chaos step does, and through which backend.
+#[derive(Debug, Clone, PartialEq)]
 pub enum ChaosFault {
     /// A fault applied through the mock-node admin API.
     Node(FaultKind),
     /// `POST /nodes/{nodeID}` `draining` on the placement API (healed with `ready`), as
     /// an operator drains a node in E2B. The node then reports `draining`.
     Drain,
+    /// A program run to apply the fault and another to heal it (Nomad, kubectl,
+    /// Toxiproxy on a real cluster). What it does is unknown to stampede: the
+    /// simulator cannot model it.
+    Command(CommandAction),
 }
 
 impl ChaosFault {
-    /// The step's name: `drain`, or the mock-node fault kind.
-    pub fn name(self) -> &'static str {
+    /// The step's name: `drain`, `command`, or the mock-node fault kind.
+    pub fn name(&self) -> &'static str {
         match self {
             ChaosFault::Node(k) => k.as_str(),
             ChaosFault::Drain => DRAIN,
+            ChaosFault::Command(_) => COMMAND,
         }
     }
 
-    /// The fault the node shows: a drain is the `status: draining` it then reports.
-    pub fn node_kind(self) -> FaultKind {
+    /// The fault the node shows: a drain is the `status: draining` it then reports; a
+    /// command's effect is unknown (none).
+    pub fn node_kind(&self) -> Option<FaultKind> {
         match self {
-            ChaosFault::Node(k) => k,
-            ChaosFault::Drain => FaultKind::Status {
+            ChaosFault::Node(k) => Some(*k),
+            ChaosFault::Drain => Some(FaultKind::Status {
                 status: ServiceStatus::Draining,
-            },
+            }),
+            ChaosFault::Command(_) => None,
         }
     }
 }
@@ -74,9 +82,10 @@ struct ChaosStepDoc {
     #[serde(with = "humantime_serde")]
     #[schemars(with = "String")]
     at: Duration,
-    /// Fault kind, as the mock-node admin API names it, or `drain`: `POST
-    /// /nodes/{nodeID}` `draining` on the placement API (healed with `ready`), as an
-    /// operator drains a node in E2B.
+    /// The fault and its backend: a fault kind of the mock-node admin API; `drain`:
+    /// `POST /nodes/{nodeID}` `draining` on the placement API (healed with `ready`), as
+    /// an operator drains a node in E2B; `command`: the programs `params.run` and
+    /// `params.heal`.
     fault: StepName,
     /// Which nodes.
     nodes: NodeSelector,
@@ -99,15 +108,19 @@ enum StepName {
     Node(FaultName),
     /// Drained through the placement API.
     Drain,
+    /// Programs run by the harness.
+    Command,
 }
 
 const DRAIN: &str = "drain";
+const COMMAND: &str = "command";
 
 impl StepName {
     fn as_str(self) -> &'static str {
         match self {
             StepName::Node(n) => n.as_str(),
             StepName::Drain => DRAIN,
+            StepName::Command => COMMAND,
         }
     }
 
@@ -115,7 +128,7 @@ impl StepName {
         FaultName::ALL
             .into_iter()
             .map(StepName::Node)
-            .chain([StepName::Drain])
+            .chain([StepName::Drain, StepName::Command])
     }
 }
 
@@ -146,7 +159,7 @@ impl schemars::JsonSchema for StepName {
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         let names: Vec<&str> = StepName::all().map(StepName::as_str).collect();
         schemars::json_schema!({
-            "description": "A fault kind of the mock-node admin API, or `drain`.",
+            "description": "A fault kind of the mock-node admin API, `drain` or `command`.",
             "type": "string",
             "enum": names,
         })
@@ -172,6 +185,22 @@ struct ChaosParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<String>")]
     status: Option<ServiceStatus>,
+    /// `command`: program and arguments that apply the fault (no shell), e.g.
+    /// `[nomad, node, drain, -enable, -yes, NODE_ID]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    run: Option<Vec<String>>,
+    /// `command`: program and arguments that heal it (required): run at the end of the
+    /// window and on every exit path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    heal: Option<Vec<String>>,
+    /// `command`: deadline of each of `run` and `heal` (default 30s, at most 10m).
+    #[serde(
+        default,
+        with = "humantime_serde",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>")]
+    timeout: Option<Duration>,
 }
 
 impl ChaosParams {
@@ -186,9 +215,48 @@ impl ChaosParams {
             ("probability", self.probability.is_some()),
             ("code", self.code.is_some()),
             ("status", self.status.is_some()),
+            ("run", self.run.is_some()),
+            ("heal", self.heal.is_some()),
+            ("timeout", self.timeout.is_some()),
         ]
         .into_iter()
         .filter_map(|(k, given)| given.then_some(k))
+    }
+
+    /// The `command` step's action, every parameter checked.
+    fn command(&self) -> Result<CommandAction, StepError> {
+        let bad = |key: &str, message: &str| StepError {
+            field: format!("params.{key}"),
+            message: message.into(),
+        };
+        if let Some(key) = self
+            .given()
+            .find(|k| !["run", "heal", "timeout"].contains(k))
+        {
+            return Err(bad(key, "`command` takes only `run`, `heal` and `timeout`"));
+        }
+        let argv = |key: &str, v: &Option<Vec<String>>| match v {
+            None => Err(bad(key, "required: the program and its arguments")),
+            Some(a) if a.first().is_none_or(|p| p.trim().is_empty()) => {
+                Err(bad(key, "must name a program"))
+            }
+            Some(a) => Ok(a.clone()),
+        };
+        let timeout = self.timeout.unwrap_or(DEFAULT_COMMAND_TIMEOUT);
+        if timeout.is_zero() || timeout > MAX_COMMAND_TIMEOUT {
+            return Err(bad(
+                "timeout",
+                &format!(
+                    "must be > 0 and at most {}",
+                    humantime::format_duration(MAX_COMMAND_TIMEOUT)
+                ),
+            ));
+        }
+        Ok(CommandAction {
+            run: argv("run", &self.run)?,
+            heal: argv("heal", &self.heal)?,
+            timeout,
+        })
     }
 }
 
@@ -258,6 +326,14 @@ impl TryFrom<ChaosStepDoc> for ChaosStep {
         let p = &d.params;
         let name = match d.fault {
             StepName::Node(name) => name,
+            StepName::Command => {
+                return Ok(ChaosStep {
+                    at: d.at,
+                    fault: ChaosFault::Command(p.command()?),
+                    nodes: d.nodes,
+                    duration: d.duration,
+                })
+            }
             StepName::Drain => {
                 if let Some(key) = p.given().next() {
                     return Err(StepError {
@@ -279,6 +355,12 @@ impl TryFrom<ChaosStepDoc> for ChaosStep {
             code: p.code,
             status: p.status,
         };
+        if let Some(key) = p.given().find(|k| ["run", "heal", "timeout"].contains(k)) {
+            return Err(StepError {
+                field: format!("params.{key}"),
+                message: format!("only `command` takes `{key}`"),
+            });
+        }
         let kind = FaultKind::from_wire(name, &wire).map_err(|e| StepError {
             field: format!("params.{}", e.param),
             message: e.message.into(),
@@ -312,9 +394,10 @@ impl TryFrom<ChaosStepDoc> for ChaosStep {
 
 impl From<ChaosStep> for ChaosStepDoc {
     fn from(s: ChaosStep) -> Self {
-        let (fault, p) = match s.fault {
-            ChaosFault::Drain => (StepName::Drain, FaultParams::default()),
-            ChaosFault::Node(k) => (StepName::Node(k.name()), k.params()),
+        let (fault, p, command) = match s.fault {
+            ChaosFault::Drain => (StepName::Drain, FaultParams::default(), None),
+            ChaosFault::Node(k) => (StepName::Node(k.name()), k.params(), None),
+            ChaosFault::Command(c) => (StepName::Command, FaultParams::default(), Some(c)),
         };
         ChaosStepDoc {
             at: s.at,
@@ -326,6 +409,9 @@ impl From<ChaosStep> for ChaosStepDoc {
                 probability: p.probability.map(Probability),
                 code: p.code,
                 status: p.status,
+                run: command.as_ref().map(|c| c.run.clone()),
+                heal: command.as_ref().map(|c| c.heal.clone()),
+                timeout: command.map(|c| c.timeout),
             },
         }
     }

@@ -7,6 +7,7 @@
 
 mod chaos_step;
 mod check_table;
+mod command_action;
 mod issue;
 mod lifecycle;
 pub mod limits;
@@ -21,6 +22,7 @@ mod variants;
 
 pub use chaos_step::{ChaosFault, ChaosStep, StepError};
 pub use check_table::{CheckDef, CheckId, SetBound, CHECKS};
+pub use command_action::{CommandAction, DEFAULT_COMMAND_TIMEOUT, MAX_COMMAND_TIMEOUT};
 pub use issue::{ProfileError, ProfileErrors, ProfileIssue};
 pub use lifecycle::{Lifecycle, LifecycleStep, PlannedStep};
 pub use load::{load, load_and_validate, parse, Source};

@@ -15,7 +15,7 @@ use super::load::Source;
 use super::locate::Locator;
 use super::test_plan::parse_test_plan;
 use super::types::*;
-use super::{ChaosStep, LifecycleStep};
+use super::{ChaosFault, ChaosStep, LifecycleStep};
 
 /// Why `placement.embedded.create_rpc_timeout` is refused: the field was removed.
 pub const REMOVED_CREATE_RPC_TIMEOUT: &str = "create_rpc_timeout was removed: E2B puts no \
@@ -767,11 +767,35 @@ fn bound(v: &mut Problems, p: &str, b: &Bound, hi: Option<f64>) {
     }
 }
 
+/// Why the program `prog` of a `command` step cannot be run from here: a path that is
+/// not an executable file, or a bare name found on no `PATH` entry.
+fn program_missing(prog: &str) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &std::path::Path| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if prog.contains('/') {
+        return (!runnable(std::path::Path::new(prog)))
+            .then(|| format!("`{prog}` is not an executable file"));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    (!std::env::split_paths(&path).any(|d| runnable(&d.join(prog))))
+        .then(|| format!("`{prog}` is not found on PATH"))
+}
+
 /// One chaos step: its times and its nodes against the embedded `fleet` (unknown for an
 /// external placement). Its fault and parameters were checked as it was parsed.
 fn chaos_step(v: &mut Problems, i: usize, s: &ChaosStep, fleet: Option<&ClusterConfig>) {
     let p = format!("chaos[{i}]");
-    if s.fault.node_kind().is_instant() && s.duration.is_some() {
+    if let ChaosFault::Command(c) = &s.fault {
+        for (key, argv) in [("run", &c.run), ("heal", &c.heal)] {
+            if let Some(why) = argv.first().and_then(|prog| program_missing(prog)) {
+                v.add(&format!("{p}.params.{key}[0]"), &why);
+            }
+        }
+    }
+    if s.fault.node_kind().is_some_and(|k| k.is_instant()) && s.duration.is_some() {
         v.add(
             &format!("{p}.duration"),
             "`restart` is instantaneous and has no duration; remove it",

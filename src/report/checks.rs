@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::profile::{Bound, CheckId, Checks, SetBound, CHECKS};
 
-use super::model::{CheckOutcome, Report, RunResult};
+use super::model::{CheckOutcome, Figure, Report, RunResult};
 use super::staging::CANCELLED_KEY;
 
 /// Evaluate `checks` on every run of `report`, in run order then in the order of
@@ -105,6 +105,9 @@ fn figure(id: CheckId, run: &RunResult) -> Result<f64, String> {
         },
         CheckId::RunningCvMean => steady(|o| o.running_cv_mean),
         CheckId::RunningCvPeak => steady(|o| o.running_cv_peak),
+        CheckId::RetriesPerSPeak if !run.measured(Figure::Retries) => {
+            Err("retries are not measured in this run (the API exposes no retry counter)".into())
+        }
         CheckId::RetriesPerSPeak => match &run.retry_storm {
             Some(r) => Ok(r.peak_per_second as f64),
             None if run.retries == 0 => Ok(0.0),

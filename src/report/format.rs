@@ -1,7 +1,11 @@
 //! Number and bar formatting shared by the text reporters, so that Markdown, terminal
 //! and comparison output agree to the digit.
 
-use super::model::{Report, RunResult};
+use super::model::{Figure, Report, RunResult, NOT_MEASURED};
+
+/// The verdict of a complete report whose profile has no checks: nothing passed,
+/// because nothing was judged.
+pub const NOTHING_CHECKED: &str = "NOTHING CHECKED (the profile has no checks)";
 
 /// Width in characters of a full per-node bar.
 pub const BAR_WIDTH: usize = 30;
@@ -40,13 +44,16 @@ pub fn total_sandboxes(run: &RunResult) -> u64 {
     run.skew.counts.iter().sum()
 }
 
-/// Headline of a report: PASSED, FAILED or INCOMPLETE (with the reason).
+/// Headline of a report: PASSED, FAILED, INCOMPLETE (with the reason), or
+/// [`NOTHING_CHECKED`] when it passed with no check to judge it.
 pub fn verdict(report: &Report) -> String {
     if report.incomplete {
         match &report.incomplete_reason {
             Some(r) => format!("INCOMPLETE ({r})"),
             None => "INCOMPLETE".to_string(),
         }
+    } else if report.passed && report.checks.is_empty() {
+        NOTHING_CHECKED.to_string()
     } else if report.passed {
         "PASSED".to_string()
     } else {
@@ -114,12 +121,15 @@ pub fn comparison_row(run: &RunResult) -> Vec<String> {
         ratio(run.skew.jain),
         run.skew.min.to_string(),
         run.skew.max.to_string(),
-        run.accounting_error
-            .map_or_else(|| "-".into(), |a| vcpu(a.mean_abs_vcpu)),
+        match run.accounting_error {
+            Some(a) => vcpu(a.mean_abs_vcpu),
+            None if !run.measured(Figure::AccountingError) => NOT_MEASURED.into(),
+            None => "-".into(),
+        },
         ms(run.latency.p50_ms),
         ms(run.latency.p99_ms),
         percent(run.error_rate),
-        run.retries.to_string(),
+        run.shown(Figure::Retries, run.retries),
     ]
 }
 

@@ -5,7 +5,7 @@ use std::io::{self, Write};
 
 use super::format::*;
 use super::markdown::set_audit_rows;
-use super::model::{Report, RunResult};
+use super::model::{Figure, Report, RunResult};
 use super::svg::{bars, esc, legend, lines};
 
 const CSS: &str = "body{font-family:system-ui,sans-serif;margin:2em;max-width:72em;color:#222}\
@@ -48,25 +48,7 @@ pub fn write_html(report: &Report, mut w: impl Write) -> io::Result<()> {
         },
         report.schema_version
     )?;
-    if report.runs.len() > 1 {
-        writeln!(w, "<h2>Comparison</h2>")?;
-        let rows: Vec<Vec<String>> = report.runs.iter().map(comparison_row).collect();
-        table(w, &COMPARISON_HEADER, &rows)?;
-        if let Some((header, rows)) = cv_by_mode_and_k(report) {
-            writeln!(w, "<h2>CV by mode and K</h2>")?;
-            let header: Vec<&str> = header.iter().map(String::as_str).collect();
-            table(w, &header, &rows)?;
-        }
-        let cvs: Vec<(String, f64)> = report
-            .runs
-            .iter()
-            .map(|r| (r.label.clone(), r.skew.cv))
-            .collect();
-        writeln!(w, "{}", bars("CV per run", &cvs, ""))?;
-    }
-    for run in &report.runs {
-        write_run(w, run)?;
-    }
+    // The checks first: the verdict's reasons before the figures behind them.
     if !report.checks.is_empty() {
         writeln!(w, "<h2>Checks</h2>")?;
         let rows: Vec<Vec<String>> = report
@@ -89,10 +71,71 @@ pub fn write_html(report: &Report, mut w: impl Write) -> io::Result<()> {
             &rows,
         )?;
     }
+    if report.runs.len() > 1 {
+        writeln!(w, "<h2>Comparison</h2>")?;
+        let rows: Vec<Vec<String>> = report.runs.iter().map(comparison_row).collect();
+        table(w, &COMPARISON_HEADER, &rows)?;
+        if let Some((header, rows)) = cv_by_mode_and_k(report) {
+            writeln!(w, "<h2>CV by mode and K</h2>")?;
+            let header: Vec<&str> = header.iter().map(String::as_str).collect();
+            table(w, &header, &rows)?;
+        }
+        let cvs: Vec<(String, f64)> = report
+            .runs
+            .iter()
+            .map(|r| (r.label.clone(), r.skew.cv))
+            .collect();
+        writeln!(w, "{}", bars("CV per run", &cvs, ""))?;
+    }
+    for run in &report.runs {
+        write_run(w, run)?;
+    }
     writeln!(w, "</body></html>")
 }
 
+/// The run's fault windows `(applied, healed)` in ms, an unhealed one to the run's end.
+fn fault_shade(run: &RunResult) -> Vec<(f64, f64)> {
+    let end = run.timeline.last().map_or(run.wall_ms, |p| p.t_ms);
+    run.faults
+        .iter()
+        .map(|f| {
+            (
+                f.applied_at_ms,
+                f.healed_at_ms.unwrap_or(end).max(f.applied_at_ms),
+            )
+        })
+        .collect()
+}
+
+/// Creates that landed per second between consecutive samples (from the cumulative
+/// per-node placements), at each sample's time; none without placements.
+fn landed_per_second(run: &RunResult) -> Option<(Vec<f64>, Vec<f64>)> {
+    let pts: Vec<(f64, u64)> = run
+        .timeline
+        .iter()
+        .filter(|p| !p.placed.is_empty())
+        .map(|p| (p.t_ms, p.placed.iter().sum()))
+        .collect();
+    if pts.len() < 2 {
+        return None;
+    }
+    let (xs, ys) = pts
+        .windows(2)
+        .map(|w| {
+            let dt = (w[1].0 - w[0].0) / 1000.0;
+            let rate = if dt > 0.0 {
+                w[1].1.saturating_sub(w[0].1) as f64 / dt
+            } else {
+                0.0
+            };
+            (w[1].0, rate)
+        })
+        .unzip();
+    Some((xs, ys))
+}
+
 fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
+    let shade = fault_shade(run);
     writeln!(w, "<h2>Run {}</h2>", esc(&run.label))?;
     let settings = settings_line(run);
     if !settings.is_empty() {
@@ -123,8 +166,8 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
             ratio(s.max_over_mean),
             ratio(s.jain),
             percent(run.error_rate),
-            run.retries.to_string(),
-            run.refusals.to_string(),
+            run.shown(Figure::Retries, run.retries),
+            run.shown(Figure::Refusals, run.refusals),
         ]],
     )?;
     if !run.timeline.is_empty() {
@@ -142,11 +185,29 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
                 (n.id.clone(), ys)
             })
             .collect();
+        if let Some((lx, ly)) = landed_per_second(run) {
+            writeln!(
+                w,
+                "<h3>Creates landed per second (fault windows shaded)</h3>"
+            )?;
+            let s = vec![("creates landed per second".to_string(), ly)];
+            writeln!(
+                w,
+                "{}",
+                lines("creates landed per second", &lx, &s, "creates/s", &shade)
+            )?;
+        }
         writeln!(w, "<h3>Sandboxes per node over time</h3>")?;
         writeln!(
             w,
             "{}",
-            lines("sandboxes per node over time", &xs, &series, "")
+            lines(
+                "sandboxes per node over time",
+                &xs,
+                &series,
+                "sandboxes",
+                &shade
+            )
         )?;
         let names: Vec<String> = series.iter().map(|(n, _)| n.clone()).collect();
         writeln!(w, "{}", legend(&names))?;
@@ -162,7 +223,11 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
         {
             writeln!(w, "<h3>Accounting error over time (vCPU)</h3>")?;
             let s = vec![("accounting error".to_string(), errs)];
-            writeln!(w, "{}", lines("accounting error over time", &xs, &s, ""))?;
+            writeln!(
+                w,
+                "{}",
+                lines("accounting error over time", &xs, &s, "vCPU", &shade)
+            )?;
         }
     }
     let over_time = over_time_rows(run);
@@ -184,7 +249,7 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
             writeln!(
                 w,
                 "{}",
-                lines("CV of running sandboxes over time", &xs, &s, "")
+                lines("CV of running sandboxes over time", &xs, &s, "CV", &shade)
             )?;
         }
         if let Some(r) = &run.retry_storm {
@@ -194,7 +259,13 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
             writeln!(
                 w,
                 "{}",
-                lines("ResourceExhausted retries per second", &xs, &s, "")
+                lines(
+                    "ResourceExhausted retries per second",
+                    &xs,
+                    &s,
+                    "retries/s",
+                    &shade
+                )
             )?;
         }
     }

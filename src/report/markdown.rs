@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 
 use super::format::*;
-use super::model::{FaultWindow, Report, RunResult, SetAudit};
+use super::model::{FaultWindow, Figure, Report, RunResult, SetAudit, NOT_MEASURED};
 
 /// Write `report` as Markdown.
 pub fn write_markdown(report: &Report, mut w: impl Write) -> io::Result<()> {
@@ -170,6 +170,12 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
             a.samples
         )?;
         writeln!(w)?;
+    } else if !run.measured(Figure::AccountingError) {
+        writeln!(
+            w,
+            "Accounting error (|believed - true| vCPU): {NOT_MEASURED}."
+        )?;
+        writeln!(w)?;
     }
     writeln!(w, "### Requests")?;
     writeln!(w)?;
@@ -190,8 +196,8 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
             run.ok.to_string(),
             run.failed.to_string(),
             percent(run.error_rate),
-            run.retries.to_string(),
-            run.refusals.to_string(),
+            run.shown(Figure::Retries, run.retries),
+            run.shown(Figure::Refusals, run.refusals),
             ms(run.wall_ms),
         ]],
     )?;

@@ -7,19 +7,25 @@ mod compare;
 mod distribution;
 pub mod format;
 mod html;
+mod junit;
 mod markdown;
 mod model;
 mod output;
 mod over_time;
 mod staging;
 mod stats;
+mod step_summary;
 mod svg;
 mod terminal;
 
 pub use checks::{bound_text, evaluate};
-pub use compare::{compare, write_comparison, Comparison, Delta, RunComparison};
+pub use compare::{
+    compare, write_comparison, CompareError, CompareOptions, Comparison, Delta, RunComparison,
+    DEFAULT_LATENCY_TOLERANCE, DEFAULT_TOLERANCE,
+};
 pub use distribution::{compact, distribution, MAX_NODE_BARS};
 pub use html::write_html;
+pub use junit::write_junit;
 pub use markdown::write_markdown;
 pub use model::*;
 pub use output::{
@@ -31,9 +37,13 @@ pub use staging::{
     CANCELLED_KEY,
 };
 pub use stats::{LatencySummary, SkewStats};
+pub use step_summary::{
+    append_step_summary, append_to_step_summary, step_summary_path, STEP_SUMMARY_ENV,
+};
 pub use terminal::{write_terminal, write_verdict};
 
-/// JSON Schema of `report.json` (documented in `reports/README.md`).
+/// JSON Schema of `report.json`, shipped as `report.schema.json` (documented in
+/// `reports/README.md`).
 pub fn json_schema() -> serde_json::Value {
     serde_json::to_value(schemars::schema_for!(Report)).unwrap_or(serde_json::Value::Null)
 }

@@ -118,10 +118,17 @@ pub struct RunResult {
     pub failed: u64,
     /// `failed / requests` (0 when nothing was sent).
     pub error_rate: f64,
-    /// Placement attempts retried by the service.
+    /// Placement attempts retried by the service (0 and listed in `not_measured` when
+    /// the run could not observe it).
     pub retries: u64,
-    /// ResourceExhausted answers the service received from nodes.
+    /// ResourceExhausted answers the service received from nodes (0 and listed in
+    /// `not_measured` when the run could not observe it).
     pub refusals: u64,
+    /// Figures this run could not observe (an external API exposes no retry or refusal
+    /// counters, nor its beliefs without an admin token): their fields carry no
+    /// information and every reporter shows them as not measured, never as 0.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_measured: Vec<Figure>,
     /// How precisely the workload kept its schedule.
     #[serde(default)]
     pub send: SendTiming,
@@ -143,7 +150,38 @@ pub struct RunResult {
     pub staging: Option<super::staging::StagingFacts>,
 }
 
+/// A figure of [`RunResult`] that a run may be unable to observe.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Figure {
+    /// `retries` (and `retry_storm`).
+    Retries,
+    /// `refusals`.
+    Refusals,
+    /// `accounting_error`.
+    AccountingError,
+}
+
+/// What reporters print in place of a figure the run could not observe.
+pub const NOT_MEASURED: &str = "not measured";
+
 impl RunResult {
+    /// Whether this run observed `figure`.
+    pub fn measured(&self, figure: Figure) -> bool {
+        !self.not_measured.contains(&figure)
+    }
+
+    /// `figure`'s value as text, or [`NOT_MEASURED`].
+    pub fn shown(&self, figure: Figure, value: impl std::fmt::Display) -> String {
+        if self.measured(figure) {
+            value.to_string()
+        } else {
+            NOT_MEASURED.to_string()
+        }
+    }
+
     /// The value of setting `key` (e.g. `accounting`).
     pub fn setting(&self, key: &str) -> Option<&str> {
         self.settings.get(key).map(String::as_str)

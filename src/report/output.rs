@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use super::html::write_html;
+use super::junit::write_junit;
 use super::markdown::write_markdown;
 use super::model::Report;
 
@@ -77,7 +78,7 @@ pub fn compact_utc(rfc3339: &str) -> Option<String> {
     Some(s.replace(['-', ':'], ""))
 }
 
-/// Write `report.json`, `report.md` and `report.html` into a new directory
+/// Write `report.json`, `report.md`, `report.html` and `junit.xml` into a new directory
 /// `<parent>/<profile>-<UTC yyyymmddThhmmssZ>/` and return it. The time is the run's
 /// `started_at`, except for a simulation (whose `started_at` may be a fixed value
 /// for reproducibility), which uses the current time; a `-2`, `-3`... suffix is
@@ -130,7 +131,8 @@ pub fn write_report_dir(report: &Report, parent: &Path) -> io::Result<PathBuf> {
     }
     let written = write_file(&dir.join("report.json"), |w| write_json(report, w))
         .and_then(|()| write_file(&dir.join("report.md"), |w| write_markdown(report, w)))
-        .and_then(|()| write_file(&dir.join("report.html"), |w| write_html(report, w)));
+        .and_then(|()| write_file(&dir.join("report.html"), |w| write_html(report, w)))
+        .and_then(|()| write_file(&dir.join("junit.xml"), |w| write_junit(report, w)));
     if let Err(e) = written {
         // A directory with part of a report would pass for a report: remove it whole
         // (it was created above, so everything in it is this report's).

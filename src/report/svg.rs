@@ -6,7 +6,7 @@ const W: f64 = 640.0;
 const H: f64 = 240.0;
 const LEFT: f64 = 48.0;
 const BOTTOM: f64 = 28.0;
-const TOP: f64 = 12.0;
+const TOP: f64 = 16.0;
 const RIGHT: f64 = 12.0;
 
 /// A colour per series index (repeats after ten).
@@ -32,6 +32,11 @@ fn open(out: &mut String, title: &str) {
         r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img"><title>{}</title>"#,
         esc(title)
     );
+    axes(out);
+}
+
+/// The two axis lines.
+fn axes(out: &mut String) {
     let (x0, y0, x1) = (LEFT, H - BOTTOM, W - RIGHT);
     let _ = write!(
         out,
@@ -39,15 +44,71 @@ fn open(out: &mut String, title: &str) {
     );
 }
 
+/// A round step that cuts `max` into at most about five intervals (1, 2 or 5 x 10^n).
+fn tick_step(max: f64) -> f64 {
+    let raw = (max / 5.0).max(f64::MIN_POSITIVE);
+    let mag = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag)
+}
+
+/// Ticks 0, step, 2 step... up to `max`.
+fn ticks(max: f64) -> Vec<f64> {
+    let step = tick_step(max);
+    (0..=50)
+        .map(|i| i as f64 * step)
+        .take_while(|t| *t <= max * (1.0 + 1e-9))
+        .collect()
+}
+
+/// The y axis: a tick and a faint grid line per round value, the unit on top.
 fn y_axis(out: &mut String, max: f64, unit: &str) {
+    let py = |y: f64| H - BOTTOM - y / max * (H - BOTTOM - TOP);
+    for t in ticks(max) {
+        let y = py(t);
+        let _ = write!(
+            out,
+            r##"<line x1="{}" y1="{y:.1}" x2="{}" y2="{y:.1}" stroke="#ddd"/><line x1="{}" y1="{y:.1}" x2="{LEFT}" y2="{y:.1}" stroke="#444"/><text x="{}" y="{:.1}" font-size="10" text-anchor="end">{}</text>"##,
+            LEFT,
+            W - RIGHT,
+            LEFT - 3.0,
+            LEFT - 5.0,
+            y + 3.0,
+            trim_num(t)
+        );
+    }
+    if !unit.trim().is_empty() {
+        let _ = write!(
+            out,
+            r#"<text x="4" y="{}" font-size="10">{}</text>"#,
+            TOP - 5.0,
+            esc(unit.trim())
+        );
+    }
+}
+
+/// The x axis of a time chart (`xmax` in ms): ticks in seconds, labelled `time (s)`.
+fn time_axis(out: &mut String, xmax: f64) {
+    let px = |x: f64| LEFT + x / xmax * (W - LEFT - RIGHT);
+    for t in ticks(xmax / 1000.0) {
+        let x = px(t * 1000.0);
+        let _ = write!(
+            out,
+            r##"<line x1="{x:.1}" y1="{}" x2="{x:.1}" y2="{}" stroke="#444"/><text x="{x:.1}" y="{}" font-size="10" text-anchor="middle">{}</text>"##,
+            H - BOTTOM,
+            H - BOTTOM + 3.0,
+            H - BOTTOM + 13.0,
+            trim_num(t)
+        );
+    }
     let _ = write!(
         out,
-        r#"<text x="{}" y="{}" font-size="10" text-anchor="end">{}{unit}</text><text x="{}" y="{}" font-size="10" text-anchor="end">0</text>"#,
-        LEFT - 4.0,
-        TOP + 8.0,
-        trim_num(max),
-        LEFT - 4.0,
-        H - BOTTOM
+        r#"<text x="{}" y="{}" font-size="10" text-anchor="end">time (s)</text>"#,
+        W - RIGHT,
+        H - 2.0
     );
 }
 
@@ -59,25 +120,49 @@ fn trim_num(x: f64) -> String {
     }
 }
 
-/// Line chart: one polyline per series over shared x values (`xs` in ms).
-pub fn lines(title: &str, xs: &[f64], series: &[(String, Vec<f64>)], unit: &str) -> String {
+/// Line chart over time: one polyline per series over shared x values (`xs` in ms
+/// since the workload started), the y axis in `unit`, and each `(from, until)` window
+/// (ms) shaded: the fault windows.
+pub fn lines(
+    title: &str,
+    xs: &[f64],
+    series: &[(String, Vec<f64>)],
+    unit: &str,
+    shade: &[(f64, f64)],
+) -> String {
     let mut out = String::new();
-    open(&mut out, title);
-    let xmax = xs.iter().copied().fold(0.0_f64, f64::max).max(1.0);
+    let xmax = xs
+        .iter()
+        .copied()
+        .chain(shade.iter().map(|w| w.1))
+        .fold(0.0_f64, f64::max)
+        .max(1.0);
+    let px = |x: f64| LEFT + x.clamp(0.0, xmax) / xmax * (W - LEFT - RIGHT);
+    let _ = write!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img"><title>{}</title>"#,
+        esc(title)
+    );
+    // Under everything else, so that the lines stay readable.
+    for (from, until) in shade {
+        let (a, b) = (px(*from), px(*until));
+        let _ = write!(
+            out,
+            r##"<rect class="fault" x="{a:.1}" y="{TOP}" width="{:.1}" height="{}" fill="#d62728" fill-opacity="0.12"><title>fault {} s to {} s</title></rect>"##,
+            (b - a).max(1.0),
+            H - BOTTOM - TOP,
+            trim_num(from / 1000.0),
+            trim_num(until / 1000.0)
+        );
+    }
+    axes(&mut out);
     let ymax = series
         .iter()
         .flat_map(|(_, v)| v.iter().copied())
-        .fold(0.0_f64, f64::max)
-        .max(1.0);
+        .fold(0.0_f64, f64::max);
+    let ymax = if ymax > 0.0 { ymax * 1.05 } else { 1.0 };
     y_axis(&mut out, ymax, unit);
-    let _ = write!(
-        out,
-        r#"<text x="{}" y="{}" font-size="10" text-anchor="end">{} s</text>"#,
-        W - RIGHT,
-        H - BOTTOM + 14.0,
-        trim_num(xmax / 1000.0)
-    );
-    let px = |x: f64| LEFT + x / xmax * (W - LEFT - RIGHT);
+    time_axis(&mut out, xmax);
     let py = |y: f64| H - BOTTOM - y / ymax * (H - BOTTOM - TOP);
     for (i, (name, ys)) in series.iter().enumerate() {
         let pts: Vec<String> = xs
@@ -117,11 +202,8 @@ pub fn legend(names: &[String]) -> String {
 pub fn bars(title: &str, items: &[(String, f64)], unit: &str) -> String {
     let mut out = String::new();
     open(&mut out, title);
-    let ymax = items
-        .iter()
-        .map(|(_, v)| *v)
-        .fold(0.0_f64, f64::max)
-        .max(1.0);
+    let ymax = items.iter().map(|(_, v)| *v).fold(0.0_f64, f64::max) * 1.05;
+    let ymax = if ymax > 0.0 { ymax } else { 1.0 };
     y_axis(&mut out, ymax, unit);
     let n = items.len().max(1) as f64;
     let slot = (W - LEFT - RIGHT) / n;
@@ -149,4 +231,33 @@ pub fn bars(title: &str, items: &[(String, f64)], unit: &str) -> String {
     }
     out.push_str("</svg>");
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_round_and_cover_the_range() {
+        assert_eq!(ticks(10.0), vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
+        assert_eq!(ticks(0.9), vec![0.0, 0.2, 0.4, 0.6000000000000001, 0.8]);
+        assert_eq!(ticks(47.0).last(), Some(&40.0));
+    }
+
+    #[test]
+    fn a_fault_window_is_shaded_under_the_lines() {
+        let svg = lines(
+            "t",
+            &[0.0, 1000.0, 2000.0],
+            &[("a".into(), vec![1.0, 2.0, 3.0])],
+            "sandboxes",
+            &[(500.0, 1500.0)],
+        );
+        let shade = svg.find(r#"class="fault""#).expect("shaded window");
+        assert!(shade < svg.find("<polyline").expect("line"), "{svg}");
+        assert!(
+            svg.contains("time (s)") && svg.contains(">sandboxes<"),
+            "{svg}"
+        );
+    }
 }

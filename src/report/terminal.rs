@@ -8,7 +8,7 @@ use tabled::settings::Style;
 
 use super::format::*;
 use super::markdown::set_audit_rows;
-use super::model::{Report, RunResult};
+use super::model::{Figure, Report, RunResult, NOT_MEASURED};
 
 /// Write the one-line verdict that heads the tables (all `run -q` prints, with the
 /// report's path).
@@ -104,6 +104,8 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
             "acct err mean / max (vCPU)",
             format!("{} / {}", vcpu(a.mean_abs_vcpu), vcpu(a.max_abs_vcpu)),
         );
+    } else if !run.measured(Figure::AccountingError) {
+        row("acct err mean / max (vCPU)", NOT_MEASURED.into());
     }
     row(
         "requests / ok / failed",
@@ -112,7 +114,11 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
     row("error rate", percent(run.error_rate));
     row(
         "retries / refusals",
-        format!("{} / {}", run.retries, run.refusals),
+        format!(
+            "{} / {}",
+            run.shown(Figure::Retries, run.retries),
+            run.shown(Figure::Refusals, run.refusals)
+        ),
     );
     row(
         "latency p50 / p99 / max",

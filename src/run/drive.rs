@@ -54,6 +54,9 @@ pub(crate) struct Target {
     /// An API stampede did not start: what its nodes held before the run (subtracted
     /// from every count) and the metadata tag of this run's creates. `None`: embedded.
     pub staging: Option<StagingTarget>,
+    /// This run's place among the profile's runs (`(1, 2)`: the first of two), shown
+    /// on the progress line.
+    pub position: Option<(usize, usize)>,
 }
 
 /// What a run against an external API adds to its target.
@@ -128,10 +131,12 @@ pub(crate) async fn drive(
     };
     let watch = target.chaos_outlives_run.then_some(&opts.abort);
     let chaos = chaos_stage::spawn(profile, &target, chaos_gate_rx, watch).await?;
-    let live = (!opts.quiet).then(|| Arc::new(LiveCounts::new(&target.node_ids)));
-    let progress = live.as_ref().map(|live| {
-        Progress::start(ProgressFeed {
+    let live = (!opts.quiet || opts.metrics.is_some())
+        .then(|| Arc::new(LiveCounts::new(&target.node_ids)));
+    let feed = live.as_ref().map(|live| {
+        Arc::new(ProgressFeed {
             label: target.label.clone(),
+            position: target.position,
             total: pacing.total().map(|n| n as u64),
             live: live.clone(),
             services: target.services.clone(),
@@ -139,6 +144,10 @@ pub(crate) async fn drive(
             gate: gate_seen.clone(),
         })
     });
+    if let (Some(t), Some(f)) = (&opts.metrics, &feed) {
+        t.register(f.clone());
+    }
+    let progress = feed.filter(|_| !opts.quiet).map(Progress::start);
     // goose prints "N users launched." on stdout from a worker thread, with a `println!`
     // that panics when stdout is closed (`stampede run | head -1`); the run's own output
     // is the summary printed at the end, and its progress goes to stderr.

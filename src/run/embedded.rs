@@ -24,11 +24,13 @@ pub(super) async fn run_all(
     opts: &RunOptions,
     report: &mut Report,
 ) -> Result<(), StageError> {
-    for run in e.runs() {
+    let runs = e.runs();
+    let n = runs.len();
+    for (i, run) in runs.into_iter().enumerate() {
         if opts.cancel.is_cancelled() {
             break;
         }
-        let r = run_one(profile, e, run, opts).await?;
+        let r = run_one(profile, e, run, opts, (i + 1, n)).await?;
         report.runs.push(r);
     }
     Ok(())
@@ -46,6 +48,7 @@ async fn run_one(
     e: &EmbeddedPlacement,
     run: RunVariant,
     opts: &RunOptions,
+    position: (usize, usize),
 ) -> Result<RunResult, StageError> {
     let wall = Instant::now();
     let trace = match &opts.placement_trace {
@@ -73,6 +76,19 @@ async fn run_one(
         }
     };
     let node_ids: Vec<String> = fleet.nodes().into_iter().map(|n| n.id).collect();
+    if !opts.quiet {
+        let services: Vec<String> = replicas
+            .urls()
+            .iter()
+            .map(|u| format!("{u}/metrics"))
+            .collect();
+        eprintln!(
+            "{}: placement service metrics {}, mock nodes' metrics {}/metrics",
+            run.label(),
+            services.join(" "),
+            fleet.admin_url()
+        );
+    }
     let mut settings = run.settings();
     settings.insert("replicas".to_string(), e.replicas.to_string());
     settings.insert(
@@ -93,6 +109,7 @@ async fn run_one(
         settle: e.sync_interval + Duration::from_millis(500),
         request_timeout: e.request_timeout + Duration::from_secs(5),
         staging: None,
+        position: Some(position),
     };
     let result = drive(profile, target, opts, replicas.sync_phasing(), || {
         replicas.counters()

@@ -79,6 +79,7 @@ pub(super) async fn run(
             before: Before::of(&first),
             tag: tag.clone(),
         }),
+        position: None,
     };
     opts.abort.watch_sandboxes(&x.url, &tag);
     let driven = drive(profile, target, opts, |_gate| {}, ServiceCounters::default).await;

@@ -13,6 +13,8 @@ mod leftovers;
 mod progress;
 mod result;
 mod services;
+mod setup;
+mod telemetry;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -23,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 pub use abort::{AbortState, AbortSummary, LeftActive, SandboxesLeft};
 pub use api_override::ApiOverride;
 pub use leftovers::{cleanup_leftovers, CleanupError, CleanupRequest, CleanupSummary, Selector};
+pub use telemetry::Telemetry;
 
 use crate::goose_glue::GooseScratch;
 use crate::profile::{self, PlacementSection, Profile};
@@ -47,6 +50,10 @@ pub struct RunOptions {
     /// Record each embedded replica's placement inputs and outputs in this directory
     /// (`<run label>.jsonl`, `.jsonl.<i>` with several replicas) for `stampede replay`.
     pub placement_trace: Option<PathBuf>,
+    /// Non-loopback hosts allowed as targets on top of the profile's `allow_targets`.
+    pub allow_targets: Vec<String>,
+    /// Where each run's live figures are published as Prometheus metrics.
+    pub metrics: Option<Telemetry>,
 }
 
 /// A finished (or interrupted) run.
@@ -114,7 +121,10 @@ pub enum StageError {
 
 /// Loads, validates and runs the profile at `path`, then writes its report.
 pub async fn run_profile(path: &Path, opts: RunOptions) -> Result<RunOutcome, RunError> {
-    let profile = load(path, opts.api.as_ref())?;
+    let mut profile = load(path, opts.api.as_ref())?;
+    profile
+        .allow_targets
+        .extend(opts.allow_targets.iter().cloned());
     profile::validate_targets(&profile).map_err(RunError::Target)?;
     let started = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let mut report = Report::new(&profile.name, &profile.description, profile.seed, &started);
@@ -125,6 +135,7 @@ pub async fn run_profile(path: &Path, opts: RunOptions) -> Result<RunOutcome, Ru
         PlacementSection::External(x) => external::run(&profile, x, &opts, &mut report).await,
     };
     let unhealed = unhealed_faults(&report);
+    let setup = report.runs.iter().find_map(setup::setup_failure);
     if let Err(e) = outcome {
         report.incomplete = true;
         report.incomplete_reason = Some(e.to_string());
@@ -138,6 +149,9 @@ pub async fn run_profile(path: &Path, opts: RunOptions) -> Result<RunOutcome, Ru
         report.incomplete = true;
         report.incomplete_reason =
             Some("interrupted by a signal (SIGINT, SIGTERM or SIGHUP)".into());
+    } else if let Some(why) = setup {
+        report.incomplete = true;
+        report.incomplete_reason = Some(why);
     }
     finish(&profile, report, &opts, &scratch)
 }
@@ -203,6 +217,7 @@ fn finish(
     let dir = report::write_report_dir(&report, &parent)?;
     // On error too the scratch directory goes when `scratch` drops.
     scratch.move_into(&dir)?;
+    report::append_to_step_summary(&report);
     // The report is written: a stdout that is closed or full (`stampede run | head -1`)
     // loses the summary but must not turn the verdict into a harness failure.
     if let Err(e) = print_summary(&report, &dir, opts.quiet, &mut std::io::stdout().lock()) {
@@ -213,18 +228,18 @@ fn finish(
     Ok(RunOutcome { report, dir })
 }
 
-/// The tables (or only the verdict with `quiet`) and where the report is.
+/// The tables (none with `quiet`), where the report is, and the verdict last.
 fn print_summary(
     report: &Report,
     dir: &Path,
     quiet: bool,
     out: &mut impl Write,
 ) -> std::io::Result<()> {
-    if quiet {
-        report::write_verdict(report, &mut *out)?;
-    } else {
+    if !quiet {
         report::write_terminal(report, &mut *out)?;
     }
     writeln!(out, "report: {}", dir.display())?;
+    // The verdict is the last line, where a reader (and `tail -1`) looks.
+    report::write_verdict(report, &mut *out)?;
     out.flush()
 }

@@ -23,6 +23,8 @@ pub(crate) const LINE_EVERY: Duration = Duration::from_secs(5);
 pub(crate) struct ProgressFeed {
     /// Run label (accounting mode, or `external`).
     pub label: String,
+    /// Its place among the profile's runs (`(1, 2)`), when it has several.
+    pub position: Option<(usize, usize)>,
     /// Creates the workload will send, when known.
     pub total: Option<u64>,
     /// The workload's counts so far (over the run's nodes, in node order).
@@ -43,7 +45,7 @@ pub(crate) struct Progress {
 
 impl Progress {
     /// Starts the line on stderr.
-    pub(crate) fn start(feed: ProgressFeed) -> Self {
+    pub(crate) fn start(feed: Arc<ProgressFeed>) -> Self {
         let stop = CancellationToken::new();
         let tty = std::io::stderr().is_terminal();
         let every = if tty { REDRAW_EVERY } else { LINE_EVERY };
@@ -64,10 +66,11 @@ impl Progress {
                 last = (now, r);
                 let line = feed.line(now, per_s);
                 let mut err = std::io::stderr().lock();
-                // A terminal's line is cleared at the end; a log keeps a last line.
+                // A terminal's line is redrawn in place; its last state stays as the
+                // run's one-line result, as a log's last line does.
                 let _ = match (tty, ended) {
                     (true, false) => write!(err, "\r\x1b[2K{line}"),
-                    (true, true) => write!(err, "\r\x1b[2K"),
+                    (true, true) => writeln!(err, "\r\x1b[2K{line}"),
                     (false, _) => writeln!(err, "{line}"),
                 };
                 let _ = err.flush();
@@ -79,7 +82,7 @@ impl Progress {
         Self { stop, task }
     }
 
-    /// Stops the line: a terminal's is cleared, a log gets its last line.
+    /// Stops the line; its last state stays on the screen (or in the log).
     pub(crate) async fn finish(self) {
         self.stop.cancel();
         let _ = self.task.await;
@@ -96,8 +99,12 @@ impl ProgressFeed {
         let since_gate = self.gate.get().map(|g| now.saturating_duration_since(*g));
         let s = self.live.snapshot();
         let faults = since_gate.map_or(0, |t| faults_in_force(&self.faults, t));
+        let label = match self.position {
+            Some((i, n)) => format!("{} [{i}/{n}]", self.label),
+            None => self.label.clone(),
+        };
         format_line(
-            &self.label,
+            &label,
             since_gate.unwrap_or_default(),
             self.total,
             &s,
@@ -108,14 +115,15 @@ impl ProgressFeed {
 }
 
 /// Planned windows holding `t` after the gate.
-fn faults_in_force(windows: &[(Duration, Option<Duration>)], t: Duration) -> usize {
+pub(crate) fn faults_in_force(windows: &[(Duration, Option<Duration>)], t: Duration) -> usize {
     windows
         .iter()
         .filter(|(from, until)| t >= *from && until.is_none_or(|u| t < u))
         .count()
 }
 
-/// `optimistic 12.3s creates 480/500 ok 470 errors 10 CV 0.041 retries/s 1520 faults 1`.
+/// `optimistic 12.3s creates 480/500 ok 470 errors 10 CV 0.041 retries/s 1520 faults 1
+/// ETA 1s` (the ETA from the pace so far, while creates remain).
 fn format_line(
     label: &str,
     elapsed: Duration,
@@ -132,8 +140,15 @@ fn format_line(
         .placements_cv()
         .map_or_else(|| "-".to_string(), |cv| format!("{cv:.3}"));
     let retries = retries_per_s.map_or_else(|| "-".to_string(), |r| format!("{r:.0}"));
+    let eta = match total {
+        Some(t) if s.done > 0 && s.done < t => {
+            let left = elapsed.as_secs_f64() * (t - s.done) as f64 / s.done as f64;
+            format!(" ETA {left:.0}s")
+        }
+        _ => String::new(),
+    };
     format!(
-        "{label} {:.1}s creates {done} ok {} errors {} CV {cv} retries/s {retries} faults {faults}",
+        "{label} {:.1}s creates {done} ok {} errors {} CV {cv} retries/s {retries} faults {faults}{eta}",
         elapsed.as_secs_f64(),
         s.created,
         s.errors,
@@ -162,7 +177,7 @@ mod tests {
         );
         assert_eq!(
             line,
-            "optimistic 12.3s creates 480/500 ok 470 errors 10 CV 0.512 retries/s 1520 faults 1"
+            "optimistic 12.3s creates 480/500 ok 470 errors 10 CV 0.512 retries/s 1520 faults 1 ETA 1s"
         );
         let none = format_line(
             "external",

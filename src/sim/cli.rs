@@ -118,6 +118,7 @@ pub fn run_sim_cli(args: SimArgs) -> Result<bool, SimError> {
         report
     };
     let dir = report::write_report_dir(&report, &args.report_dir).map_err(io("the report"))?;
+    report::append_to_step_summary(&report);
     writeln!(stdout, "simulated report: {}", dir.display()).map_err(io("stdout"))?;
     Ok(report.passed)
 }

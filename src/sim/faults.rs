@@ -44,6 +44,14 @@ pub fn plan_faults(
         index: e.step,
         message: format!("{}: {}", e.field, e.message),
     })?;
+    if let Some(f) = plan.faults.iter().find(|f| f.command.is_some()) {
+        return Err(SimError::Chaos {
+            index: f.step,
+            message: "a `command` step runs programs against a real cluster: the simulator \
+                      cannot model what they do"
+                .into(),
+        });
+    }
     // Node index by id: a fault on every node of a large fleet is not quadratic.
     let index: HashMap<&str, u32> = ids
         .iter()

@@ -27,6 +27,7 @@ fn planned(kind: FaultKind, nodes: &[&str], at_ms: u64, dur_ms: Option<u64>) -> 
         nodes: nodes.iter().map(|n| n.to_string()).collect(),
         duration: dur_ms.map(Duration::from_millis),
         through_api: false,
+        command: None,
     }
 }
 

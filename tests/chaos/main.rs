@@ -8,5 +8,6 @@ mod fleet;
 mod hang_deadline;
 mod plan;
 mod service_kill;
+mod staging_backends;
 mod toy_router;
 mod windows;

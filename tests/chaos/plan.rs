@@ -126,7 +126,7 @@ fn profile_text_becomes_the_typed_fault() {
         - {at: 1s, fault: errors, nodes: [node-00], params: {probability: 0.5}}\n  \
         - {at: 1s, fault: drain, nodes: [node-00]}\n";
     let p = profile::parse(&profile::Source::inline("t.yaml", text)).expect("parses");
-    let faults: Vec<ChaosFault> = p.chaos.iter().map(|s| s.fault).collect();
+    let faults: Vec<ChaosFault> = p.chaos.iter().map(|s| s.fault.clone()).collect();
     assert_eq!(
         faults,
         vec![

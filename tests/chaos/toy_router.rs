@@ -168,6 +168,7 @@ fn fault(kind: FaultKind, node: &str, at_ms: u64, dur_ms: Option<u64>) -> Planne
         nodes: vec![node.into()],
         duration: dur_ms.map(Duration::from_millis),
         through_api: false,
+        command: None,
     }
 }
 

@@ -16,6 +16,7 @@ fn applied(kind: FaultKind, nodes: &[&str], at: f64, healed: Option<f64>) -> App
             nodes: nodes.iter().map(|n| n.to_string()).collect(),
             duration: healed.map(|h| Duration::from_millis((h - at) as u64)),
             through_api: false,
+            command: None,
         },
         id: "1".into(),
         applied_at_ms: at,

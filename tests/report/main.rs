@@ -4,6 +4,7 @@
 mod support;
 
 mod checks;
+mod ci_outputs;
 mod compare;
 mod set_audit;
 mod stats;

@@ -103,9 +103,11 @@ fn html_is_self_contained_with_inline_charts() {
     assert!(out.starts_with("<!DOCTYPE html>"));
     assert_eq!(
         out.matches("<svg").count(),
-        1 + 2 * 4,
-        "comparison + per run: timeline, accounting, final, latency"
+        1 + 2 * 5,
+        "comparison + per run: landed per second, timeline, accounting, final, latency"
     );
+    // The checks come before the figures; time charts have a labelled time axis.
+    assert!(out.contains("time (s)"));
     assert!(!out.contains("<script"), "no scripts");
     assert!(
         !out.contains("http://")
@@ -123,7 +125,7 @@ fn report_dir_holds_json_markdown_and_html() {
     let report = two_mode_report();
     let dir = write_report_dir(&report, &tmp).expect("write dir");
     assert_eq!(dir, tmp.join("unit-20261130T020000Z"));
-    for f in ["report.json", "report.md", "report.html"] {
+    for f in ["report.json", "report.md", "report.html", "junit.xml"] {
         assert!(dir.join(f).is_file(), "{f} missing");
     }
     let back = read_json(&dir.join("report.json")).expect("read back");

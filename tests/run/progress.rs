@@ -56,11 +56,11 @@ fn quiet_run_prints_only_the_final_summary() {
         2,
         "the summary and the report path only: {stdout:?}"
     );
+    assert!(lines[0].starts_with("report: "), "{stdout:?}");
     assert!(
-        lines[0].starts_with("stampede run of `tiny-progress` (seed 3): "),
-        "{stdout:?}"
+        lines[1].starts_with("stampede run of `tiny-progress` (seed 3): "),
+        "the verdict last: {stdout:?}"
     );
-    assert!(lines[1].starts_with("report: "), "{stdout:?}");
     assert!(!stdout.contains("users launched"), "{stdout:?}");
     assert!(stderr.trim().is_empty(), "nothing on stderr: {stderr:?}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -82,11 +82,17 @@ fn run_without_quiet_prints_a_progress_line() {
         .lines()
         .rfind(|l| l.starts_with("optimistic "))
         .unwrap_or_else(|| panic!("a progress line on stderr: {stderr:?}"));
+    assert!(last.starts_with("optimistic [1/1] "), "mode i/n: {last}");
     assert!(last.contains("creates 6/6 ok 6 errors 0"), "{last}");
     for figure in [" CV ", " retries/s ", " faults 0"] {
         assert!(last.contains(figure), "{figure:?} in {last}");
     }
-    // The tables are on stdout as before.
+    // The tables are on stdout, the verdict last.
     assert!(stdout.contains("report: "), "{stdout}");
+    let verdict = stdout.lines().last().unwrap_or_default();
+    assert!(
+        verdict.starts_with("stampede run of `tiny-progress` (seed 3): NOTHING CHECKED"),
+        "{stdout}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -51,13 +51,7 @@ async fn an_expired_sandbox_is_killed_at_its_end_time_and_its_vcpu_released() {
     let (status, listed) = rig.get_json("/sandboxes").await;
     assert_eq!(status, 200);
     assert_eq!(listed.as_array().map(Vec::len), Some(0), "{listed}");
-    let on_nodes: usize = rig
-        .fleet
-        .truth()
-        .nodes
-        .iter()
-        .map(|n| n.sandbox_ids.len())
-        .sum();
+    let on_nodes = rig.sandboxes_on_nodes();
     assert_eq!(on_nodes, 0);
     rig.stop().await;
 }
@@ -108,13 +102,7 @@ async fn an_old_enough_orphan_is_killed_with_an_optimistic_remove() {
     let other = orphan_from_another_instance(&rig).await;
     rig.svc.sync_now().await;
     assert_eq!(rig.counter("stampede_serve_orphans_killed_total").await, 1);
-    let on_nodes: usize = rig
-        .fleet
-        .truth()
-        .nodes
-        .iter()
-        .map(|n| n.sandbox_ids.len())
-        .sum();
+    let on_nodes = rig.sandboxes_on_nodes();
     assert_eq!(on_nodes, 0, "the orphan was killed");
     assert_eq!(
         believed_cpu(&rig).await,
@@ -136,13 +124,7 @@ async fn a_young_orphan_is_left_alone() {
     rig.svc.sync_now().await;
     assert_eq!(rig.counter("stampede_serve_orphans_seen_total").await, 1);
     assert_eq!(rig.counter("stampede_serve_orphans_killed_total").await, 0);
-    let on_nodes: usize = rig
-        .fleet
-        .truth()
-        .nodes
-        .iter()
-        .map(|n| n.sandbox_ids.len())
-        .sum();
+    let on_nodes = rig.sandboxes_on_nodes();
     assert_eq!(on_nodes, 1);
     other.shutdown().await;
     rig.stop().await;
@@ -305,13 +287,7 @@ async fn a_vanished_burst_leaves_nothing_unknown_once_the_orphan_grace_has_passe
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let started: u64 = rig.fleet.truth().nodes.iter().map(|n| n.starting).sum();
-        let done: usize = rig
-            .fleet
-            .truth()
-            .nodes
-            .iter()
-            .map(|n| n.sandbox_ids.len())
-            .sum();
+        let done = rig.sandboxes_on_nodes();
         if started > 0 && done > 0 {
             break;
         }

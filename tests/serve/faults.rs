@@ -101,11 +101,14 @@ async fn a_killed_node_is_unroutable_from_its_channel_state_before_any_sync() {
     let nodes = rig.nodes().await;
     assert_eq!(nodes["node-00"]["status"], "connecting", "{nodes:?}");
     assert_eq!(nodes["node-00"]["stampede"]["channel"], "transient_failure");
-    // One create found the connection gone; the other nine never went there.
-    assert_eq!(
-        nodes["node-00"]["createFails"].as_u64(),
-        Some(1),
-        "{nodes:?}"
+    // K=3 of 3 nodes: every draw holds node-00, the best score, so without the channel
+    // rule all ten creates would fail there first. One found the connection gone; a
+    // slow run may see one more, if a reconnect attempt left TransientFailure between
+    // two creates (grpc-go retries a failed channel after a backoff too).
+    let fails = nodes["node-00"]["createFails"].as_u64().unwrap_or(0);
+    assert!(
+        (1..=3).contains(&fails),
+        "{fails} creates failed there: {nodes:?}"
     );
     assert_eq!(
         nodes["node-00"]["stampede"]["syncFailures"].as_u64(),
@@ -347,13 +350,7 @@ async fn orphans_are_reported_not_killed() {
         .map(|n| n["stampede"]["orphans"].as_u64().unwrap())
         .sum();
     assert_eq!(orphans, 1);
-    let on_nodes: usize = rig
-        .fleet
-        .truth()
-        .nodes
-        .iter()
-        .map(|n| n.sandbox_ids.len())
-        .sum();
+    let on_nodes = rig.sandboxes_on_nodes();
     assert_eq!(on_nodes, 1, "not killed without kill_orphans");
     other.shutdown().await;
     rig.stop().await;

@@ -81,11 +81,11 @@ async fn sends_the_token_and_reports_a_refusal_with_its_status() {
 
 #[tokio::test]
 async fn an_unreachable_fleet_keeps_the_transport_cause() {
-    // A port that was free a moment ago: bound, read, released.
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        l.local_addr().expect("addr").port()
-    };
+    // A port held by a socket that is bound but never listens: connects are refused,
+    // and no other test can take the port while the test runs.
+    let held = tokio::net::TcpSocket::new_v4().expect("socket");
+    held.bind("127.0.0.1:0".parse().unwrap()).expect("bind");
+    let port = held.local_addr().expect("addr").port();
     let err = MockAdmin::new(
         reqwest::Client::new(),
         &format!("http://127.0.0.1:{port}"),
@@ -95,6 +95,7 @@ async fn an_unreachable_fleet_keeps_the_transport_cause() {
     .await
     .expect_err("nothing listens there");
     assert!(matches!(err, MockAdminError::Request { .. }), "{err:?}");
+    drop(held);
     assert!(
         err.source().is_some(),
         "the reqwest error is kept as the source"

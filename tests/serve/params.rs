@@ -3,8 +3,8 @@
 use std::time::{Duration, SystemTime};
 
 use stampede::serve::params::{
-    check_template_id, is_local_cluster, parse_date_time, parse_metadata_filter, parse_uuid,
-    unix_nanos,
+    is_local_cluster, parse_date_time, parse_metadata_filter, parse_uuid, unix_nanos,
+    validate_template_id,
 };
 
 /// `format: date-time` as Go's `time.Parse(time.RFC3339, ...)` reads it (E2B validates
@@ -83,9 +83,9 @@ fn cluster_ids_are_uuids() {
 #[test]
 fn template_references_as_e2b_parses_them() {
     for ok in ["base", "Base", "team/base", "base:v1.2", "my_t-1/x:latest"] {
-        assert!(check_template_id(ok).is_ok(), "{ok}");
+        assert!(validate_template_id(ok).is_ok(), "{ok}");
     }
     for bad in ["", "a/b/c", "a:b:c", "bad template", "a/", ":tag", "ü"] {
-        assert!(check_template_id(bad).is_err(), "{bad}");
+        assert!(validate_template_id(bad).is_err(), "{bad}");
     }
 }

@@ -88,6 +88,7 @@ pub fn run(label: &str, mode: &str, counts: &[u64]) -> RunResult {
         set_audit: None,
         wall_ms: 2500.0,
         staging: None,
+        not_measured: Vec::new(),
     }
 }
 

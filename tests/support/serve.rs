@@ -65,6 +65,16 @@ pub fn serve_config(mode: AccountingMode) -> ServeConfig {
 }
 
 impl Rig {
+    /// Sandboxes on the fleet's nodes now (their truth, all nodes together).
+    pub fn sandboxes_on_nodes(&self) -> usize {
+        self.fleet
+            .truth()
+            .nodes
+            .iter()
+            .map(|n| n.sandbox_ids.len())
+            .sum()
+    }
+
     pub async fn start(cluster: ClusterConfig, cfg: ServeConfig) -> Rig {
         let fleet = mock_node::fleet::start(cluster, FleetOptions::default())
             .await

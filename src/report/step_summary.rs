@@ -1,0 +1,43 @@
+//! GitHub Actions' job summary: when `GITHUB_STEP_SUMMARY` names a file, the report's
+//! Markdown is appended to it (the runner renders that file on the run's page).
+
+use std::fs::OpenOptions;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use super::markdown::write_markdown;
+use super::model::Report;
+
+/// Environment variable GitHub Actions sets to the job summary file of a step.
+pub const STEP_SUMMARY_ENV: &str = "GITHUB_STEP_SUMMARY";
+
+/// The job summary file, when the environment names one.
+pub fn step_summary_path() -> Option<PathBuf> {
+    std::env::var_os(STEP_SUMMARY_ENV)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+/// Append `report`'s Markdown to `path` (created if missing), after a blank line so
+/// that several reports of one step stay apart.
+pub fn append_step_summary(report: &Report, path: &Path) -> io::Result<()> {
+    let mut md = Vec::new();
+    write_markdown(report, &mut md)?;
+    let mut f = OpenOptions::new().create(true).append(true).open(path)?;
+    f.write_all(b"\n")?;
+    f.write_all(&md)?;
+    f.flush()
+}
+
+/// [`append_step_summary`] to the file the environment names, if any; a failure is a
+/// warning on stderr (the report is written already: the verdict must not change).
+pub fn append_to_step_summary(report: &Report) {
+    if let Some(path) = step_summary_path() {
+        if let Err(e) = append_step_summary(report, &path) {
+            eprintln!(
+                "warning: cannot append the summary to {STEP_SUMMARY_ENV} ({}): {e}",
+                path.display()
+            );
+        }
+    }
+}
