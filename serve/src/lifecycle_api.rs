@@ -27,7 +27,7 @@ use std::time::{Duration, SystemTime};
 
 use axum::body::Bytes;
 use axum::extract::{Path, Query, RawQuery, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -42,6 +42,7 @@ use super::rest::{NewSandbox, Sandbox};
 use super::routes::{require_key, ApiResult};
 use super::state::{lock, SandboxRecord, Shared};
 use super::usage::{self, SandboxMetric};
+use super::NODE_HEADER;
 use stampede_placement::DeleteOutcome;
 
 /// A refresh never leaves less than this: 15 s, E2B's `SandboxTimeoutDefault`
@@ -383,8 +384,17 @@ async fn resume_paused(shared: &Arc<Shared>, id: &str, timeout: Duration) -> Api
     })
 }
 
-fn created(sandbox: Sandbox) -> Response {
-    (StatusCode::CREATED, Json(sandbox)).into_response()
+/// A resumed sandbox's 201, with the node it landed on in `X-Stampede-Node` as a
+/// create's (not E2B's: a harness's ledger counts placements per node by kind).
+fn created(shared: &Shared, sandbox: Sandbox) -> Response {
+    let node = lock(&shared.sandboxes)
+        .get(&sandbox.sandbox_id)
+        .and_then(|r| HeaderValue::from_str(&r.node).ok());
+    let mut resp = (StatusCode::CREATED, Json(sandbox)).into_response();
+    if let Some(v) = node {
+        resp.headers_mut().insert(NODE_HEADER, v);
+    }
+    resp
 }
 
 async fn resume(
@@ -402,7 +412,10 @@ async fn resume(
         Where::Running(_) => Err(conflict(format!("Sandbox {id} is already running"))),
         Where::Moving => Err(changing_state(&id)),
         Where::Unknown => Err(not_found(&id)),
-        Where::Paused => Ok(created(resume_paused(&shared, &id, timeout).await?)),
+        Where::Paused => Ok(created(
+            &shared,
+            resume_paused(&shared, &id, timeout).await?,
+        )),
     }
 }
 
@@ -464,7 +477,10 @@ async fn connect_for(
         Where::Unknown => Err(not_found(&id)),
         // A resume needs a lifetime: the node refuses an end time not after the start.
         Where::Paused if t == 0 => Err(bad_request("Timeout must be greater than 0")),
-        Where::Paused => Ok(created(resume_paused(&shared, &id, timeout).await?)),
+        Where::Paused => Ok(created(
+            &shared,
+            resume_paused(&shared, &id, timeout).await?,
+        )),
     }
 }
 

@@ -54,6 +54,7 @@ pub struct RunAggregate {
 #[derive(Debug, Default)]
 struct LateFacts {
     release_realtime: Option<bool>,
+    placements_by_kind: BTreeMap<String, BTreeMap<String, u64>>,
     arrivals: Option<ArrivalWindow>,
     faults: Vec<FaultWindow>,
     set_audit: Option<SetAudit>,
@@ -228,6 +229,11 @@ impl RunAggregate {
         self.late.cleanup = Some(cleanup);
     }
 
+    /// Placements per node by kind (create, resume) of a run with a lifecycle.
+    pub fn placements_by_kind(&mut self, by_kind: BTreeMap<String, BTreeMap<String, u64>>) {
+        self.late.placements_by_kind = by_kind;
+    }
+
     /// The outcome part of the fold.
     pub fn outcomes(&self) -> &OutcomeFold {
         &self.outcomes
@@ -275,6 +281,7 @@ impl RunAggregate {
                 max_abs_vcpu: self.err_max,
                 samples: self.err_samples,
             }),
+            placements_by_kind: late.placements_by_kind,
             latency: LatencySummary::from_histogram(&self.latency_us),
             statuses: self.outcomes.statuses(),
             requests,

@@ -217,6 +217,10 @@ pub struct WorkloadSpec {
     /// never (sandboxes live until their timeout).
     #[serde(default)]
     pub lifetime: Option<LatencyDist>,
+    /// What each sandbox does after its create (hold, pause, resume, kill), for a
+    /// `mix` of them. Default: nothing (plain creates). `stampede run` only.
+    #[serde(default)]
+    pub lifecycle: Option<super::Lifecycle>,
     /// Upper bound on concurrently open requests (goose users for `rate`). Default 512.
     #[serde(default = "default_max_in_flight")]
     pub max_in_flight: usize,

@@ -15,7 +15,7 @@ use super::load::Source;
 use super::locate::Locator;
 use super::test_plan::parse_test_plan;
 use super::types::*;
-use super::{ChaosFault, ChaosStep};
+use super::{ChaosFault, ChaosStep, LifecycleStep};
 
 /// Why `placement.embedded.create_rpc_timeout` is refused: the field was removed.
 pub const REMOVED_CREATE_RPC_TIMEOUT: &str = "create_rpc_timeout was removed: E2B puts no \
@@ -500,6 +500,17 @@ fn workload(v: &mut Problems, w: &WorkloadSpec, fleet: Option<&ClusterConfig>) {
             v.add("workload.lifetime", &m);
         }
         dist_within(v, "workload.lifetime", l, MAX_SANDBOX_TIMEOUT);
+    }
+    if let Some(l) = &w.lifecycle {
+        for (field, message) in l.problems() {
+            v.add(&format!("workload.lifecycle.{field}"), &message);
+        }
+        for (i, s) in l.steps.iter().enumerate() {
+            if let LifecycleStep::Hold(d) = s {
+                let p = format!("workload.lifecycle.steps[{i}].hold");
+                dist_within(v, &p, d, MAX_SANDBOX_TIMEOUT);
+            }
+        }
     }
     count(
         v,

@@ -118,6 +118,24 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
         writeln!(w, "```")?;
         writeln!(w)?;
     }
+    if !run.placements_by_kind.is_empty() {
+        writeln!(w, "### Placements by kind")?;
+        writeln!(w)?;
+        let rows: Vec<Vec<String>> = run
+            .placements_by_kind
+            .iter()
+            .map(|(kind, nodes)| {
+                let per_node: Vec<String> =
+                    nodes.iter().map(|(n, c)| format!("{n}: {c}")).collect();
+                vec![
+                    kind.clone(),
+                    nodes.values().sum::<u64>().to_string(),
+                    per_node.join(", "),
+                ]
+            })
+            .collect();
+        table(w, &["kind", "placements", "per node"], &rows)?;
+    }
     let over_time = over_time_rows(run);
     if !over_time.is_empty() {
         writeln!(w, "### Skew over time")?;

@@ -101,6 +101,11 @@ pub struct RunResult {
     /// Placement service's believed vCPU against the nodes' truth over the run.
     #[serde(default)]
     pub accounting_error: Option<AccountingError>,
+    /// Successful placements per node by kind, for a run whose workload has a
+    /// lifecycle: `create` (a 201 create) and `resume` (a 201 resume or connect of a
+    /// paused sandbox), each node as the service named it. Empty otherwise.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub placements_by_kind: BTreeMap<String, BTreeMap<String, u64>>,
     /// Create latency (client side, from the intended send time).
     pub latency: LatencySummary,
     /// Outcomes by HTTP status (`"201"`, `"503"`) or kind (`"timeout"`, `"transport_error"`).

@@ -159,6 +159,7 @@ pub(crate) async fn drive(
             pacing: pacing.clone(),
             sandbox: profile.workload.sandbox.clone(),
             lifetime: profile.workload.lifetime.clone(),
+            lifecycle: profile.workload.lifecycle.clone(),
             seed: profile.seed,
             request_timeout: target.request_timeout,
             goose_report: super::goose_report_path(profile, opts, &target.label),
@@ -232,6 +233,10 @@ pub(crate) async fn drive(
         counters: &counters,
     });
     agg.release_realtime(workload.release_realtime);
+    if profile.workload.lifecycle.is_some() {
+        let by_kind = workload.ledger.placements_by_kind();
+        agg.placements_by_kind(by_kind.into_iter().map(|(k, v)| (k.into(), v)).collect());
+    }
     if judging {
         chaos_stage::judge(
             &mut agg,

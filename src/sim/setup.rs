@@ -139,6 +139,12 @@ impl SimSetup {
         let PlacementSection::Embedded(p) = &profile.placement else {
             return Err(SimError::ExternalPlacement);
         };
+        if profile.workload.lifecycle.is_some() {
+            return Err(SimError::setting(
+                "workload.lifecycle",
+                "not simulated yet: the simulator drives plain creates only (use stampede run)",
+            ));
+        }
         let placement = p.placement_config(run);
         if let Some(e) = placement.validate().into_iter().next() {
             return Err(SimError::setting(

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::burst::{BurstConn, Release, Tls};
 use super::ledger::{Ledger, LedgerEntry, Outcome};
+use super::lifecycle::{run_steps, Done, StepCtx, StepEntry};
 use super::limited::LimitRetry;
 use super::live::LiveCounts;
 use super::pacing::{Pacing, SlotCounter};
@@ -25,7 +26,7 @@ use super::request::{
 };
 use super::secret::ApiKey;
 use crate::goose_glue::killswitch;
-use crate::profile::SandboxSpec;
+use crate::profile::{Lifecycle, PlannedStep, SandboxSpec};
 
 /// Everything one workload run needs.
 #[derive(Debug, Clone)]
@@ -40,7 +41,9 @@ pub struct WorkloadRun {
     pub sandbox: SandboxSpec,
     /// Delete each sandbox after a lifetime drawn from this; `None`: never.
     pub lifetime: Option<LatencyDist>,
-    /// Seed of the lifetimes.
+    /// What a `mix` of sandboxes do after their create; `None`: plain creates.
+    pub lifecycle: Option<Lifecycle>,
+    /// Seed of the lifetimes and lifecycles.
     pub seed: u64,
     /// Client deadline of one request.
     pub request_timeout: Duration,
@@ -94,6 +97,7 @@ pub enum WorkloadError {
 enum Event {
     Created(LedgerEntry),
     Deleted(usize, Outcome),
+    Step(StepEntry),
     /// Nothing more is recorded (goose was abandoned; its users may still hold senders).
     Close,
 }
@@ -182,6 +186,7 @@ pub async fn run_workload(
                     ledger.record(e)
                 }
                 Event::Deleted(i, o) => ledger.record_delete(i, o),
+                Event::Step(e) => ledger.record_step(e),
                 Event::Close => break,
             }
         }
@@ -528,8 +533,15 @@ fn record(
 ) {
     let target = i % s.run.targets.len();
     let ms = |t: Instant| t.saturating_duration_since(gate).as_secs_f64() * 1000.0;
-    if let (Some(id), Some(dist)) = (&r.sandbox_id, &s.run.lifetime) {
-        schedule_delete(s, i, target, id.clone(), dist);
+    let plan = s
+        .run
+        .lifecycle
+        .as_ref()
+        .and_then(|l| l.plan(s.run.seed, i as u64));
+    match (&r.sandbox_id, plan, &s.run.lifetime) {
+        (Some(id), Some(steps), _) => schedule_steps(s, i, target, id.clone(), steps),
+        (Some(id), None, Some(dist)) => schedule_delete(s, i, target, id.clone(), dist),
+        _ => {}
     }
     let _ = s.events.send(Event::Created(LedgerEntry {
         index: i,
@@ -595,4 +607,28 @@ fn schedule_delete(s: &Shared, i: usize, target: usize, id: String, dist: &Laten
         let outcome = delete(&client, &base, &key, &id, timeout).await;
         let _ = events.send(Event::Deleted(i, outcome));
     });
+}
+
+/// Runs sandbox `i`'s lifecycle beside the workload (tracked with the deletes, so the
+/// run waits for it before the ledger closes).
+fn schedule_steps(s: &Shared, i: usize, target: usize, id: String, steps: Vec<PlannedStep>) {
+    let ctx = StepCtx {
+        client: s.delete_client.clone(),
+        base: s.run.targets[target].clone(),
+        key: s.run.api_key.clone(),
+        id,
+        index: i,
+        sandbox_timeout: s.run.sandbox.timeout,
+        request_timeout: s.run.request_timeout,
+        cancel: s.run.cancel.clone(),
+    };
+    let events = s.events.clone();
+    let mut set = s.deletes.lock().expect("delete set lock");
+    while set.try_join_next().is_some() {}
+    set.spawn(run_steps(ctx, steps, move |d| {
+        let _ = events.send(match d {
+            Done::Step(e) => Event::Step(e),
+            Done::Killed(o) => Event::Deleted(i, o),
+        });
+    }));
 }

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
+use super::lifecycle::StepEntry;
+
 /// What the client saw for one create.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "detail")]
@@ -133,6 +135,8 @@ pub struct LedgerEntry {
 pub struct Ledger {
     /// Entries in slot order.
     pub entries: Vec<LedgerEntry>,
+    /// Lifecycle calls (pause, resume, connect) in slot order, then call order.
+    pub steps: Vec<StepEntry>,
     /// Create latency in microseconds, measured from the intended send time.
     pub latency_us: Histogram<u64>,
 }
@@ -148,6 +152,7 @@ impl Ledger {
     pub fn new() -> Self {
         Ledger {
             entries: Vec::new(),
+            steps: Vec::new(),
             latency_us: Histogram::new_with_bounds(1, 3_600_000_000, 3)
                 .expect("static histogram bounds are valid"),
         }
@@ -166,9 +171,35 @@ impl Ledger {
         }
     }
 
-    /// Sorts entries by slot so the ledger reads the same whatever the arrival order.
+    /// Adds one lifecycle call's outcome.
+    pub fn record_step(&mut self, step: StepEntry) {
+        self.steps.push(step);
+    }
+
+    /// Sorts entries by slot so the ledger reads the same whatever the arrival order
+    /// (a sandbox's own steps keep their order: the sort is stable).
     pub fn finish(&mut self) {
         self.entries.sort_by_key(|e| e.index);
+        self.steps.sort_by_key(|e| e.index);
+    }
+
+    /// Successful placements per node, by kind: `"create"` (a 201 create) and
+    /// `"resume"` (a 201 resume or connect of a paused sandbox). Only placements whose
+    /// node the service reported are counted.
+    pub fn placements_by_kind(&self) -> BTreeMap<&'static str, BTreeMap<String, u64>> {
+        let mut m: BTreeMap<&'static str, BTreeMap<String, u64>> = BTreeMap::new();
+        let creates = self.entries.iter().filter(|e| e.outcome.is_created());
+        for node in creates.filter_map(|e| e.node.clone()) {
+            *m.entry("create").or_default().entry(node).or_insert(0) += 1;
+        }
+        let resumes = self
+            .steps
+            .iter()
+            .filter(|s| s.kind.places() && s.succeeded());
+        for node in resumes.filter_map(|s| s.node.clone()) {
+            *m.entry("resume").or_default().entry(node).or_insert(0) += 1;
+        }
+        m
     }
 
     /// Count of outcomes by [`Outcome::key`].

@@ -8,6 +8,7 @@
 mod burst;
 mod driver;
 mod ledger;
+mod lifecycle;
 mod limited;
 mod live;
 mod pacing;
@@ -16,6 +17,7 @@ mod secret;
 
 pub use driver::{run_workload, WorkloadError, WorkloadOutput, WorkloadRun, GATE_WAIT};
 pub use ledger::{Ledger, LedgerEntry, Limit, LimitKind, Outcome};
+pub use lifecycle::{StepEntry, StepKind};
 pub use limited::LimitRetry;
 pub use live::LiveCounts;
 pub use pacing::Pacing;

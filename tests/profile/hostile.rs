@@ -581,3 +581,28 @@ fn every_check_refuses_an_empty_and_a_negative_bound_at_its_field() {
         assert!(issue.col > 1, "{issue:?}");
     }
 }
+
+/// A lifecycle that resumes before it pauses, or holds past the longest sandbox, is
+/// named at its step's line and column.
+#[test]
+fn a_bad_lifecycle_step_is_named_where_it_is() {
+    let text = profile(&[(
+        "timeout: 300s}",
+        "timeout: 300s}\n  lifecycle:\n    mix: 0.5\n    steps:\n      - resume\n      \
+         - hold: {dist: constant, value: 400d}\n      - kill",
+    )]);
+    let issues = issues_of("l.yaml", &text);
+    let resume = issue_at(&issues, "workload.lifecycle.steps[0]");
+    assert!(resume.message.contains("pause"), "{resume}");
+    assert_eq!((resume.line, resume.col), (17, 9), "{resume}");
+    let hold = issue_at(&issues, "workload.lifecycle.steps[1].hold.value");
+    assert_eq!(hold.line, 18, "{hold}");
+    let mix = issues_of(
+        "m.yaml",
+        &profile(&[(
+            "timeout: 300s}",
+            "timeout: 300s}\n  lifecycle: {mix: 1.5, steps: [pause]}",
+        )]),
+    );
+    issue_at(&mix, "workload.lifecycle.mix");
+}

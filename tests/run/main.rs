@@ -1,10 +1,11 @@
-//! `stampede run` end to end: the CLI, plans, progress, signals, secrets, failing surroundings, restart drills, retry storms, the set audit, staging rehearsals, `collect`, trace replay.
+//! `stampede run` end to end: the CLI, plans, progress, signals, secrets, failing surroundings, restart drills, retry storms, lifecycles, the set audit, staging rehearsals, `collect`, trace replay.
 
 #[path = "../support/mod.rs"]
 mod support;
 
 mod cli;
 mod collect_cli;
+mod lifecycle;
 mod metrics;
 mod placement_replay;
 mod plan;

@@ -122,6 +122,7 @@ pub fn burst(targets: Vec<String>, count: usize) -> WorkloadRun {
         pacing: Pacing::Burst { count },
         sandbox: SandboxSpec::default(),
         lifetime: None,
+        lifecycle: None,
         seed: 1,
         request_timeout: Duration::from_secs(10),
         goose_report: None,

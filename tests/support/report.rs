@@ -40,6 +40,7 @@ pub fn run(label: &str, mode: &str, counts: &[u64]) -> RunResult {
             max_abs_vcpu: 4.5,
             samples: 50,
         }),
+        placements_by_kind: BTreeMap::new(),
         latency: LatencySummary {
             count: total + 5,
             p50_ms: 1.5,

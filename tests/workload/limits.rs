@@ -91,6 +91,7 @@ fn workload(url: String, count: usize, retry: Option<LimitRetry>) -> WorkloadRun
         pacing: Pacing::Burst { count },
         sandbox: SandboxSpec::default(),
         lifetime: None,
+        lifecycle: None,
         seed: 1,
         request_timeout: Duration::from_secs(100),
         goose_report: None,

@@ -5,6 +5,7 @@ mod support;
 
 mod burst_gate;
 mod burst_tls;
+mod lifecycle;
 mod limits;
 
 /// The burst tests check when connections and bytes reach a target against the gate's
