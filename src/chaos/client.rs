@@ -80,6 +80,16 @@ struct Inner {
     fleets: Vec<String>,
     /// Which fleet serves which node; empty = everything goes to fleet 0.
     owner: BTreeMap<String, usize>,
+    /// Drains and commands in force (no fleet lists them): key -> what heals it.
+    /// Shared with the clients [`with_api`](ChaosClient::with_api) derives.
+    outside: Arc<std::sync::Mutex<OutsideFaults>>,
+}
+
+/// The faults applied outside any mock-node fleet, by guard key.
+#[derive(Debug, Default)]
+struct OutsideFaults {
+    next: u64,
+    active: BTreeMap<u64, String>,
 }
 
 impl std::fmt::Debug for ChaosClient {
@@ -137,6 +147,7 @@ impl ChaosClient {
                 api_token: None,
                 fleets,
                 owner,
+                outside: Arc::default(),
             }),
         }
     }
@@ -155,6 +166,7 @@ impl ChaosClient {
                 api_token: admin_token,
                 fleets: inner.fleets.clone(),
                 owner: inner.owner.clone(),
+                outside: inner.outside.clone(),
             }),
         }
     }
@@ -209,6 +221,11 @@ impl ChaosClient {
                 drained: Vec::new(),
                 command: Some((c.clone(), fault.nodes.clone())),
                 armed: true,
+                outside: Some(self.outside_applied(format!(
+                    "command on {} (heal it with: {})",
+                    fault.nodes.join(","),
+                    c.heal.join(" ")
+                ))),
             };
             if let Err(e) = run_argv("run", &c.run, &fault.nodes, c.timeout).await {
                 // `run` may have done part of its work: roll it back.
@@ -224,6 +241,16 @@ impl ChaosClient {
                 drained: fault.nodes.clone(),
                 command: None,
                 armed: true,
+                outside: Some(self.outside_applied(format!(
+                    "drain of {} (heal it with {} and body {{\"status\": \"ready\"}}, X-Admin-Token)",
+                    fault.nodes.join(","),
+                    self.inner
+                        .api
+                        .iter()
+                        .flat_map(|b| fault.nodes.iter().map(move |n| format!("POST {b}/nodes/{n}")))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))),
             };
             if let Err(e) = self.set_node_status(&fault.nodes, "draining").await {
                 // Heal what may have been drained before the error.
@@ -245,6 +272,7 @@ impl ChaosClient {
             drained: Vec::new(),
             command: None,
             armed: !fault.kind.is_instant(),
+            outside: None,
         };
         for (k, nodes) in per_fleet {
             let mut body = fault.request();
@@ -278,6 +306,34 @@ impl ChaosClient {
             .get(fleet)
             .ok_or_else(|| ChaosError::UnknownNode(format!("fleet #{fleet}")))?;
         admin.heal_fault(id).await.map(|_| ()).map_err(call_error)
+    }
+
+    /// Drains and commands this client applied and has not healed, each with what
+    /// heals it by hand (an abort prints them: no fleet lists them).
+    pub fn outside_active(&self) -> Vec<String> {
+        self.outside().active.values().cloned().collect()
+    }
+
+    fn outside(&self) -> std::sync::MutexGuard<'_, OutsideFaults> {
+        self.inner
+            .outside
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Records a drain or command in force; the key forgets it.
+    fn outside_applied(&self, what: String) -> u64 {
+        let mut o = self.outside();
+        o.next += 1;
+        let key = o.next;
+        o.active.insert(key, what);
+        key
+    }
+
+    fn outside_healed(&self, key: Option<u64>) {
+        if let Some(k) = key {
+            self.outside().active.remove(&k);
+        }
     }
 
     /// Heals every fault still active on every fleet (the last line of defence at the
@@ -359,6 +415,8 @@ pub struct FaultGuard {
     /// A `command` step's action and nodes (healed: its `heal` program).
     command: Option<(CommandAction, Vec<String>)>,
     armed: bool,
+    /// Its key among the client's drains and commands in force.
+    outside: Option<u64>,
 }
 
 impl FaultGuard {
@@ -409,6 +467,7 @@ impl FaultGuard {
         match first_err {
             None => {
                 self.armed = false;
+                self.client.outside_healed(self.outside.take());
                 Ok(())
             }
             Some(e) => Err(e),
@@ -435,16 +494,23 @@ impl Drop for FaultGuard {
         let ids = std::mem::take(&mut self.ids);
         let drained = std::mem::take(&mut self.drained);
         let command = self.command.take();
+        let outside = self.outside.take();
         rt.spawn(async move {
+            let mut healed = true;
             if let Some((c, nodes)) = command {
                 if let Err(e) = run_argv("heal", &c.heal, &nodes, c.timeout).await {
+                    healed = false;
                     tracing::warn!(error = %e, "healing a dropped command fault failed");
                 }
             }
             if !drained.is_empty() {
                 if let Err(e) = client.set_node_status(&drained, "ready").await {
+                    healed = false;
                     tracing::warn!(nodes = ?drained, error = %e, "undraining a dropped drain failed");
                 }
+            }
+            if healed {
+                client.outside_healed(outside);
             }
             for (k, id) in ids {
                 if let Err(e) = client.heal(k, id).await {

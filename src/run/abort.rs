@@ -67,6 +67,9 @@ pub struct LeftActive {
 pub struct AbortSummary {
     /// Faults this run applied that are still in force.
     pub left_active: Vec<LeftActive>,
+    /// Drains and commands this run applied that are still in force, each with what
+    /// heals it (no fleet lists them).
+    pub outside_active: Vec<String>,
     /// Fleets whose faults could not be read (admin URL, why): faults may be in force there.
     pub unreadable: Vec<(String, String)>,
     /// Whether the run was applying faults to a fleet that outlives it at all.
@@ -176,6 +179,7 @@ impl AbortState {
             return out;
         };
         out.watched = true;
+        out.outside_active = watch.client.outside_active();
         let fleets = watch.client.fleets().to_vec();
         match tokio::time::timeout(LIST_TIMEOUT, watch.client.list()).await {
             Ok(Ok(all)) => {
@@ -220,13 +224,20 @@ impl fmt::Display for AbortSummary {
                 a.id
             )?;
         }
+        for what in &self.outside_active {
+            writeln!(f, "aborted: {what} left active")?;
+        }
         for (url, why) in &self.unreadable {
             writeln!(
                 f,
                 "aborted: cannot read the faults of {url} ({why}): faults this run applied may still be active there"
             )?;
         }
-        if self.watched && self.left_active.is_empty() && self.unreadable.is_empty() {
+        if self.watched
+            && self.left_active.is_empty()
+            && self.outside_active.is_empty()
+            && self.unreadable.is_empty()
+        {
             writeln!(f, "aborted: no fault left active")?;
         }
         for (dir, why) in &self.scratch_left {
@@ -282,6 +293,22 @@ mod tests {
         let text = s.to_string();
         assert!(text.contains("fault 7 (kill on node-01) left active at http://127.0.0.1:9100"));
         assert!(text.contains("DELETE http://127.0.0.1:9100/faults/7"));
+        assert!(!text.contains("no fault left active"));
+    }
+
+    #[test]
+    fn the_summary_names_each_drain_or_command_left_with_its_heal() {
+        let s = AbortSummary {
+            outside_active: vec![
+                "command on n1 (heal it with: nomad node drain -disable n1)".into()
+            ],
+            watched: true,
+            ..AbortSummary::default()
+        };
+        let text = s.to_string();
+        assert!(text.contains(
+            "aborted: command on n1 (heal it with: nomad node drain -disable n1) left active"
+        ));
         assert!(!text.contains("no fault left active"));
     }
 

@@ -243,3 +243,33 @@ async fn schedule_applies_on_time_heals_after_duration_and_at_stop() {
     assert_eq!(f.truth().nodes[2].restarts, 1);
     f.shutdown().await;
 }
+
+/// A command fault has no fleet to list it: the client keeps it, with the program that
+/// heals it, until it is healed (an abort by a second signal prints that list).
+#[tokio::test]
+async fn a_command_in_force_is_named_with_its_heal_until_healed() {
+    let client = ChaosClient::without_fleet();
+    let fault = PlannedFault {
+        command: Some(stampede::profile::CommandAction {
+            run: vec!["true".into()],
+            heal: vec!["true".into(), "undo".into(), "n1".into()],
+            timeout: Duration::from_secs(10),
+        }),
+        ..planned(
+            FaultKind::Status {
+                status: mock_node::api::ServiceStatus::Healthy,
+            },
+            &["n1"],
+            0,
+            Some(1_000),
+        )
+    };
+    assert!(client.outside_active().is_empty());
+    let guard = client.apply(&fault).await.expect("command applied");
+    let active = client.outside_active();
+    assert_eq!(active.len(), 1, "{active:?}");
+    assert!(active[0].contains("command on n1"), "{active:?}");
+    assert!(active[0].contains("true undo n1"), "{active:?}");
+    guard.heal().await.expect("healed");
+    assert!(client.outside_active().is_empty());
+}
