@@ -254,11 +254,7 @@ async fn set_timeout(
 ) -> ApiResult<StatusCode> {
     require_key(&shared, &headers)?;
     let m = object_body(&body, true)?;
-    let Some(t) = int_field(&m, "timeout", 0, INT32_MAX)? else {
-        return Err(bad_request(
-            "Error when parsing request: timeout is required",
-        ));
-    };
+    let t = required_timeout(&m)?;
     keep_alive(&shared, &id, Duration::from_secs(t as u64), true).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -384,9 +380,9 @@ async fn resume_paused(shared: &Arc<Shared>, id: &str, timeout: Duration) -> Api
     })
 }
 
-/// A resumed sandbox's 201, with the node it landed on in `X-Stampede-Node` as a
-/// create's (not E2B's: a harness's ledger counts placements per node by kind).
-fn created(shared: &Shared, sandbox: Sandbox) -> Response {
+/// A 201 for a created or resumed sandbox, naming the node it landed on in
+/// `X-Stampede-Node` (not E2B's: a harness's ledger counts placements per node by kind).
+pub(super) fn created(shared: &Shared, sandbox: Sandbox) -> Response {
     let node = lock(&shared.sandboxes)
         .get(&sandbox.sandbox_id)
         .and_then(|r| HeaderValue::from_str(&r.node).ok());
@@ -431,11 +427,7 @@ async fn connect(
 ) -> ApiResult<Response> {
     require_key(&shared, &headers)?;
     let m = object_body(&body, true)?;
-    let Some(t) = int_field(&m, "timeout", 0, INT32_MAX)? else {
-        return Err(bad_request(
-            "Error when parsing request: timeout is required",
-        ));
-    };
+    let t = required_timeout(&m)?;
     connect_for(&shared, &id, &m, t).await
 }
 
@@ -751,4 +743,10 @@ fn from_snapshot_of(record: &SandboxRecord, timeout: Duration) -> (NewSandbox, F
         origin: Some(record.node.clone()),
     };
     (body, from)
+}
+
+/// A body's required `timeout` (seconds, 0 to int32 max), as E2B's handlers read it.
+fn required_timeout(m: &Map<String, Value>) -> ApiResult<i64> {
+    int_field(m, "timeout", 0, INT32_MAX)?
+        .ok_or_else(|| bad_request("Error when parsing request: timeout is required"))
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -21,7 +21,6 @@ use super::params::{
 use super::place::{create_sandbox, delete_sandbox, CLIENT_ID};
 use super::rest::{EvictedIds, ListedSandbox, NewSandbox};
 use super::state::{lock, SandboxRecord, Shared};
-use crate::NODE_HEADER;
 
 /// The router of one instance.
 pub fn router(shared: Arc<Shared>) -> Router {
@@ -140,18 +139,9 @@ async fn create(
     let _hung_up = gone.clone().drop_guard();
     let task = tokio::spawn(create_sandbox(shared.clone(), req, gone));
     match task.await {
-        Ok(Ok(sandbox)) => {
-            // Not E2B's: tells a harness's ledger where the sandbox landed, so that a
-            // real run has placements per node (and their CV) as the simulator has.
-            let node = lock(&shared.sandboxes)
-                .get(&sandbox.sandbox_id)
-                .and_then(|r| HeaderValue::from_str(&r.node).ok());
-            let mut resp = (StatusCode::CREATED, Json(sandbox)).into_response();
-            if let Some(v) = node {
-                resp.headers_mut().insert(NODE_HEADER, v);
-            }
-            Ok(resp)
-        }
+        // Not E2B's: the 201 names the node in `X-Stampede-Node`, so that a real run has
+        // placements per node (and their CV) as the simulator has.
+        Ok(Ok(sandbox)) => Ok(super::lifecycle_api::created(&shared, sandbox)),
         Ok(Err(e)) => Err(e),
         Err(e) => Err(ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
