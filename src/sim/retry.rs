@@ -232,7 +232,7 @@ impl Engine<'_> {
         let period = self.setup.retry_period().max(1);
         let elapsed = now.saturating_sub(p.since);
         let k = elapsed / period;
-        let on_grid = elapsed % period == 0 && k >= 1;
+        let on_grid = elapsed.is_multiple_of(period) && k >= 1;
         let fired_now = on_grid && self.last_late.is_some_and(|(t, key)| t == now && req < key);
         let k = if on_grid && !fired_now { k - 1 } else { k };
         p.since.saturating_add(k.saturating_mul(period))
