@@ -125,6 +125,19 @@ pub enum Input {
         /// The request.
         req: RequestId,
     },
+    /// A retry of `req` the driver proved refused whatever node a draw returns (the
+    /// simulator's settled retries): its round trip's node is a Best-of-K draw as any
+    /// retry's, from an RNG seeded by `seed` rather than the placer's own (whose
+    /// sequence the decided retries keep), and its create is in progress there until
+    /// the next [`Input::CreateReplied`] or [`Input::SettledRetry`]. A create still in
+    /// progress for `req` is refused first (its mark freed). Answers
+    /// [`Output::SendCreate`] with the node, which the driver does not send.
+    SettledRetry {
+        /// The request.
+        req: RequestId,
+        /// Seed of this retry's draw.
+        seed: u64,
+    },
     /// The client of `req` hung up: stop placing it (E2B's request context).
     Cancel {
         /// The request.
@@ -358,6 +371,12 @@ impl Placer {
             }
             Input::CreateReplied { req, reply } => self.replied(now, req, reply),
             Input::RetryDue { req } => self.decide(now, req),
+            Input::SettledRetry { req, seed } => {
+                let o = self.open.get_mut(&req)?;
+                o.attempt
+                    .report(&mut self.core, CreateOutcome::ResourceExhausted);
+                self.decide_from(now, req, Some(seed))
+            }
             Input::Cancel { req } => {
                 let mut o = self.open.remove(&req)?;
                 let f = o.attempt.deadline_reached(&mut self.core);
@@ -456,6 +475,19 @@ impl Placer {
 
     /// The next try of an open request: its deadline, then a Best-of-K decision.
     fn decide(&mut self, now: Duration, req: RequestId) -> Option<Output> {
+        self.decide_from(now, req, None)
+    }
+
+    /// [`decide`](Self::decide), drawing from an RNG seeded by `seed` when given.
+    fn decide_from(&mut self, now: Duration, req: RequestId, seed: Option<u64>) -> Option<Output> {
+        let mut own;
+        let rng = match seed {
+            Some(s) => {
+                own = ChaCha8Rng::seed_from_u64(s);
+                &mut own
+            }
+            None => &mut self.rng,
+        };
         let o = self.open.get_mut(&req)?;
         let failure = if now >= o.deadline {
             let f = o.attempt.deadline_reached(&mut self.core);
@@ -463,7 +495,7 @@ impl Placer {
         } else {
             let tried = match o.preferred.take() {
                 Some(node) => o.attempt.place_on(&mut self.core, node),
-                None => o.attempt.next(&mut self.core, &mut self.rng),
+                None => o.attempt.next(&mut self.core, rng),
             };
             match tried {
                 Ok(node) => {
