@@ -40,6 +40,7 @@ pub mod state;
 pub mod storm;
 pub mod sync;
 pub mod telemetry;
+pub mod telemetry_kind;
 pub mod usage;
 
 pub use args::{run, ServeArgs};

@@ -43,7 +43,7 @@ use super::routes::{require_key, ApiResult};
 use super::state::{lock, SandboxRecord, Shared};
 use super::usage::{self, SandboxMetric};
 use super::NODE_HEADER;
-use stampede_placement::DeleteOutcome;
+use stampede_placement::{DeleteOutcome, PlacementKind};
 
 /// A refresh never leaves less than this: 15 s, E2B's `SandboxTimeoutDefault`
 /// (`packages/api/internal/sandbox/sandbox.go`), which a refresh without a duration uses.
@@ -351,7 +351,7 @@ async fn resume_paused(shared: &Arc<Shared>, id: &str, timeout: Duration) -> Api
         return Err(changing_state(id));
     };
     lock(&shared.placing).insert(id.to_string());
-    let (body, from) = from_snapshot_of(&record, timeout);
+    let (body, from) = from_snapshot_of(&record, timeout, PlacementKind::Resume);
     let gone = CancellationToken::new();
     let _hung_up = gone.clone().drop_guard();
     let task = {
@@ -573,7 +573,7 @@ async fn fork_all(
     }
     let forks = (0..count).map(|_| {
         let shared = shared.clone();
-        let (body, from) = from_snapshot_of(&record, timeout);
+        let (body, from) = from_snapshot_of(&record, timeout, PlacementKind::Fork);
         tokio::spawn(async move {
             let new_id = shared.new_sandbox_id();
             let gone = CancellationToken::new();
@@ -729,8 +729,12 @@ async fn metrics_many(
 }
 
 /// The create a resume or a fork of `record` sends: its template, size and metadata,
-/// `timeout` long, its node as the origin to try first.
-fn from_snapshot_of(record: &SandboxRecord, timeout: Duration) -> (NewSandbox, FromSnapshot) {
+/// `timeout` long, its node as the origin to try first; `kind` says which.
+fn from_snapshot_of(
+    record: &SandboxRecord,
+    timeout: Duration,
+    kind: PlacementKind,
+) -> (NewSandbox, FromSnapshot) {
     let body = NewSandbox {
         template_id: record.template_id.clone(),
         timeout: Some(u32::try_from(timeout.as_secs()).unwrap_or(u32::MAX)),
@@ -741,6 +745,7 @@ fn from_snapshot_of(record: &SandboxRecord, timeout: Duration) -> (NewSandbox, F
     };
     let from = FromSnapshot {
         origin: Some(record.node.clone()),
+        kind,
     };
     (body, from)
 }

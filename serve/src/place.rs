@@ -16,7 +16,7 @@ use super::node_client::CreateSpec;
 use super::rest::{NewSandbox, Sandbox};
 use super::state::{lock, SandboxRecord, Shared};
 use stampede_placement::{
-    Answered, CreateReply, DeleteOutcome, ErrorKind, FailureKind, Input, Output,
+    Answered, CreateReply, DeleteOutcome, ErrorKind, FailureKind, Input, Output, PlacementKind,
 };
 
 /// E2B's `clientID` of every sandbox (`packages/shared/pkg/consts/sandboxes.go`).
@@ -44,6 +44,8 @@ pub async fn create_sandbox(
 pub struct FromSnapshot {
     /// The node the snapshot was taken on.
     pub origin: Option<String>,
+    /// A resume (or connect) or a fork, as `/metrics` counts it.
+    pub kind: PlacementKind,
 }
 
 /// Place `sandbox_id` (already reserved in `placing` by the caller, who releases it)
@@ -73,11 +75,31 @@ async fn place(
     place_inner(shared, sandbox_id, body, from, gone, &warmed).await
 }
 
+/// [`place_loop`], counted by kind in `/metrics`.
 async fn place_inner(
     shared: &Arc<Shared>,
     sandbox_id: &str,
     body: NewSandbox,
     from: Option<FromSnapshot>,
+    gone: &CancellationToken,
+    warmed: &std::sync::Mutex<Option<String>>,
+) -> Result<Sandbox, ApiError> {
+    let kind = from.as_ref().map_or(PlacementKind::Create, |f| f.kind);
+    let started = Instant::now();
+    let r = place_loop(shared, sandbox_id, body, from, kind, gone, warmed).await;
+    shared
+        .telemetry
+        .by_kind
+        .ended(kind, r.is_ok(), started.elapsed());
+    r
+}
+
+async fn place_loop(
+    shared: &Arc<Shared>,
+    sandbox_id: &str,
+    body: NewSandbox,
+    from: Option<FromSnapshot>,
+    kind: PlacementKind,
     gone: &CancellationToken,
     warmed: &std::sync::Mutex<Option<String>>,
 ) -> Result<Sandbox, ApiError> {
@@ -105,7 +127,7 @@ async fn place_inner(
             sandbox_id: sandbox_id.to_string(),
             vcpu: spec.vcpu,
         },
-        Some(FromSnapshot { origin }) => Input::Resume {
+        Some(FromSnapshot { origin, .. }) => Input::Resume {
             req,
             sandbox_id: sandbox_id.to_string(),
             vcpu: spec.vcpu,
@@ -150,7 +172,7 @@ async fn place_inner(
                     a = conn.client.create(&spec, left) => a,
                     () = gone.cancelled() => return client_gone(shared, req, spec, warmed),
                 };
-                create_reply(shared, &spec, &node, answer)
+                create_reply(shared, &spec, kind, &node, answer)
             }
             None => {
                 return Err(ApiError::new(
@@ -195,6 +217,7 @@ fn failed_reply(node: &str) -> CreateReply {
 fn create_reply(
     shared: &Shared,
     spec: &CreateSpec,
+    kind: PlacementKind,
     node: &str,
     answer: Result<String, tonic::Status>,
 ) -> CreateReply {
@@ -223,6 +246,10 @@ fn create_reply(
         Err(s) if s.code() == Code::ResourceExhausted => {
             shared.telemetry.refusals.fetch_add(1, Relaxed);
             shared.telemetry.storm.record(node);
+            // E2B's orchestrator refuses a snapshot Create whose wait ran out with this
+            // message (`waitForAcquire`), a fresh one with "starting".
+            let waited = spec.snapshot && s.message().contains("resuming");
+            shared.telemetry.by_kind.refused(kind, waited);
             CreateReply::Refused
         }
         Err(s) => {

@@ -6,6 +6,7 @@ use std::time::Duration;
 use mock_node::prometheus::{write_header, write_sample};
 
 use super::storm::StormBins;
+use super::telemetry_kind::KindTelemetry;
 use crate::counters::ServiceCounters;
 
 /// Upper bounds (seconds) of the decision-time histogram buckets.
@@ -46,6 +47,8 @@ pub struct Telemetry {
     pub evictions: AtomicU64,
     /// ResourceExhausted refusals per second and per node (the retry storm).
     pub storm: StormBins,
+    /// Placements by kind (create, resume, fork).
+    pub by_kind: KindTelemetry,
     decisions: AtomicU64,
     decision_nanos: AtomicU64,
     decision_buckets: [AtomicU64; DECISION_BUCKETS.len()],
@@ -190,6 +193,7 @@ impl Telemetry {
         write_sample(&mut out, &bucket, &inf, n);
         write_sample(&mut out, &format!("{name}_sum"), &by_mode, sum);
         write_sample(&mut out, &format!("{name}_count"), &by_mode, n);
+        self.by_kind.render(&mut out, accounting);
         out
     }
 }

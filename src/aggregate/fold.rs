@@ -8,8 +8,9 @@ use hdrhistogram::Histogram;
 use super::outcomes::OutcomeFold;
 use crate::placement::AccountingMode;
 use crate::report::{
-    AccountingError, CleanupReport, FaultWindow, Figure, LatencySummary, NodeFigures, RetryStorm,
-    RunResult, SendTiming, SetAudit, SkewOverTime, SkewStats, StagingFacts, TimelinePoint,
+    AccountingError, CleanupReport, FaultWindow, Figure, LatencySummary, NodeFigures,
+    ResumeFigures, RetryStorm, RunResult, SendTiming, SetAudit, SkewOverTime, SkewStats,
+    StagingFacts, TimelinePoint,
 };
 use crate::serve::{ArrivalWindow, ServiceCounters};
 use crate::workload::Outcome;
@@ -55,6 +56,7 @@ pub struct RunAggregate {
 struct LateFacts {
     release_realtime: Option<bool>,
     placements_by_kind: BTreeMap<String, BTreeMap<String, u64>>,
+    resumes: Option<ResumeFigures>,
     arrivals: Option<ArrivalWindow>,
     faults: Vec<FaultWindow>,
     set_audit: Option<SetAudit>,
@@ -234,6 +236,11 @@ impl RunAggregate {
         self.late.placements_by_kind = by_kind;
     }
 
+    /// What the resumes of a run with a lifecycle did.
+    pub fn resumes(&mut self, resumes: Option<ResumeFigures>) {
+        self.late.resumes = resumes;
+    }
+
     /// The outcome part of the fold.
     pub fn outcomes(&self) -> &OutcomeFold {
         &self.outcomes
@@ -282,6 +289,7 @@ impl RunAggregate {
                 samples: self.err_samples,
             }),
             placements_by_kind: late.placements_by_kind,
+            resumes: late.resumes,
             latency: LatencySummary::from_histogram(&self.latency_us),
             statuses: self.outcomes.statuses(),
             requests,

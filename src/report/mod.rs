@@ -12,6 +12,7 @@ mod markdown;
 mod model;
 mod output;
 mod over_time;
+mod resumes;
 mod staging;
 mod stats;
 mod step_summary;
@@ -32,6 +33,7 @@ pub use output::{
     compact_utc, now_rfc3339, read_json, write_json, write_report_dir, ReadReportError,
 };
 pub use over_time::{RetryStorm, SkewOverTime};
+pub use resumes::{ResumeCall, ResumeFigures};
 pub use staging::{
     limited_count, write_staging, Baseline, CleanupReport, FinalRead, NotCleaned, StagingFacts,
     CANCELLED_KEY,

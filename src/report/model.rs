@@ -106,6 +106,9 @@ pub struct RunResult {
     /// paused sandbox), each node as the service named it. Empty otherwise.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub placements_by_kind: BTreeMap<String, BTreeMap<String, u64>>,
+    /// What the resumes did, for a run whose workload has a lifecycle that resumes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumes: Option<super::resumes::ResumeFigures>,
     /// Create latency (client side, from the intended send time).
     pub latency: LatencySummary,
     /// Outcomes by HTTP status (`"201"`, `"503"`) or kind (`"timeout"`, `"transport_error"`).

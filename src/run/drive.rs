@@ -236,6 +236,7 @@ pub(crate) async fn drive(
     if profile.workload.lifecycle.is_some() {
         let by_kind = workload.ledger.placements_by_kind();
         agg.placements_by_kind(by_kind.into_iter().map(|(k, v)| (k.into(), v)).collect());
+        agg.resumes(workload.ledger.resume_figures());
     }
     if judging {
         chaos_stage::judge(

@@ -8,6 +8,7 @@
 //! cluster retrying every create until its deadline) stops with an error naming the
 //! budget. Never an endless run.
 
+use crate::profile::LifecycleStep;
 use mock_node::config::LatencyDist;
 
 use super::error::SimError;
@@ -146,10 +147,20 @@ impl SimSetup {
                 (end, busy)
             }
         };
+        // A lifecycle: its holds add to the span, each step is an event and each
+        // resume a create's events again (its retries are bounded by the same parking).
+        let (life_span, life_events) = self.lifecycle.as_ref().map_or((0, 0), |l| {
+            l.steps.iter().fold((0u64, 0u64), |(t, e), s| match s {
+                LifecycleStep::Hold(d) => (t.saturating_add(typical(d)), e + 1),
+                LifecycleStep::Resume | LifecycleStep::Connect => (t.saturating_add(create), e + 4),
+                LifecycleStep::Pause | LifecycleStep::Kill => (t, e + 1),
+            })
+        });
         let span = sending
             .saturating_add(create)
-            .saturating_add(lifetime.unwrap_or(0));
-        let per_request = 3 + u64::from(lifetime.is_some());
+            .saturating_add(lifetime.unwrap_or(0))
+            .saturating_add(life_span);
+        let per_request = 3 + u64::from(lifetime.is_some()) + life_events;
         let samples = div_ceil(span, self.collect_interval).saturating_add(1);
         let syncs = div_ceil(span, self.sync_interval).saturating_add(1);
         let events = vec![

@@ -14,7 +14,7 @@ use super::queue::Nanos;
 use super::setup::{to_duration, to_nanos};
 use crate::placement::{
     Answered, ChannelState, CreateOutcome, CreateReply, CreateStatus, DeleteOutcome, ErrorKind,
-    Input, Output,
+    Input, Output, PlacementKind,
 };
 use crate::workload::Outcome;
 
@@ -127,6 +127,9 @@ impl Engine<'_> {
 
     /// The create of `slot` reaches its node: fault gate, then admission.
     pub(super) fn arrive(&mut self, slot: u32) {
+        if self.waits_for_slot(slot) {
+            return;
+        }
         let now = self.now;
         let Some(a) = self.slots.get(slot as usize).and_then(Option::as_ref) else {
             return;
@@ -246,7 +249,7 @@ impl Engine<'_> {
             self.tally.refusals += 1;
             self.tally.retries_on(a.node, now, 1, 1);
         }
-        if outcome == CreateOutcome::Created {
+        if outcome == CreateOutcome::Created && a.kind == PlacementKind::Create {
             self.tally.created_on(a.node);
         }
         let reply = match outcome {
@@ -296,8 +299,17 @@ impl Engine<'_> {
             return self.finish(slot, answer.status());
         }
         let (req, node, replica) = (a.req, a.node, a.replica);
+        if a.kind != PlacementKind::Create {
+            return self.finish(slot, CreateStatus::Created);
+        }
+        // E2B's evictor kills it at its end time unless the workload did first; past the
+        // workload's end nothing is simulated, so this costs nothing for sandboxes that
+        // outlive the run.
+        let end = now.saturating_add(to_nanos(self.setup.sandbox.timeout));
         let mut delete_at = None;
-        if let Some(dist) = &self.setup.lifetime {
+        if self.created_with_life(req, node, replica, end) {
+            // Its lifecycle ends it, not a lifetime.
+        } else if let Some(dist) = &self.setup.lifetime {
             let life = match dist {
                 // Draws nothing: no RNG to seed (one per placement otherwise).
                 LatencyDist::Constant { value } => *value,
@@ -311,10 +323,6 @@ impl Engine<'_> {
             self.pending_deletes += 1;
             delete_at = Some(at);
         }
-        // E2B's evictor kills it at its end time unless the workload did first; past the
-        // workload's end nothing is simulated, so this costs nothing for sandboxes that
-        // outlive the run.
-        let end = now.saturating_add(to_nanos(self.setup.sandbox.timeout));
         if self.setup.evictor && delete_at.is_none_or(|at| at > end) {
             self.queue.push(end, Event::Evict { req, node, replica });
         }
@@ -353,6 +361,11 @@ impl Engine<'_> {
     /// node; the store entry goes whatever the answer, a success or NotFound releases the
     /// optimistic vCPU. A hung node's Delete runs into its deadline: a failure.
     pub(super) fn evict(&mut self, req: u64, node: u32, replica: u32) {
+        if !self.lives.evict_due(req, self.now) {
+            // A lifecycle's sandbox paused (or placed again) since.
+            self.quiet = true;
+            return;
+        }
         let now = to_duration(self.now);
         let n = &mut self.nodes[node as usize];
         let id = sandbox_id(req);
@@ -372,7 +385,12 @@ impl Engine<'_> {
 
 /// What the placer learns from a Delete of `sandbox_id` (`vcpu`) on `node` that ended
 /// with `outcome`.
-fn delete_ended(node: &str, sandbox_id: String, vcpu: u32, outcome: DeleteOutcome) -> Input {
+pub(super) fn delete_ended(
+    node: &str,
+    sandbox_id: String,
+    vcpu: u32,
+    outcome: DeleteOutcome,
+) -> Input {
     Input::DeleteEnded {
         node: node.to_string(),
         sandbox_id,
@@ -404,7 +422,12 @@ pub(super) fn hang_heals_at(
 /// A (not hung) node's answer to the Delete of sandbox `id`, as E2B's kill reads it: a
 /// killed node or a failing Delete is a failure (nothing released), a NotFound is a
 /// success that releases the `requested` vCPU, a deletion releases the sandbox's own.
-fn kill_on_node(n: &mut SimNode, id: &str, now: Duration, requested: u32) -> (DeleteOutcome, u32) {
+pub(super) fn kill_on_node(
+    n: &mut SimNode,
+    id: &str,
+    now: Duration,
+    requested: u32,
+) -> (DeleteOutcome, u32) {
     // A Delete's `slow` delay is not modelled (nor its latency): it arrives at once.
     let failed = on_send(&n.effect) == Sent::Refused
         || n.model.gate(&n.effect, RpcKind::Delete) != Arrival::Passed;

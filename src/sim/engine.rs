@@ -2,8 +2,8 @@
 //!
 //! It drives the same [`Placer`] (one per replica) and the same
 //! [`NodeModel`] (one per node) as a real run; this file holds the state and the loop,
-//! `create.rs` the create RPC path, `nodes.rs` syncs, deletes and faults, and
-//! `measure.rs` what is recorded.
+//! `create.rs` the create RPC path, `nodes.rs` syncs, deletes and faults,
+//! `lifecycle.rs` pauses and resumes, and `measure.rs` what is recorded.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -12,13 +12,14 @@ use mock_node::model::NodeModel;
 use mock_node::node::FaultEffect;
 
 use super::error::SimError;
+use super::lifecycle::Lives;
 use super::measure::{Edge, Tally};
 use super::queue::{EventQueue, Nanos};
 use super::retry::Park;
 use super::set_audit::SetLedger;
 use super::setup::{to_duration, Arrivals, SimSetup};
 use crate::aggregate::EntryAnswer;
-use crate::placement::{CreateOutcome, CreateStatus, Input, Placer, PlacerConfig};
+use crate::placement::{CreateOutcome, CreateStatus, Input, PlacementKind, Placer, PlacerConfig};
 use crate::workload::Outcome;
 
 /// What can happen at an instant.
@@ -55,6 +56,11 @@ pub(super) enum Event {
     Sample,
     /// Retry tick `gen` of the refused request in `slot` (see `retry.rs`); a late event.
     Retry { slot: u32, gen: u32 },
+    /// Sandbox `req` takes the next step of its lifecycle (see `lifecycle.rs`).
+    Step { req: u64 },
+    /// The starting-slot wait `serial` of the resume in `slot` runs out (its acquire
+    /// timeout or its request's deadline).
+    WaitEnd { slot: u32, serial: u32 },
 }
 
 /// One node: the shared model plus the faults in force on it.
@@ -92,6 +98,10 @@ pub(super) struct Active {
     pub park: Option<Park>,
     /// Generation of its retry tick: a `Retry` event with another one is stale.
     pub gen: u32,
+    /// Whether it places a paused sandbox again (a resume or connect, not a create).
+    pub kind: PlacementKind,
+    /// Serial of the starting-slot wait it is in on its node, if any.
+    pub wait: Option<u32>,
 }
 
 /// The whole simulated world.
@@ -131,6 +141,8 @@ pub(super) struct Engine<'a> {
     pub last_late: Option<(Nanos, u64)>,
     /// Whether the event being handled changed nothing (a refusal certain in advance).
     pub quiet: bool,
+    /// Sandboxes following a lifecycle, by request (see `lifecycle.rs`).
+    pub lives: Lives,
 }
 
 impl<'a> Engine<'a> {
@@ -197,6 +209,7 @@ impl<'a> Engine<'a> {
             parked: Vec::new(),
             last_late: None,
             quiet: false,
+            lives: Lives::new(setup.cluster.nodes),
         }
     }
 
@@ -250,6 +263,9 @@ impl<'a> Engine<'a> {
             self.quiet = false;
             let loosens = loosens_admission(&event);
             self.handle(event);
+            if self.lives.waiting() {
+                self.wake_waiters();
+            }
             // Only an event that can let a refusing node accept (or change which nodes
             // a decision may return) can end a park. Without the service's own starting
             // filter, a create admitted only tightens, and in-progress marks only move
@@ -268,6 +284,7 @@ impl<'a> Engine<'a> {
             && self.backlog.is_empty()
             && self.pending_deletes == 0
             && self.user_sends == 0
+            && self.lives.is_empty()
     }
 
     /// Replica `r` syncs `r / replicas` of an interval after replica 0.
@@ -320,6 +337,8 @@ impl<'a> Engine<'a> {
                 self.queue.push(next, Event::Sample);
             }
             Event::Retry { slot, gen } => self.retry_event(slot, gen),
+            Event::Step { req } => self.step(req),
+            Event::WaitEnd { slot, serial } => self.wait_end(slot, serial),
         }
     }
 
@@ -356,6 +375,8 @@ impl<'a> Engine<'a> {
             gen: 0,
             epoch: 0,
             handler_at: 0,
+            kind: PlacementKind::Create,
+            wait: None,
         };
         let slot = match self.free_slots.pop() {
             Some(s) => {
@@ -378,12 +399,16 @@ impl<'a> Engine<'a> {
         self.act(slot, out);
     }
 
-    /// The request in `slot` is answered: free its worker and start a waiting request.
+    /// The request in `slot` is answered: free its worker and start a waiting request
+    /// (a resume has no worker: its sandbox's lifecycle goes on).
     pub(super) fn finish(&mut self, slot: u32, status: CreateStatus) {
         let Some(a) = self.slots.get_mut(slot as usize).and_then(Option::take) else {
             return;
         };
         self.free_slots.push(slot);
+        if a.kind != PlacementKind::Create {
+            return self.resume_finished(&a, status);
+        }
         self.open -= 1;
         let latency = self.now.saturating_sub(a.intended);
         let landed = (status == CreateStatus::Created).then_some(a.node);
@@ -441,7 +466,7 @@ impl<'a> Engine<'a> {
 }
 
 /// Whether `event` can free capacity on a node or change a replica's view of the fleet:
-/// a create that ends, a delete, a sync, a fault edge. (A node never frees capacity by
+/// a create that ends, a delete, a sync, a fault edge, a lifecycle step (a pause). (A node never frees capacity by
 /// itself: sandboxes leave only through Delete, Pause or a restart.)
 fn loosens_admission(event: &Event) -> bool {
     matches!(
@@ -453,6 +478,7 @@ fn loosens_admission(event: &Event) -> bool {
             | Event::Sync { .. }
             | Event::FaultStart { .. }
             | Event::FaultEnd { .. }
+            | Event::Step { .. }
     )
 }
 

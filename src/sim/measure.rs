@@ -329,6 +329,11 @@ impl Engine<'_> {
         });
         let end = ms(self.now);
         let mut agg = std::mem::take(&mut t.agg);
+        if self.setup.lifecycle.is_some() {
+            let ids: Vec<String> = self.nodes.iter().map(|n| n.id.clone()).collect();
+            agg.placements_by_kind(self.lives.placements_by_kind(&ids));
+            agg.resumes(self.lives.resume_figures());
+        }
         agg.accounting(mode);
         agg.faults(self.windows());
         if let Some(c) = audit {

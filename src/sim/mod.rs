@@ -22,6 +22,7 @@ mod create;
 mod engine;
 mod error;
 mod faults;
+mod lifecycle;
 mod measure;
 mod nodes;
 mod queue;

@@ -51,7 +51,7 @@
 use super::engine::{Engine, Event};
 use super::queue::Nanos;
 use super::setup::to_duration;
-use crate::placement::{AccountingMode, CreateReply, Input, Output};
+use crate::placement::{AccountingMode, CreateReply, Input, Output, PlacementKind};
 use mock_node::config::RpcKind;
 use mock_node::model::CreateRejection;
 
@@ -272,6 +272,7 @@ impl Engine<'_> {
         let placer = &self.placers[a.replica as usize];
         let attempt = placer.attempt(a.req)?;
         let vcpu = attempt.vcpu();
+        let snapshot = a.kind != PlacementKind::Create;
         let mut pick: Option<(u32, &'static str)> = None;
         // Under `reported` the scores move only at a sync (an event that unparks), so
         // the nodes a draw can return stay put while parked; in the other modes every
@@ -285,7 +286,7 @@ impl Engine<'_> {
         };
         for id in reach {
             let &i = self.node_index.get(id)?;
-            let reason = self.node_sure_refusal(i, vcpu)?;
+            let reason = self.node_sure_refusal(i, vcpu, snapshot)?;
             if pick.is_none() || i == a.node {
                 pick = Some((i, reason));
             }
@@ -293,8 +294,9 @@ impl Engine<'_> {
         pick
     }
 
-    /// Why node `i` refuses a create of `vcpu` now for sure, if it does.
-    fn node_sure_refusal(&self, i: u32, vcpu: u32) -> Option<&'static str> {
+    /// Why node `i` refuses a create of `vcpu` now for sure, if it does. A create from
+    /// a `snapshot` (a resume) is not refused for busy starting slots: it waits.
+    fn node_sure_refusal(&self, i: u32, vcpu: u32, snapshot: bool) -> Option<&'static str> {
         let n = &self.nodes[i as usize];
         let e = &n.effect;
         if e.killed || e.hung || e.errors.is_some() || e.slow.is_some_and(|d| !d.is_zero()) {
@@ -315,6 +317,7 @@ impl Engine<'_> {
         m.capacity_refusal(vcpu)
             .err()
             .filter(CreateRejection::is_resource_exhausted)
+            .filter(|r| !(snapshot && matches!(r, CreateRejection::MaxStarting(_))))
             .map(|r| r.reason())
     }
 

@@ -11,8 +11,8 @@ use crate::aggregate::needs_set_audit;
 use crate::placement::{AccountingMode, PlacementConfig};
 use crate::profile::limits::{MAX_PLAN_STARTED_USERS, MAX_PLAN_USERS};
 use crate::profile::{
-    parse_test_plan, PlacementSection, Profile, ProfileErrors, RunVariant, SandboxSpec, Shape,
-    Source,
+    parse_test_plan, Lifecycle, PlacementSection, Profile, ProfileErrors, RunVariant, SandboxSpec,
+    Shape, Source,
 };
 
 /// Client-visible round trip of an RPC the node answers at once (a refusal, an
@@ -95,6 +95,9 @@ pub struct SimSetup {
     pub sandbox: SandboxSpec,
     /// Delete each sandbox after a lifetime drawn from this.
     pub lifetime: Option<LatencyDist>,
+    /// What a sandbox does after its create (holds, pause, resume, kill), drawn per
+    /// sandbox from `seed` as the real workload draws it.
+    pub lifecycle: Option<Lifecycle>,
     /// Timeline sampling period.
     pub collect_interval: Nanos,
     /// The chaos schedule, resolved to node indices and virtual times.
@@ -139,12 +142,6 @@ impl SimSetup {
         let PlacementSection::Embedded(p) = &profile.placement else {
             return Err(SimError::ExternalPlacement);
         };
-        if profile.workload.lifecycle.is_some() {
-            return Err(SimError::setting(
-                "workload.lifecycle",
-                "not simulated yet: the simulator drives plain creates only (use stampede run)",
-            ));
-        }
         let placement = p.placement_config(run);
         if let Some(e) = placement.validate().into_iter().next() {
             return Err(SimError::setting(
@@ -195,6 +192,7 @@ impl SimSetup {
             workers,
             sandbox: profile.workload.sandbox.clone(),
             lifetime: profile.workload.lifetime.clone(),
+            lifecycle: profile.workload.lifecycle.clone(),
             collect_interval: to_nanos(profile.collect.interval),
             audit_sets: needs_set_audit(profile),
             faults,

@@ -6,6 +6,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use super::lifecycle::StepEntry;
+use crate::report::{ResumeCall, ResumeFigures};
 
 /// What the client saw for one create.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -200,6 +201,30 @@ impl Ledger {
             *m.entry("resume").or_default().entry(node).or_insert(0) += 1;
         }
         m
+    }
+
+    /// What the resumes (and connects) did; `None` without any. A resume's origin is
+    /// the node its sandbox last landed on (its create's, or its previous resume's).
+    pub fn resume_figures(&self) -> Option<ResumeFigures> {
+        let mut origin: BTreeMap<usize, Option<&str>> = self
+            .entries
+            .iter()
+            .map(|e| (e.index, e.node.as_deref()))
+            .collect();
+        let calls = self.steps.iter().filter(|s| s.kind.places()).map(|s| {
+            let placed = s.succeeded();
+            let from = origin.get(&s.index).copied().flatten();
+            let moved = placed && from.is_some() && from != s.node.as_deref();
+            if placed {
+                origin.insert(s.index, s.node.as_deref());
+            }
+            ResumeCall {
+                latency_us: s.latency_us,
+                placed,
+                moved,
+            }
+        });
+        ResumeFigures::from_calls(calls.collect::<Vec<_>>())
     }
 
     /// Count of outcomes by [`Outcome::key`].

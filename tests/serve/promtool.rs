@@ -12,6 +12,7 @@ use std::process::{Command, Stdio};
 use serde_json::json;
 use serve_common::{cluster, serve_config, Rig};
 use stampede::placement::AccountingMode;
+use stampede::serve::DEFAULT_API_KEY;
 
 /// `promtool check metrics` on `text`: `Ok(None)` when clean, `Ok(Some(findings))`
 /// otherwise, `Err` when promtool cannot be run.
@@ -67,10 +68,27 @@ async fn mock_node_and_serve_metrics_pass_promtool() {
         return;
     }
     let rig = Rig::start(cluster(3, &[]), serve_config(AccountingMode::Reconciled)).await;
-    // Some traffic first, so that every labelled series has samples.
+    // Some traffic first, so that every labelled series has samples: creates, and a
+    // pause and a resume of one of them (the by-kind series).
+    let mut last = String::new();
     for _ in 0..5 {
-        let (status, _) = rig.create(json!({"templateID": "base"})).await;
+        let (status, body) = rig.create(json!({"templateID": "base"})).await;
         assert_eq!(status, 201);
+        last = body["sandboxID"].as_str().expect("sandbox id").to_string();
+    }
+    for (verb, body, want) in [
+        ("pause", None, 204),
+        ("resume", Some(json!({"timeout": 60})), 201),
+    ] {
+        let mut r = rig
+            .http
+            .post(rig.url(&format!("/sandboxes/{last}/{verb}")))
+            .header("X-API-Key", DEFAULT_API_KEY);
+        if let Some(b) = body {
+            r = r.json(&b);
+        }
+        let status = r.send().await.expect("request sent").status().as_u16();
+        assert_eq!(status, want, "{verb}");
     }
     let get = |url: String| {
         let http = rig.http.clone();
@@ -87,6 +105,13 @@ async fn mock_node_and_serve_metrics_pass_promtool() {
     let serve = get(rig.url("/metrics")).await;
     let mock = get(format!("{}/metrics", rig.fleet.admin_url())).await;
     assert!(serve.contains("stampede_serve_creates_ok_total"), "{serve}");
+    for line in [
+        "stampede_serve_placements_placed_total{accounting=\"reconciled\",kind=\"create\"} 5",
+        "stampede_serve_placements_placed_total{accounting=\"reconciled\",kind=\"resume\"} 1",
+        "stampede_serve_placement_seconds_count{accounting=\"reconciled\",kind=\"resume\"} 1",
+    ] {
+        assert!(serve.contains(line), "{line} missing:\n{serve}");
+    }
     assert!(mock.contains("mock_node_sandboxes"), "{mock}");
     for (who, text) in [("serve", &serve), ("mock-node", &mock)] {
         if let Some(findings) = promtool(text).expect("promtool runs") {

@@ -45,16 +45,3 @@ fn the_optimistic_belief_follows_expiries_without_a_sync() {
     // Per node: ~5 live sandboxes; without eviction the belief grows to ~50.
     assert!(err.max_abs_vcpu <= 2.0, "{err:?}");
 }
-
-/// The simulator does not model lifecycles yet: a profile with one is refused by name,
-/// not simulated as plain creates.
-#[test]
-fn a_lifecycle_is_refused_not_ignored() {
-    let text = PROFILE.replace(
-        "timeout: 2s}",
-        "timeout: 2s}\n  lifecycle: {steps: [pause, resume]}",
-    );
-    let p = parse(&Source::inline("life.yaml", text)).expect("parses");
-    let err = SimSetup::from_profile(&p, AccountingMode::Optimistic).expect_err("refused");
-    assert!(err.to_string().contains("workload.lifecycle"), "{err}");
-}

@@ -1,4 +1,4 @@
-//! The simulator: determinism, answers, chaos, eviction, sweeps, the retry model, fidelity against the closed form and against real runs, hostile input.
+//! The simulator: determinism, answers, chaos, eviction, sweeps, the retry model, lifecycles, fidelity against the closed form and against real runs, hostile input.
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -9,6 +9,7 @@ mod determinism;
 mod evict;
 mod fidelity;
 mod hostile;
+mod lifecycle;
 mod plan;
 mod pr2201_fidelity;
 mod retry_model;

@@ -41,6 +41,7 @@ pub fn run(label: &str, mode: &str, counts: &[u64]) -> RunResult {
             samples: 50,
         }),
         placements_by_kind: BTreeMap::new(),
+        resumes: None,
         latency: LatencySummary {
             count: total + 5,
             p50_ms: 1.5,
