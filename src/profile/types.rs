@@ -387,6 +387,9 @@ pub struct Checks {
     pub running_cv_peak: Option<Bound>,
     /// Largest count of ResourceExhausted retries in one second (0 without any).
     pub retries_per_s_peak: Option<Bound>,
+    /// Mean |believed - true| allocated vCPU over nodes and samples: how far the
+    /// placement's bookkeeping drifts from the nodes (needs the service's beliefs).
+    pub accounting_error: Option<Bound>,
     /// Checks for one accounting mode only, replacing the shared ones they name.
     pub per_mode: BTreeMap<AccountingMode, Checks>,
     /// Checks for the runs of one Best-of-K `k` only (`per_k: {5: {cv: ...}}`), replacing

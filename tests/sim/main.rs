@@ -9,6 +9,7 @@ mod determinism;
 mod evict;
 mod fidelity;
 mod hostile;
+mod mutations;
 mod plan;
 mod pr2201_fidelity;
 mod retry_model;
