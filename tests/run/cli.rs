@@ -38,13 +38,9 @@ fn nightly_variant(accounting: &str) -> String {
         &format!("accounting: [{accounting}]"),
     )
     .replace(
-        "rate: {per_second: 40, duration: 10s}",
+        "rate: {per_second: 40, duration: 90s}",
         "rate: {per_second: 50, duration: 4s}",
     )
-    // Latency depends on the machine (a debug build under a loaded CI runner once gave
-    // p99 634 ms against the shipped 500 ms); this test pins the skew guard, so its p99
-    // bound only catches a hang.
-    .replace("p99_latency: {max: 500ms}", "p99_latency: {max: 10s}")
 }
 
 #[test]
@@ -98,7 +94,7 @@ fn ctrl_c_writes_a_partial_report_marked_incomplete() {
     let src = std::fs::read_to_string("profiles/nightly.yaml")
         .unwrap()
         .replace(
-            "rate: {per_second: 40, duration: 10s}",
+            "rate: {per_second: 40, duration: 90s}",
             "rate: {per_second: 20, duration: 60s}",
         );
     std::fs::write(&p, src).unwrap();
