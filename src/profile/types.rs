@@ -403,7 +403,9 @@ pub struct Checks {
 pub struct ReportSpec {
     /// Parent directory of `<profile>-<UTC time>/`. Default `reports`.
     pub dir: String,
-    /// Also write goose's HTML report per run. Default true.
+    /// Also write goose's HTML report per run (`goose-<run>.html`). Default false: goose
+    /// 0.19's page loads its chart library from a CDN (jsDelivr), so its charts render
+    /// only with network access; stampede's own `report.html` is self-contained.
     pub goose_html: bool,
 }
 
@@ -411,7 +413,7 @@ impl Default for ReportSpec {
     fn default() -> Self {
         Self {
             dir: "reports".into(),
-            goose_html: true,
+            goose_html: false,
         }
     }
 }

@@ -110,9 +110,11 @@ fn figure(id: CheckId, run: &RunResult) -> Result<f64, String> {
         }
         CheckId::AccountingError => match &run.accounting_error {
             Some(a) => Ok(a.mean_abs_vcpu),
-            None => Err("no accounting error in this run (the service's beliefs were not \
+            None => Err(
+                "no accounting error in this run (the service's beliefs were not \
                  read)"
-                .to_string()),
+                    .to_string(),
+            ),
         },
         CheckId::RetriesPerSPeak => match &run.retry_storm {
             Some(r) => Ok(r.peak_per_second as f64),

@@ -16,9 +16,16 @@ fn nightly_with_seed(dir: &Path, seed: u64) -> PathBuf {
         "/profiles/nightly.yaml"
     ))
     .expect("nightly profile");
-    assert!(text.contains("\nseed: 7\n"), "the nightly profile's seed line moved");
+    assert!(
+        text.contains("\nseed: 7\n"),
+        "the nightly profile's seed line moved"
+    );
     let path = dir.join(format!("nightly-{seed}.yaml"));
-    std::fs::write(&path, text.replace("\nseed: 7\n", &format!("\nseed: {seed}\n"))).unwrap();
+    std::fs::write(
+        &path,
+        text.replace("\nseed: 7\n", &format!("\nseed: {seed}\n")),
+    )
+    .unwrap();
     path
 }
 
@@ -53,7 +60,13 @@ fn failed(report: &Value) -> Vec<String> {
         .expect("checks")
         .iter()
         .filter(|c| c["passed"] != true)
-        .map(|c| format!("{}/{}", c["run"].as_str().unwrap(), c["check"].as_str().unwrap()))
+        .map(|c| {
+            format!(
+                "{}/{}",
+                c["run"].as_str().unwrap(),
+                c["check"].as_str().unwrap()
+            )
+        })
         .collect()
 }
 
@@ -63,7 +76,11 @@ fn assert_caught(mutation: &str) {
     for seed in SEEDS {
         let (code, report) = simulate(mutation, seed);
         let failed = failed(&report);
-        assert_eq!(code, Some(1), "{mutation} seed {seed} must fail: {failed:?}");
+        assert_eq!(
+            code,
+            Some(1),
+            "{mutation} seed {seed} must fail: {failed:?}"
+        );
         for mode in ["optimistic", "reconciled"] {
             assert!(
                 failed.contains(&format!("{mode}/accounting_error")),
