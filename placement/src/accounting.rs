@@ -10,6 +10,21 @@ use foldhash::fast::RandomState;
 
 use super::mode::AccountingMode;
 
+/// Whether this state plants the named [`Mutation`](super::mutation::Mutation): always
+/// false, and compiled away, without the test-only `mutations` feature.
+#[cfg(feature = "mutations")]
+macro_rules! mutated {
+    ($s:expr, $m:ident) => {
+        $s.mutation == Some(super::mutation::Mutation::$m)
+    };
+}
+#[cfg(not(feature = "mutations"))]
+macro_rules! mutated {
+    ($s:expr, $m:ident) => {
+        false
+    };
+}
+
 /// What one placement instance knows about one node's allocated vCPU.
 ///
 /// The id maps are hash maps: only their sizes and vCPU sums are read, never their
@@ -31,9 +46,17 @@ pub struct NodeAccounting {
     /// `reconciled`: deleted here, still listed by the last sync: id -> vCPU.
     pending_removes: HashMap<String, u32, RandomState>,
     pending_removes_vcpu: u64,
+    #[cfg(feature = "mutations")]
+    mutation: Option<super::mutation::Mutation>,
 }
 
 impl NodeAccounting {
+    /// Plant `mutation` in this node's bookkeeping (test builds only).
+    #[cfg(feature = "mutations")]
+    pub fn set_mutation(&mut self, mutation: Option<super::mutation::Mutation>) {
+        self.mutation = mutation;
+    }
+
     /// A create of `sandbox_id` needing `vcpu` was sent to this node.
     pub fn start_placing(&mut self, sandbox_id: &str, vcpu: u32) {
         if let Some(old) = self.in_flight.insert(sandbox_id.to_string(), vcpu) {
@@ -62,6 +85,9 @@ impl NodeAccounting {
 
     /// `sandbox_id` (`vcpu`) was deleted from the node.
     pub fn delete_succeeded(&mut self, sandbox_id: &str, vcpu: u32) {
+        if mutated!(self, DeletesNotSubtracted) {
+            return;
+        }
         self.optimistic_delta -= i64::from(vcpu);
         if let Some((added, _)) = self.pending_adds.remove(sandbox_id) {
             // Never seen by a sync, so never part of the reported figure.
@@ -96,7 +122,11 @@ impl NodeAccounting {
         unseen_limit: u32,
     ) {
         self.reported_vcpu = reported_vcpu;
-        self.optimistic_delta = 0;
+        if !mutated!(self, DoubleCountAfterSync) {
+            self.optimistic_delta = 0;
+        }
+        let erase_unconfirmed = mutated!(self, StaleSyncErasesAdds);
+        let keep_confirmed = mutated!(self, DoubleCountAfterSync);
         match sandboxes {
             Some(list) => {
                 self.confirmed = list.iter().cloned().collect();
@@ -107,6 +137,9 @@ impl NodeAccounting {
                     .retain(|id, _| confirmed.contains_key(id));
                 self.pending_adds.retain(|id, (_, missed)| {
                     if confirmed.contains_key(id) {
+                        return keep_confirmed;
+                    }
+                    if erase_unconfirmed {
                         return false;
                     }
                     if live.as_ref().is_some_and(|l| l.contains(id.as_str())) {

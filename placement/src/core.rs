@@ -33,6 +33,8 @@ pub struct PlacementCore {
     /// Insertion-ordered; foldhash because every create and delete looks a node up by id.
     nodes: IndexMap<NodeId, NodeView, foldhash::fast::RandomState>,
     candidates: CandidateDraw,
+    #[cfg(feature = "mutations")]
+    mutation: Option<super::mutation::Mutation>,
 }
 
 impl PlacementCore {
@@ -42,6 +44,8 @@ impl PlacementCore {
             config,
             nodes: IndexMap::default(),
             candidates: CandidateDraw::default(),
+            #[cfg(feature = "mutations")]
+            mutation: super::mutation::Mutation::from_env(),
         }
     }
 
@@ -56,7 +60,11 @@ impl PlacementCore {
         if self.nodes.contains_key(&id) {
             return false;
         }
-        self.nodes.insert(id.clone(), NodeView::new(id));
+        #[allow(unused_mut)]
+        let mut view = NodeView::new(id.clone());
+        #[cfg(feature = "mutations")]
+        view.accounting_mut().set_mutation(self.mutation);
+        self.nodes.insert(id, view);
         true
     }
 

@@ -15,6 +15,8 @@ pub mod core;
 pub mod evict;
 pub mod lifecycle;
 pub mod mode;
+#[cfg(feature = "mutations")]
+pub mod mutation;
 pub mod node_view;
 pub mod preferred;
 pub mod score;

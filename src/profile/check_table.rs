@@ -33,6 +33,8 @@ pub enum CheckId {
     RunningCvPeak,
     /// `retries_per_s_peak`: largest count of ResourceExhausted retries in one second.
     RetriesPerSPeak,
+    /// `accounting_error`: mean |believed - true| allocated vCPU over nodes and samples.
+    AccountingError,
 }
 
 /// A check's bound as a profile sets it.
@@ -77,7 +79,7 @@ macro_rules! figure {
 }
 
 /// Every check, in the order a report lists their outcomes.
-pub const CHECKS: [CheckDef; 13] = [
+pub const CHECKS: [CheckDef; 14] = [
     figure!(Cv, cv, None),
     figure!(MaxOverMean, max_over_mean, None),
     figure!(Jain, jain, Some(1.0)),
@@ -101,6 +103,7 @@ pub const CHECKS: [CheckDef; 13] = [
     figure!(RunningCvMean, running_cv_mean, None),
     figure!(RunningCvPeak, running_cv_peak, None),
     figure!(RetriesPerSPeak, retries_per_s_peak, None),
+    figure!(AccountingError, accounting_error, None),
 ];
 
 impl Checks {
@@ -167,6 +170,7 @@ mod tests {
             running_cv_mean: Some(Bound::default()),
             running_cv_peak: Some(Bound::default()),
             retries_per_s_peak: Some(Bound::default()),
+            accounting_error: Some(Bound::default()),
             ..Checks::default()
         };
         for def in &CHECKS {

@@ -387,6 +387,9 @@ pub struct Checks {
     pub running_cv_peak: Option<Bound>,
     /// Largest count of ResourceExhausted retries in one second (0 without any).
     pub retries_per_s_peak: Option<Bound>,
+    /// Mean |believed - true| allocated vCPU over nodes and samples: how far the
+    /// placement's bookkeeping drifts from the nodes (needs the service's beliefs).
+    pub accounting_error: Option<Bound>,
     /// Checks for one accounting mode only, replacing the shared ones they name.
     pub per_mode: BTreeMap<AccountingMode, Checks>,
     /// Checks for the runs of one Best-of-K `k` only (`per_k: {5: {cv: ...}}`), replacing
@@ -400,7 +403,9 @@ pub struct Checks {
 pub struct ReportSpec {
     /// Parent directory of `<profile>-<UTC time>/`. Default `reports`.
     pub dir: String,
-    /// Also write goose's HTML report per run. Default true.
+    /// Also write goose's HTML report per run (`goose-<run>.html`). Default false: goose
+    /// 0.19's page loads its chart library from a CDN (jsDelivr), so its charts render
+    /// only with network access; stampede's own `report.html` is self-contained.
     pub goose_html: bool,
 }
 
@@ -408,7 +413,7 @@ impl Default for ReportSpec {
     fn default() -> Self {
         Self {
             dir: "reports".into(),
-            goose_html: true,
+            goose_html: false,
         }
     }
 }

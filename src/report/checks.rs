@@ -108,6 +108,14 @@ fn figure(id: CheckId, run: &RunResult) -> Result<f64, String> {
         CheckId::RetriesPerSPeak if !run.measured(Figure::Retries) => {
             Err("retries are not measured in this run (the API exposes no retry counter)".into())
         }
+        CheckId::AccountingError => match &run.accounting_error {
+            Some(a) => Ok(a.mean_abs_vcpu),
+            None => Err(
+                "no accounting error in this run (the service's beliefs were not \
+                 read)"
+                    .to_string(),
+            ),
+        },
         CheckId::RetriesPerSPeak => match &run.retry_storm {
             Some(r) => Ok(r.peak_per_second as f64),
             None if run.retries == 0 => Ok(0.0),

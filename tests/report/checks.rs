@@ -226,6 +226,7 @@ fn every_check_in_the_table_is_evaluated() {
         running_cv_mean: open,
         running_cv_peak: open,
         retries_per_s_peak: open,
+        accounting_error: open,
         ..Checks::default()
     };
     for def in &stampede::profile::CHECKS {

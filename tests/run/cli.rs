@@ -38,13 +38,9 @@ fn nightly_variant(accounting: &str) -> String {
         &format!("accounting: [{accounting}]"),
     )
     .replace(
-        "rate: {per_second: 40, duration: 10s}",
+        "rate: {per_second: 40, duration: 90s}",
         "rate: {per_second: 50, duration: 4s}",
     )
-    // Latency depends on the machine (a debug build under a loaded CI runner once gave
-    // p99 634 ms against the shipped 500 ms); this test pins the skew guard, so its p99
-    // bound only catches a hang.
-    .replace("p99_latency: {max: 500ms}", "p99_latency: {max: 10s}")
 }
 
 #[test]
@@ -62,6 +58,17 @@ fn nightly_guard_passes_for_optimistic_and_fails_for_reported() {
     let report = only_report(&dir.join("good"));
     assert_eq!(report["passed"], true);
     assert_eq!(report["runs"][0]["ok"], 200);
+    // goose's HTML needs a CDN: not written unless the profile asks for it.
+    let written: Vec<String> = std::fs::read_dir(dir.join("good"))
+        .unwrap()
+        .flatten()
+        .flat_map(|d| std::fs::read_dir(d.path()).into_iter().flatten().flatten())
+        .map(|f| f.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        !written.iter().any(|f| f.starts_with("goose-")),
+        "{written:?}"
+    );
 
     let bad = dir.join("bad.yaml");
     std::fs::write(&bad, nightly_variant("reported")).unwrap();
@@ -71,8 +78,13 @@ fn nightly_guard_passes_for_optimistic_and_fails_for_reported() {
     assert!(stderr.contains("check failed"), "{stderr}");
     let report = only_report(&dir.join("bad"));
     assert_eq!(report["passed"], false);
-    let cv = report["runs"][0]["skew"]["cv"].as_f64().unwrap();
-    assert!(cv > 0.15, "the herd is back under reported: cv {cv}");
+    let cv = report["runs"][0]["skew_over_time"]["running_cv_mean"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        cv > 0.2,
+        "the herd is back under reported: running cv mean {cv}"
+    );
 }
 
 #[test]
@@ -98,7 +110,7 @@ fn ctrl_c_writes_a_partial_report_marked_incomplete() {
     let src = std::fs::read_to_string("profiles/nightly.yaml")
         .unwrap()
         .replace(
-            "rate: {per_second: 40, duration: 10s}",
+            "rate: {per_second: 40, duration: 90s}",
             "rate: {per_second: 20, duration: 60s}",
         );
     std::fs::write(&p, src).unwrap();

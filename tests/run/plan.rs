@@ -19,6 +19,8 @@ workload:
   lifetime: {dist: constant, value: 50ms}
 collect:
   interval: 250ms
+report:
+  goose_html: true
 checks:
   error_rate: {max: 0.0}
 "#;
@@ -56,5 +58,12 @@ async fn plan_shape_runs_goose_test_plan_and_deletes_after_lifetime() {
     );
     let goose = out.dir.join("goose-reconciled.html");
     assert!(goose.exists(), "goose's report at {}", goose.display());
+    // Asked for, it is goose's page as is: its charts need the network (a CDN script),
+    // which is why stampede does not write it unless `report.goose_html` says so.
+    let page = std::fs::read_to_string(&goose).expect("goose's page");
+    assert!(
+        page.contains("<script src=\"https://"),
+        "goose's page changed"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -293,14 +293,24 @@ fn skew_checks_fail_when_no_sandbox_is_left() {
     let text = std::fs::read_to_string("profiles/nightly.yaml")
         .unwrap()
         .replace(
-            "max_in_flight: 64",
-            "max_in_flight: 64\n  lifetime: {dist: constant, value: 1s}",
+            "lifetime: {dist: lognormal, median: 15s, sigma: 0.5}",
+            "lifetime: {dist: constant, value: 1s}",
+        )
+        .replace(
+            "checks:\n",
+            "checks:\n  cv: {max: 0.15}\n  max_over_mean: {max: 1.4}\n",
         );
     let p = profile(&text);
     let report = within(Duration::from_secs(120), move || {
         simulate_profile_within(&p, &SimBudget::default()).unwrap()
     });
     assert!(!report.passed);
+    let skew_checks = report
+        .checks
+        .iter()
+        .filter(|c| c.check == "cv" || c.check == "max_over_mean")
+        .count();
+    assert_eq!(skew_checks, 4, "two skew checks per mode");
     for c in report
         .checks
         .iter()

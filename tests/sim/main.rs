@@ -10,6 +10,7 @@ mod evict;
 mod fidelity;
 mod hostile;
 mod lifecycle;
+mod mutations;
 mod plan;
 mod pr2201_fidelity;
 mod retry_model;
