@@ -193,7 +193,7 @@ async fn place_inner(
                 return Err(ApiError::new(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     "placement state lost",
-                ))
+                ));
             }
         };
         if gone.is_some_and(CancellationToken::is_cancelled) {
