@@ -248,10 +248,15 @@ async fn a_fault_that_cannot_be_healed_fails_the_run_naming_it() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     // The status turns `killed` as the listener starts closing: bind once it is closed.
+    // Bound, never listening (and without SO_REUSEADDR): the node cannot bind the port
+    // back, and the service's connects to it are refused at once rather than left
+    // unanswered in a backlog until the requests' 70 s deadline.
     let deadline = Instant::now() + Duration::from_secs(10);
+    let addr: std::net::SocketAddr = addr.parse().expect("grpc_addr is an address");
     let squatter = loop {
-        match std::net::TcpListener::bind(&addr) {
-            Ok(l) => break l,
+        let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+        match socket.bind(addr) {
+            Ok(()) => break socket,
             Err(e) => assert!(Instant::now() < deadline, "port {addr} never freed: {e}"),
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
