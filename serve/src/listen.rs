@@ -149,8 +149,20 @@ async fn serve_conn(
     let conn = builder.serve_connection(io, service);
     let mut conn = std::pin::pin!(conn);
     let mut stopping = false;
+    // One timer for the connection's life. It is moved only to an earlier check: one
+    // that comes too early re-reads the activity and moves it later, so a request does
+    // not cost a timer of its own.
+    let first = activity.next_check(Instant::now(), timeouts.header_read, timeouts.idle);
+    let check = tokio::time::sleep_until(first.into());
+    let mut check = std::pin::pin!(check);
+    // Made once: a token's waiter registers under the token's lock.
+    let mut stopped = std::pin::pin!(stop.cancelled());
+    let mut was_cut = std::pin::pin!(cut.cancelled());
     loop {
         let check_at = activity.next_check(Instant::now(), timeouts.header_read, timeouts.idle);
+        if check.is_elapsed() || tokio::time::Instant::from(check_at) < check.deadline() {
+            check.as_mut().reset(check_at.into());
+        }
         tokio::select! {
             served = conn.as_mut() => {
                 if let Err(e) = served {
@@ -158,16 +170,16 @@ async fn serve_conn(
                 }
                 return;
             }
-            _ = stop.cancelled(), if !stopping => {
+            () = stopped.as_mut(), if !stopping => {
                 stopping = true;
                 conn.as_mut().graceful_shutdown();
             }
-            _ = cut.cancelled(), if !stopping => {
+            () = was_cut.as_mut(), if !stopping => {
                 stopping = true;
                 conn.as_mut().graceful_shutdown();
             }
             _ = activity.changed() => {}
-            _ = tokio::time::sleep_until(check_at.into()) => {
+            () = check.as_mut() => {
                 let now = Instant::now();
                 if let Some(why) = activity.expired(now, timeouts.header_read, timeouts.idle) {
                     tracing::debug!(?why, "closing a connection");

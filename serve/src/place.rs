@@ -22,20 +22,59 @@ use stampede_placement::{
 /// E2B's `clientID` of every sandbox (`packages/shared/pkg/consts/sandboxes.go`).
 pub const CLIENT_ID: &str = "6532622b";
 
-/// Place and create one sandbox. The caller spawns it, so it is never dropped mid-way
-/// (the core never keeps a create in flight forever); `gone` is cancelled when the HTTP
-/// client hangs up, and the placement then stops as E2B's loop does with the request's
-/// context (`packages/api/internal/orchestrator/placement/placement.go`): the Create
-/// RPC in flight is cancelled and no new attempt starts.
-pub async fn create_sandbox(
-    shared: Arc<Shared>,
-    body: NewSandbox,
-    gone: CancellationToken,
-) -> Result<Sandbox, ApiError> {
+/// Place and create one sandbox, in the handler's own task: when the HTTP client hangs
+/// up, hyper drops this future, and the placement stops there as E2B's loop does with
+/// the request's context (`packages/api/internal/orchestrator/placement/placement.go`):
+/// the Create RPC in flight is cancelled (its future dropped), no new attempt starts,
+/// and the placer forgets the request at once ([`OpenRequest`]'s drop), as at its
+/// deadline.
+pub async fn create_sandbox(shared: &Arc<Shared>, body: NewSandbox) -> Result<Sandbox, ApiError> {
     let sandbox_id = shared.new_sandbox_id();
-    let result = place(&shared, &sandbox_id, body, None, &gone).await;
-    lock(&shared.placing).remove(&sandbox_id);
-    result
+    let _reserved = Reserved {
+        shared,
+        sandbox_id: &sandbox_id,
+    };
+    let warmed = std::sync::Mutex::new(None);
+    place_inner(shared, &sandbox_id, body, None, None, &warmed).await
+}
+
+/// A create's id in `placing`, released however the create ends (answered or dropped).
+struct Reserved<'a> {
+    shared: &'a Shared,
+    sandbox_id: &'a str,
+}
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        lock(&self.shared.placing).remove(self.sandbox_id);
+    }
+}
+
+/// A request the placer holds open until it is answered; dropped unanswered (its
+/// client hung up), it is cancelled in the placer and counted as its answer would be.
+struct OpenRequest<'a> {
+    shared: &'a Shared,
+    req: u64,
+    open: bool,
+}
+
+impl OpenRequest<'_> {
+    /// The request is answered: nothing to cancel.
+    fn answered(&mut self) {
+        self.open = false;
+    }
+}
+
+impl Drop for OpenRequest<'_> {
+    fn drop(&mut self) {
+        if !self.open {
+            return;
+        }
+        tracing::debug!(req = self.req, "client gone: placement stopped");
+        if let Some(Output::Answer(a)) = self.shared.handle(Input::Cancel { req: self.req }) {
+            count_answer(self.shared, &a);
+        }
+    }
 }
 
 /// A placement from a snapshot (a resume or a fork): the node waits for a starting
@@ -59,20 +98,9 @@ pub async fn place_from_snapshot(
     gone: &CancellationToken,
 ) -> Result<Sandbox, (ApiError, Option<String>)> {
     let warmed = std::sync::Mutex::new(None);
-    place_inner(shared, sandbox_id, body, Some(from), gone, &warmed)
+    place_inner(shared, sandbox_id, body, Some(from), Some(gone), &warmed)
         .await
         .map_err(|e| (e, lock(&warmed).take()))
-}
-
-async fn place(
-    shared: &Arc<Shared>,
-    sandbox_id: &str,
-    body: NewSandbox,
-    from: Option<FromSnapshot>,
-    gone: &CancellationToken,
-) -> Result<Sandbox, ApiError> {
-    let warmed = std::sync::Mutex::new(None);
-    place_inner(shared, sandbox_id, body, from, gone, &warmed).await
 }
 
 /// [`place_loop`], counted by kind in `/metrics`.
@@ -81,7 +109,7 @@ async fn place_inner(
     sandbox_id: &str,
     body: NewSandbox,
     from: Option<FromSnapshot>,
-    gone: &CancellationToken,
+    gone: Option<&CancellationToken>,
     warmed: &std::sync::Mutex<Option<String>>,
 ) -> Result<Sandbox, ApiError> {
     let kind = from.as_ref().map_or(PlacementKind::Create, |f| f.kind);
@@ -100,17 +128,17 @@ async fn place_loop(
     body: NewSandbox,
     from: Option<FromSnapshot>,
     kind: PlacementKind,
-    gone: &CancellationToken,
+    gone: Option<&CancellationToken>,
     warmed: &std::sync::Mutex<Option<String>>,
 ) -> Result<Sandbox, ApiError> {
     let cfg = &shared.cfg;
     let now = SystemTime::now();
     let spec = CreateSpec {
         sandbox_id: sandbox_id.to_string(),
-        template_id: body.template_id.clone(),
+        template_id: body.template_id,
         vcpu: body.cpu_count.unwrap_or(cfg.default_vcpu),
         ram_mb: body.memory_mb.unwrap_or(cfg.default_memory_mb),
-        metadata: body.metadata.clone().unwrap_or_default(),
+        metadata: body.metadata.unwrap_or_default(),
         start: now,
         end: now
             + body.timeout.map_or(DEFAULT_SANDBOX_TIMEOUT, |s| {
@@ -121,6 +149,11 @@ async fn place_loop(
         snapshot: from.is_some(),
     };
     let req = shared.next_request();
+    let mut open = OpenRequest {
+        shared,
+        req,
+        open: true,
+    };
     let first = match from {
         None => Input::Create {
             req,
@@ -138,6 +171,7 @@ async fn place_loop(
     loop {
         let reply = match next {
             Some(Output::Answer(a)) => {
+                open.answered();
                 lock(warmed).clone_from(&a.warmed);
                 return answered(shared, spec, a);
             }
@@ -145,7 +179,7 @@ async fn place_loop(
                 let pause = at.saturating_sub(shared.now());
                 tokio::select! {
                     () = tokio::time::sleep(pause) => {}
-                    () = gone.cancelled() => return client_gone(shared, req, spec, warmed),
+                    () = hung_up(gone) => return client_gone(&mut open, spec, warmed),
                 }
                 next = decide(shared, Input::RetryDue { req });
                 continue;
@@ -168,21 +202,24 @@ async fn place_loop(
                     next = decide(shared, Input::CreateReplied { req, reply });
                     continue;
                 };
+                // Boxed: the RPC's future is most of this one's size, and only lives
+                // while a Create is in flight.
                 let answer = tokio::select! {
-                    a = conn.client.create(&spec, left) => a,
-                    () = gone.cancelled() => return client_gone(shared, req, spec, warmed),
+                    a = Box::pin(conn.client.create(&spec, left)) => a,
+                    () = hung_up(gone) => return client_gone(&mut open, spec, warmed),
                 };
                 create_reply(shared, &spec, kind, &node, answer)
             }
             None => {
+                open.answered();
                 return Err(ApiError::new(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     "placement state lost",
-                ))
+                ));
             }
         };
-        if gone.is_cancelled() {
-            return client_gone(shared, req, spec, warmed);
+        if gone.is_some_and(CancellationToken::is_cancelled) {
+            return client_gone(&mut open, spec, warmed);
         }
         next = decide(shared, Input::CreateReplied { req, reply });
     }
@@ -263,16 +300,26 @@ fn create_reply(
     }
 }
 
+/// Resolves when `gone` is cancelled; never without one (a create's hang-up drops its
+/// future instead).
+async fn hung_up(gone: Option<&CancellationToken>) {
+    match gone {
+        Some(g) => g.cancelled().await,
+        None => std::future::pending().await,
+    }
+}
+
 /// The client hung up: the placer forgets the create in flight (if any) as at the
 /// deadline (E2B's loop ends on `ctx.Done()` either way); nobody reads the answer.
 fn client_gone(
-    shared: &Shared,
-    req: u64,
+    open: &mut OpenRequest<'_>,
     spec: CreateSpec,
     warmed: &std::sync::Mutex<Option<String>>,
 ) -> Result<Sandbox, ApiError> {
     tracing::debug!(sandbox = %spec.sandbox_id, "client gone: placement stopped");
-    match shared.handle(Input::Cancel { req }) {
+    open.answered();
+    let shared = open.shared;
+    match shared.handle(Input::Cancel { req: open.req }) {
         Some(Output::Answer(a)) => {
             lock(warmed).clone_from(&a.warmed);
             answered(shared, spec, a)
@@ -292,11 +339,23 @@ fn error_kind(code: Code) -> ErrorKind {
     }
 }
 
+/// Counts a request's answer in the service's counters.
+fn count_answer(shared: &Shared, a: &Answered) {
+    let t = &shared.telemetry;
+    let counter = match a.failure.as_ref().map(|f| f.kind) {
+        None => &t.creates_ok,
+        Some(FailureKind::CreateFailed) => &t.creates_failed,
+        Some(FailureKind::TimedOut) => &t.creates_timed_out,
+        Some(FailureKind::Unplaceable) => &t.creates_unplaceable,
+        Some(FailureKind::Abandoned) => &t.creates_abandoned,
+    };
+    counter.fetch_add(1, Relaxed);
+}
+
 /// The request's answer: counted, then the sandbox or the error E2B answers with.
 fn answered(shared: &Shared, spec: CreateSpec, a: Answered) -> Result<Sandbox, ApiError> {
-    let t = &shared.telemetry;
+    count_answer(shared, &a);
     let Some(f) = a.failure else {
-        t.creates_ok.fetch_add(1, Relaxed);
         return Ok(Sandbox {
             template_id: spec.template_id,
             sandbox_id: spec.sandbox_id,
@@ -306,13 +365,6 @@ fn answered(shared: &Shared, spec: CreateSpec, a: Answered) -> Result<Sandbox, A
             domain: None,
         });
     };
-    let counter = match f.kind {
-        FailureKind::CreateFailed => &t.creates_failed,
-        FailureKind::TimedOut => &t.creates_timed_out,
-        FailureKind::Unplaceable => &t.creates_unplaceable,
-        FailureKind::Abandoned => &t.creates_abandoned,
-    };
-    counter.fetch_add(1, Relaxed);
     let status = StatusCode::from_u16(f.status.code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     Err(ApiError {
         error_code: f.error_code.map(|c| c.as_str()),

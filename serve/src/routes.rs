@@ -133,21 +133,10 @@ async fn create(
     if let Some(m) = &req.metadata {
         validate_metadata(m)?;
     }
-    // Spawned, so that the create is never dropped mid-flight; the guard cancels
-    // `gone` when this handler is dropped (the client hung up) and placement stops.
-    let gone = tokio_util::sync::CancellationToken::new();
-    let _hung_up = gone.clone().drop_guard();
-    let task = tokio::spawn(create_sandbox(shared.clone(), req, gone));
-    match task.await {
-        // Not E2B's: the 201 names the node in `X-Stampede-Node`, so that a real run has
-        // placements per node (and their CV) as the simulator has.
-        Ok(Ok(sandbox)) => Ok(super::lifecycle_api::created(&shared, sandbox)),
-        Ok(Err(e)) => Err(e),
-        Err(e) => Err(ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("create task failed: {e}"),
-        )),
-    }
+    // Not E2B's: the 201 names the node in `X-Stampede-Node`, so that a real run has
+    // placements per node (and their CV) as the simulator has.
+    let sandbox = create_sandbox(&shared, req).await?;
+    Ok(super::lifecycle_api::created(&shared, sandbox))
 }
 
 async fn delete(
