@@ -357,6 +357,20 @@ impl<'a> Engine<'a> {
         }
     }
 
+    /// Puts `active` in a free slot (or a new one) and returns the slot.
+    pub(super) fn occupy_slot(&mut self, active: Active) -> u32 {
+        match self.free_slots.pop() {
+            Some(s) => {
+                self.slots[s as usize] = Some(active);
+                s
+            }
+            None => {
+                self.slots.push(Some(active));
+                (self.slots.len() - 1) as u32
+            }
+        }
+    }
+
     /// Sends request `req` now (a worker is free) and makes its first decision.
     fn start(&mut self, req: u64, intended: Nanos, user: Option<u32>) {
         self.open += 1;
@@ -378,16 +392,7 @@ impl<'a> Engine<'a> {
             kind: PlacementKind::Create,
             wait: None,
         };
-        let slot = match self.free_slots.pop() {
-            Some(s) => {
-                self.slots[s as usize] = Some(active);
-                s
-            }
-            None => {
-                self.slots.push(Some(active));
-                (self.slots.len() - 1) as u32
-            }
-        };
+        let slot = self.occupy_slot(active);
         let input = Input::Create {
             req,
             sandbox_id: self.slots[slot as usize]

@@ -263,16 +263,7 @@ impl Engine<'_> {
             kind: PlacementKind::Resume,
             wait: None,
         };
-        let slot = match self.free_slots.pop() {
-            Some(s) => {
-                self.slots[s as usize] = Some(active);
-                s
-            }
-            None => {
-                self.slots.push(Some(active));
-                (self.slots.len() - 1) as u32
-            }
-        };
+        let slot = self.occupy_slot(active);
         let input = Input::Resume {
             req,
             sandbox_id: sandbox_id(req),
