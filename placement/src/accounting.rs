@@ -246,7 +246,8 @@ impl NodeAccounting {
     }
 
     /// The vCPU this instance recorded for `sandbox_id` on the node (in flight, placed and
-    /// not yet listed, listed by the last sync, or deleted and still listed), if any.
+    /// not yet listed, listed by the last sync, deleted and still listed, or deleted before
+    /// any sync listed it), if any: a lagged sync's ids get their vCPU from here.
     pub fn known_vcpu(&self, sandbox_id: &str) -> Option<u32> {
         self.in_flight
             .get(sandbox_id)
