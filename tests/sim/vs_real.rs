@@ -72,6 +72,9 @@ collect:
   interval: 1s
 ";
 
+/// `(min, max)` sandboxes per rank of the storm's five nodes, busiest first.
+type RankRanges = [(u64, u64); 5];
+
 /// Seeds the spread below was derived over: `0..STORM_SEEDS`.
 const STORM_SEEDS: u64 = 100;
 
@@ -82,13 +85,13 @@ const STORM_SEEDS: u64 = 100;
 /// release: `cargo test --release --test sim -- --ignored recorded_storm_spread`)
 /// derives it again and fails on any difference, and the storm test simulates the real
 /// run's own seed and checks it lies inside.
-const STORM_SPREAD: [(&str, [(u64, u64); 5], (u64, u64)); 2] = [
+const STORM_SPREAD: [(&str, RankRanges, (u64, u64)); 2] = [
     ("reported", REPORTED_RANKS, REPORTED_REFUSALS),
     ("optimistic", OPTIMISTIC_RANKS, OPTIMISTIC_REFUSALS),
 ];
-const REPORTED_RANKS: [(u64, u64); 5] = [(67, 70), (65, 68), (64, 66), (0, 0), (0, 0)];
+const REPORTED_RANKS: RankRanges = [(67, 70), (65, 68), (64, 66), (0, 0), (0, 0)];
 const REPORTED_REFUSALS: (u64, u64) = (830_286, 887_698);
-const OPTIMISTIC_RANKS: [(u64, u64); 5] = [(40, 42), (40, 41), (40, 41), (39, 40), (38, 40)];
+const OPTIMISTIC_RANKS: RankRanges = [(40, 42), (40, 41), (40, 41), (39, 40), (38, 40)];
 const OPTIMISTIC_REFUSALS: (u64, u64) = (479_830, 508_584);
 /// The recorded spread of `mode`.
 fn recorded_spread(mode: &str) -> (Vec<(u64, u64)>, (u64, u64)) {
