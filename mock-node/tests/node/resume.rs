@@ -196,6 +196,11 @@ async fn one_slot_node() -> FleetHandle {
     .await
 }
 
+/// A client whose calls outlive the test (they end when the test hangs them up).
+async fn patient(addr: std::net::SocketAddr) -> SandboxServiceClient<Channel> {
+    SandboxServiceClient::new(channel(addr, Duration::from_secs(120)).await)
+}
+
 /// Sends `req` in a task of its own; aborting the task hangs the call up.
 fn call(
     sb: &SandboxServiceClient<Channel>,
@@ -230,7 +235,7 @@ async fn node_at(f: &FleetHandle, starting: u64, waiting: u64, failed: u64, what
 async fn a_freed_slot_goes_to_the_waiting_resume_not_to_a_fresh_create_sent_after() {
     let f = one_slot_node().await;
     let addr = f.nodes()[0].addr;
-    let (sb, _) = clients(addr).await;
+    let sb = patient(addr).await;
     let storm = SandboxServiceClient::new(channel(addr, Duration::from_secs(2)).await);
     let mut holder = call(&sb, create("first", 1, 256));
     node_at(&f, 1, 0, 0, "the first create holds the slot").await;
@@ -274,7 +279,7 @@ async fn a_freed_slot_goes_to_the_waiting_resume_not_to_a_fresh_create_sent_afte
 #[tokio::test]
 async fn waiting_resumes_get_freed_slots_in_arrival_order() {
     let f = one_slot_node().await;
-    let (sb, _) = clients(f.nodes()[0].addr).await;
+    let sb = patient(f.nodes()[0].addr).await;
     let mut holder = call(&sb, create("first", 1, 256));
     node_at(&f, 1, 0, 0, "the first create holds the slot").await;
     let mut queued = std::collections::VecDeque::new();
@@ -298,7 +303,7 @@ async fn waiting_resumes_get_freed_slots_in_arrival_order() {
 #[tokio::test]
 async fn a_waiter_that_hangs_up_holds_no_slot() {
     let f = one_slot_node().await;
-    let (sb, _) = clients(f.nodes()[0].addr).await;
+    let sb = patient(f.nodes()[0].addr).await;
     let holder = call(&sb, create("first", 1, 256));
     node_at(&f, 1, 0, 0, "the first create holds the slot").await;
     let gone = call(&sb, from_snapshot("gone"));
