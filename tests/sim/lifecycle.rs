@@ -81,10 +81,10 @@ fn a_wait_shorter_than_the_acquire_timeout_is_not_refused() {
 }
 
 /// A small resume storm whose resumes overlap its creates: 3 nodes admitting 3 creates
-/// at once, ~0.4 s creates; 60 sandboxes created in a burst (under `reported` it herds
-/// onto one node and takes ~8 s there), each paused at once and resumed 3 s later, so
-/// the resumes queue for that node's starting slots beside the burst's fresh creates
-/// and their retries. The seed also seeds the fleet.
+/// at once, ~0.4 s creates; 45 sandboxes created in a burst (under `reported` it herds
+/// onto one node), each paused at once and resumed 3 s later, so the resumes queue for
+/// that node's starting slots beside the burst's fresh creates and their retries (the
+/// last create is placed after ~12 s, as the resumes take the freed slots first). The seed also seeds the fleet.
 const STORM: &str = include_str!("resume_overlap.yaml");
 
 /// Two simulations of one lifecycle profile write the same report.
@@ -101,16 +101,16 @@ fn a_lifecycle_simulation_is_deterministic() {
 /// shell loop, the command and the figures in docs/fidelity.md): per-node creates and
 /// resumes, ranked; the resumes' median and 90th percentile latency; resumes moved off
 /// their origin.
-const SIM_CREATES: [(u64, u64); 3] = [(60, 60), (0, 0), (0, 0)];
-const SIM_RESUMES: [(u64, u64); 3] = [(60, 60), (0, 0), (0, 0)];
-const SIM_P50_MS: (f64, f64) = (473.0, 765.0);
-const SIM_P90_MS: (f64, f64) = (586.0, 1056.0);
+const SIM_CREATES: [(u64, u64); 3] = [(45, 45), (0, 0), (0, 0)];
+const SIM_RESUMES: [(u64, u64); 3] = [(45, 45), (0, 0), (0, 0)];
+const SIM_P50_MS: (f64, f64) = (441.0, 731.0);
+const SIM_P90_MS: (f64, f64) = (559.0, 1092.0);
 const SIM_MOVED: (u64, u64) = (0, 0);
 
 /// Placements a node's real count (by kind) may stray outside the simulated range: the
 /// wire admits the burst's creates in another order than the simulator (scheduling on
-/// a loaded machine), which moves a few sandboxes between nodes; 10% of the burst.
-const SLACK: u64 = 6;
+/// a loaded machine), which moves a few sandboxes between nodes; 5% of the burst, rounded up.
+const SLACK: u64 = 3;
 
 /// Added to the simulated resume latency for the real one: each resume crosses HTTP
 /// and gRPC on loopback, on a loaded 2-core machine running a debug build. An
@@ -141,9 +141,12 @@ async fn a_small_resume_storm_agrees_on_the_wire_and_in_the_simulator() {
     let r = real.run("reported").expect("mode run");
     let resumes = r.resumes.expect("real resume figures");
     let (creates, resumed) = (ranked(r, "create", 3), ranked(r, "resume", 3));
-    println!("real creates {creates:?} resumes {resumed:?} {resumes:?}");
-    assert_eq!(r.ok, 60, "every create placed");
-    assert_eq!(resumes.placed, 60, "every resume placed {resumes:?}");
+    println!(
+        "real creates {creates:?} resumes {resumed:?} {resumes:?} wall {}",
+        r.wall_ms
+    );
+    assert_eq!(r.ok, 45, "every create placed");
+    assert_eq!(resumes.placed, 45, "every resume placed {resumes:?}");
     for (kind, real, sim) in [
         ("create", &creates, &SIM_CREATES),
         ("resume", &resumed, &SIM_RESUMES),
