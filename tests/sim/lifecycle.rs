@@ -107,6 +107,83 @@ const SIM_P50_MS: (f64, f64) = (441.0, 731.0);
 const SIM_P90_MS: (f64, f64) = (559.0, 1092.0);
 const SIM_MOVED: (u64, u64) = (0, 0);
 
+/// Seeds behind the recorded `SIM_*` ranges.
+const STORM_SEEDS: u64 = 200;
+
+/// The `SIM_*` ranges of `reports` (ranked creates, ranked resumes, p50, p90, moved),
+/// latencies widened to whole milliseconds.
+type StormSpread = (
+    Vec<(u64, u64)>,
+    Vec<(u64, u64)>,
+    (f64, f64),
+    (f64, f64),
+    (u64, u64),
+);
+
+fn storm_spread(runs: &[RunResult]) -> StormSpread {
+    let widen = |b: &mut Vec<(u64, u64)>, counts: &[u64]| {
+        b.resize(counts.len().max(b.len()), (u64::MAX, 0));
+        for (r, &c) in b.iter_mut().zip(counts) {
+            *r = (r.0.min(c), r.1.max(c));
+        }
+    };
+    let (mut creates, mut resumes) = (Vec::new(), Vec::new());
+    let (mut p50, mut p90, mut moved) = ((f64::MAX, 0.0f64), (f64::MAX, 0.0f64), (u64::MAX, 0));
+    for run in runs {
+        widen(&mut creates, &ranked(run, "create", 3));
+        widen(&mut resumes, &ranked(run, "resume", 3));
+        let r = run.resumes.expect("resume figures");
+        p50 = (p50.0.min(r.latency.p50_ms), p50.1.max(r.latency.p50_ms));
+        p90 = (p90.0.min(r.latency.p90_ms), p90.1.max(r.latency.p90_ms));
+        moved = (moved.0.min(r.moved), moved.1.max(r.moved));
+    }
+    let whole = |(lo, hi): (f64, f64)| (lo.floor(), hi.ceil());
+    (creates, resumes, whole(p50), whole(p90), moved)
+}
+
+fn simulate_storm(seed: u64) -> RunResult {
+    let text = STORM.replace("seed: 7\n", &format!("seed: {seed}\n"));
+    let mut report = simulate(&text);
+    report.runs.swap_remove(0)
+}
+
+fn recorded_spread() -> StormSpread {
+    (
+        SIM_CREATES.to_vec(),
+        SIM_RESUMES.to_vec(),
+        SIM_P50_MS,
+        SIM_P90_MS,
+        SIM_MOVED,
+    )
+}
+
+/// The recorded `SIM_*` ranges are what the simulator gives over [`STORM_SEEDS`]
+/// seeds: run it in release after a change to the simulator
+/// (`cargo test --release --test sim -- --ignored recorded_resume_spread`).
+#[test]
+#[ignore = "200 simulations (a minute or more in a debug build): run in release"]
+fn the_recorded_resume_spread_is_what_the_simulator_gives() {
+    let runs: Vec<RunResult> = (0..STORM_SEEDS).map(simulate_storm).collect();
+    assert_eq!(storm_spread(&runs), recorded_spread());
+}
+
+/// The real run's own seed, simulated, lies in the recorded ranges (a cheap guard that
+/// they still describe the simulator).
+#[test]
+fn the_storms_own_seed_lies_in_the_recorded_resume_spread() {
+    let (creates, resumes, p50, p90, moved) = storm_spread(&[simulate_storm(7)]);
+    let (rc, rr, rp50, rp90, rmoved) = recorded_spread();
+    for (kind, got, rec) in [("create", &creates, &rc), ("resume", &resumes, &rr)] {
+        for (&(c, _), &(lo, hi)) in got.iter().zip(rec) {
+            assert!((lo..=hi).contains(&c), "{kind}: {got:?} outside {rec:?}");
+        }
+    }
+    for (what, (v, _), (lo, hi)) in [("p50", p50, rp50), ("p90", p90, rp90)] {
+        assert!(v >= lo && v <= hi, "{what} {v} outside {lo}..{hi}");
+    }
+    assert!((rmoved.0..=rmoved.1).contains(&moved.0), "moved {moved:?}");
+}
+
 /// Placements a node's real count (by kind) may stray outside the simulated range: the
 /// wire admits the burst's creates in another order than the simulator (scheduling on
 /// a loaded machine), which moves a few sandboxes between nodes; 5% of the burst, rounded up.
