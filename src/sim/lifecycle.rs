@@ -12,8 +12,9 @@
 //!   Create from a snapshot waits for a starting slot, up to the node's
 //!   `resume_acquire_timeout` (E2B's `acquireTimeout`, 15 s, in the orchestrator's
 //!   `sandboxes.go`), then is refused with ResourceExhausted; a node at
-//!   `max_sandboxes` refuses at once. Waiters take free slots in arrival order (a mock
-//!   node's waiters poll, so their order there is the scheduler's).
+//!   `max_sandboxes` refuses at once. Waiters take free slots in arrival order, as a
+//!   mock node hands them out (E2B wakes every waiter and leaves the order to Go's
+//!   scheduler; see docs/fidelity.md).
 //! - A resume runs beside the workload (no worker, as the real workload's lifecycle
 //!   tasks), and a sandbox stops at its first failed step, as the real workload does.
 //!
