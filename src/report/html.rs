@@ -170,6 +170,11 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
             run.shown(Figure::Refusals, run.refusals),
         ]],
     )?;
+    if let Some((lx, ly)) = landed_per_second(run) {
+        let s = vec![("creates landed per second".to_string(), ly)];
+        chart(w, "Creates landed per second", &lx, &s, "creates/s", &shade)?;
+    }
+    latency_over_time(w, run, &shade)?;
     if !run.timeline.is_empty() {
         let xs: Vec<f64> = run.timeline.iter().map(|p| p.t_ms).collect();
         let series: Vec<(String, Vec<f64>)> = run
@@ -185,49 +190,26 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
                 (n.id.clone(), ys)
             })
             .collect();
-        if let Some((lx, ly)) = landed_per_second(run) {
-            writeln!(
-                w,
-                "<h3>Creates landed per second (fault windows shaded)</h3>"
-            )?;
-            let s = vec![("creates landed per second".to_string(), ly)];
-            writeln!(
-                w,
-                "{}",
-                lines("creates landed per second", &lx, &s, "creates/s", &shade)
-            )?;
-        }
-        writeln!(w, "<h3>Sandboxes per node over time</h3>")?;
-        writeln!(
+        chart(
             w,
-            "{}",
-            lines(
-                "sandboxes per node over time",
-                &xs,
-                &series,
-                "sandboxes",
-                &shade
-            )
+            "Sandboxes per node over time",
+            &xs,
+            &series,
+            "sandboxes",
+            &shade,
         )?;
-        let names: Vec<String> = series.iter().map(|(n, _)| n.clone()).collect();
-        writeln!(w, "{}", legend(&names))?;
-        let errs: Vec<f64> = run
-            .timeline
-            .iter()
-            .map(|p| p.accounting_error_vcpu.unwrap_or(0.0))
-            .collect();
         if run
             .timeline
             .iter()
             .any(|p| p.accounting_error_vcpu.is_some())
         {
-            writeln!(w, "<h3>Accounting error over time (vCPU)</h3>")?;
-            let s = vec![("accounting error".to_string(), errs)];
-            writeln!(
-                w,
-                "{}",
-                lines("accounting error over time", &xs, &s, "vCPU", &shade)
-            )?;
+            let errs: Vec<f64> = run
+                .timeline
+                .iter()
+                .map(|p| p.accounting_error_vcpu.unwrap_or(0.0))
+                .collect();
+            let s = vec![("mean |believed - true| per node".to_string(), errs)];
+            chart(w, "Accounting error over time", &xs, &s, "vCPU", &shade)?;
         }
     }
     let over_time = over_time_rows(run);
@@ -245,27 +227,27 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
                 .iter()
                 .map(|p| super::SkewStats::from_counts(&p.sandboxes).cv)
                 .collect();
-            let s = vec![("CV of running sandboxes".to_string(), cv)];
-            writeln!(
+            let s = vec![("CV of running sandboxes per node".to_string(), cv)];
+            chart(
                 w,
-                "{}",
-                lines("CV of running sandboxes over time", &xs, &s, "CV", &shade)
+                "CV of running sandboxes over time",
+                &xs,
+                &s,
+                "CV",
+                &shade,
             )?;
         }
         if let Some(r) = &run.retry_storm {
             let xs: Vec<f64> = (0..r.per_second.len()).map(|s| s as f64 * 1000.0).collect();
             let ys: Vec<f64> = r.per_second.iter().map(|&c| c as f64).collect();
-            let s = vec![("RE retries per second".to_string(), ys)];
-            writeln!(
+            let s = vec![("ResourceExhausted retries per second".to_string(), ys)];
+            chart(
                 w,
-                "{}",
-                lines(
-                    "ResourceExhausted retries per second",
-                    &xs,
-                    &s,
-                    "retries/s",
-                    &shade
-                )
+                "ResourceExhausted retries per second",
+                &xs,
+                &s,
+                "retries/s",
+                &shade,
             )?;
         }
     }
@@ -308,6 +290,64 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
         table(w, &["finding", "count", "ids (first 20)"], &rows)?;
     }
     Ok(())
+}
+
+/// One over-time chart: its heading, the chart (time axis in seconds, y axis in
+/// `unit`, fault windows shaded) and its legend.
+fn chart(
+    w: &mut impl Write,
+    heading: &str,
+    xs: &[f64],
+    series: &[(String, Vec<f64>)],
+    unit: &str,
+    shade: &[(f64, f64)],
+) -> io::Result<()> {
+    writeln!(w, "<h3>{}</h3>", esc(heading))?;
+    writeln!(w, "{}", lines(heading, xs, series, unit, shade))?;
+    let names: Vec<String> = series.iter().map(|(n, _)| n.clone()).collect();
+    writeln!(w, "{}", legend(&names, !shade.is_empty()))
+}
+
+/// p50 and p99 of create latency per bin of intended send time, or why there is no
+/// chart.
+fn latency_over_time(w: &mut impl Write, run: &RunResult, shade: &[(f64, f64)]) -> io::Result<()> {
+    const HEADING: &str = "Create latency over time";
+    let bins = run
+        .latency_over_time
+        .as_ref()
+        .map_or(&[][..], |t| &t.bins[..]);
+    if bins.len() < 2 {
+        writeln!(w, "<h3>{HEADING}</h3>")?;
+        let why = if bins.is_empty() {
+            "no data: no create was answered"
+        } else {
+            "no data over time: every create was meant to leave in one bin"
+        };
+        return writeln!(w, "<p class=\"nodata\">{why}.</p>");
+    }
+    let half = run
+        .latency_over_time
+        .as_ref()
+        .map_or(0.0, |t| t.bin_ms / 2.0);
+    // A bin's point sits at its middle: the creates of the bin left around then.
+    let xs: Vec<f64> = bins.iter().map(|b| b.from_ms + half).collect();
+    let bin_s = half * 2.0 / 1000.0;
+    let per = if bin_s == 1.0 {
+        "per second".to_string()
+    } else {
+        format!("per {bin_s} s")
+    };
+    let series = vec![
+        (
+            format!("p50 {per}"),
+            bins.iter().map(|b| b.p50_ms).collect(),
+        ),
+        (
+            format!("p99 {per}"),
+            bins.iter().map(|b| b.p99_ms).collect(),
+        ),
+    ];
+    chart(w, HEADING, &xs, &series, "ms", shade)
 }
 
 fn table(w: &mut impl Write, header: &[&str], rows: &[Vec<String>]) -> io::Result<()> {

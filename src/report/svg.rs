@@ -8,6 +8,9 @@ const LEFT: f64 = 48.0;
 const BOTTOM: f64 = 28.0;
 const TOP: f64 = 16.0;
 const RIGHT: f64 = 12.0;
+/// Colour and opacity of a shaded fault window (and of its legend swatch).
+const FAULT_FILL: &str = "#d62728";
+const FAULT_OPACITY: f64 = 0.12;
 
 /// A colour per series index (repeats after ten).
 pub fn colour(i: usize) -> &'static str {
@@ -148,7 +151,7 @@ pub fn lines(
         let (a, b) = (px(*from), px(*until));
         let _ = write!(
             out,
-            r##"<rect class="fault" x="{a:.1}" y="{TOP}" width="{:.1}" height="{}" fill="#d62728" fill-opacity="0.12"><title>fault {} s to {} s</title></rect>"##,
+            r##"<rect class="fault" x="{a:.1}" y="{TOP}" width="{:.1}" height="{}" fill="{FAULT_FILL}" fill-opacity="{FAULT_OPACITY}"><title>fault {} s to {} s</title></rect>"##,
             (b - a).max(1.0),
             H - BOTTOM - TOP,
             trim_num(from / 1000.0),
@@ -178,13 +181,46 @@ pub fn lines(
             esc(name)
         );
     }
+    // A point a reader can hover for its value, while the chart stays small.
+    if xs.len() * series.len() <= MAX_POINT_MARKS {
+        for (i, (name, ys)) in series.iter().enumerate() {
+            for (&x, &y) in xs.iter().zip(ys) {
+                let _ = write!(
+                    out,
+                    r#"<circle cx="{:.1}" cy="{:.1}" r="2" fill="{}"><title>{}: {} {} at {} s</title></circle>"#,
+                    px(x),
+                    py(y),
+                    colour(i),
+                    esc(name),
+                    value(y),
+                    esc(unit.trim()),
+                    value(x / 1000.0)
+                );
+            }
+        }
+    }
     out.push_str("</svg>");
     out
 }
 
-/// An HTML legend for the series of [`lines`]: a coloured name per series.
-pub fn legend(names: &[String]) -> String {
-    let items: Vec<String> = names
+/// Most points of a [`lines`] chart that get a mark with their value.
+const MAX_POINT_MARKS: usize = 2000;
+
+/// `x` to at most three decimals, trailing zeros dropped.
+fn value(x: f64) -> String {
+    let s = format!("{x:.3}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" {
+        "0".to_string()
+    } else {
+        s.to_string()
+    }
+}
+
+/// An HTML legend for the series of [`lines`]: a coloured name per series, and the
+/// fault window's swatch when the chart shades any.
+pub fn legend(names: &[String], faults: bool) -> String {
+    let mut items: Vec<String> = names
         .iter()
         .enumerate()
         .map(|(i, n)| {
@@ -195,7 +231,12 @@ pub fn legend(names: &[String]) -> String {
             )
         })
         .collect();
-    format!("<p>{}</p>", items.join(""))
+    if faults {
+        items.push(format!(
+            r#"<span style="margin-right:1em"><span style="background:{FAULT_FILL};opacity:{FAULT_OPACITY}">&#160;&#160;&#160;&#160;</span> fault window</span>"#
+        ));
+    }
+    format!(r#"<p class="legend">{}</p>"#, items.join(""))
 }
 
 /// Vertical bar chart with one labelled bar per item.
@@ -259,5 +300,17 @@ mod tests {
             svg.contains("time (s)") && svg.contains(">sandboxes<"),
             "{svg}"
         );
+        assert!(
+            svg.contains("<title>a: 2 sandboxes at 1 s</title>"),
+            "{svg}"
+        );
+    }
+
+    #[test]
+    fn values_are_written_to_three_decimals_at_most() {
+        assert_eq!(value(12.25), "12.25");
+        assert_eq!(value(1.0 / 3.0), "0.333");
+        assert_eq!(value(40.0), "40");
+        assert_eq!(value(-0.0001), "0");
     }
 }
