@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use super::format::*;
 use super::markdown::set_audit_rows;
 use super::model::{Figure, Report, RunResult};
-use super::svg::{bars, esc, legend, lines};
+use super::svg::{bars, esc, legend, lines, TimeChart, YScale};
 
 const CSS: &str = "body{font-family:system-ui,sans-serif;margin:2em;max-width:72em;color:#222}\
 table{border-collapse:collapse;margin:.5em 0 1em}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:right}\
@@ -135,7 +135,7 @@ fn landed_per_second(run: &RunResult) -> Option<(Vec<f64>, Vec<f64>)> {
 }
 
 fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
-    let shade = fault_shade(run);
+    let axes = RunAxes::of(run);
     writeln!(w, "<h2>Run {}</h2>", esc(&run.label))?;
     let settings = settings_line(run);
     if !settings.is_empty() {
@@ -172,9 +172,10 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
     )?;
     if let Some((lx, ly)) = landed_per_second(run) {
         let s = vec![("creates landed per second".to_string(), ly)];
-        chart(w, "Creates landed per second", &lx, &s, "creates/s", &shade)?;
+        let unit = ("creates/s", YScale::Linear);
+        chart(w, &axes, "Creates landed per second", unit, &lx, &s)?;
     }
-    latency_over_time(w, run, &shade)?;
+    latency_over_time(w, run, &axes)?;
     if !run.timeline.is_empty() {
         let xs: Vec<f64> = run.timeline.iter().map(|p| p.t_ms).collect();
         let series: Vec<(String, Vec<f64>)> = run
@@ -190,14 +191,8 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
                 (n.id.clone(), ys)
             })
             .collect();
-        chart(
-            w,
-            "Sandboxes per node over time",
-            &xs,
-            &series,
-            "sandboxes",
-            &shade,
-        )?;
+        let unit = ("sandboxes", YScale::Linear);
+        chart(w, &axes, "Sandboxes per node over time", unit, &xs, &series)?;
         if run
             .timeline
             .iter()
@@ -209,7 +204,8 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
                 .map(|p| p.accounting_error_vcpu.unwrap_or(0.0))
                 .collect();
             let s = vec![("mean |believed - true| per node".to_string(), errs)];
-            chart(w, "Accounting error over time", &xs, &s, "vCPU", &shade)?;
+            let unit = ("vCPU", YScale::Linear);
+            chart(w, &axes, "Accounting error over time", unit, &xs, &s)?;
         }
     }
     let over_time = over_time_rows(run);
@@ -228,26 +224,21 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
                 .map(|p| super::SkewStats::from_counts(&p.sandboxes).cv)
                 .collect();
             let s = vec![("CV of running sandboxes per node".to_string(), cv)];
-            chart(
-                w,
-                "CV of running sandboxes over time",
-                &xs,
-                &s,
-                "CV",
-                &shade,
-            )?;
+            let unit = ("CV", YScale::Linear);
+            chart(w, &axes, "CV of running sandboxes over time", unit, &xs, &s)?;
         }
         if let Some(r) = &run.retry_storm {
             let xs: Vec<f64> = (0..r.per_second.len()).map(|s| s as f64 * 1000.0).collect();
             let ys: Vec<f64> = r.per_second.iter().map(|&c| c as f64).collect();
             let s = vec![("ResourceExhausted retries per second".to_string(), ys)];
+            let unit = ("retries/s", YScale::Linear);
             chart(
                 w,
+                &axes,
                 "ResourceExhausted retries per second",
+                unit,
                 &xs,
                 &s,
-                "retries/s",
-                &shade,
             )?;
         }
     }
@@ -292,25 +283,49 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
     Ok(())
 }
 
-/// One over-time chart: its heading, the chart (time axis in seconds, y axis in
+/// The axes and shading every chart over time of one run shares.
+struct RunAxes {
+    /// The fault windows.
+    shade: Vec<(f64, f64)>,
+    /// End of the time axis, ms: the last sample (the final read), else the run's end.
+    end_ms: f64,
+}
+
+impl RunAxes {
+    fn of(run: &RunResult) -> Self {
+        RunAxes {
+            shade: fault_shade(run),
+            end_ms: run.timeline.last().map_or(run.wall_ms, |p| p.t_ms),
+        }
+    }
+}
+
+/// One chart over time: its heading, the chart (time axis in seconds, y axis in
 /// `unit`, fault windows shaded) and its legend.
 fn chart(
     w: &mut impl Write,
+    axes: &RunAxes,
     heading: &str,
+    (unit, scale): (&str, YScale),
     xs: &[f64],
     series: &[(String, Vec<f64>)],
-    unit: &str,
-    shade: &[(f64, f64)],
 ) -> io::Result<()> {
+    let spec = TimeChart {
+        title: heading,
+        unit,
+        scale,
+        shade: &axes.shade,
+        end_ms: axes.end_ms,
+    };
     writeln!(w, "<h3>{}</h3>", esc(heading))?;
-    writeln!(w, "{}", lines(heading, xs, series, unit, shade))?;
+    writeln!(w, "{}", lines(&spec, xs, series))?;
     let names: Vec<String> = series.iter().map(|(n, _)| n.clone()).collect();
-    writeln!(w, "{}", legend(&names, !shade.is_empty()))
+    writeln!(w, "{}", legend(&names, !axes.shade.is_empty()))
 }
 
 /// p50 and p99 of create latency per bin of intended send time, or why there is no
 /// chart.
-fn latency_over_time(w: &mut impl Write, run: &RunResult, shade: &[(f64, f64)]) -> io::Result<()> {
+fn latency_over_time(w: &mut impl Write, run: &RunResult, axes: &RunAxes) -> io::Result<()> {
     const HEADING: &str = "Create latency over time";
     let bins = run
         .latency_over_time
@@ -347,7 +362,7 @@ fn latency_over_time(w: &mut impl Write, run: &RunResult, shade: &[(f64, f64)]) 
             bins.iter().map(|b| b.p99_ms).collect(),
         ),
     ];
-    chart(w, HEADING, &xs, &series, "ms", shade)
+    chart(w, axes, HEADING, ("ms", YScale::Log), &xs, &series)
 }
 
 fn table(w: &mut impl Write, header: &[&str], rows: &[Vec<String>]) -> io::Result<()> {

@@ -58,7 +58,7 @@ fn latency_over_time_charts_p50_and_p99_per_second_with_the_fault_shaded() {
             assert!(chart.contains(&point), "missing {point} in {chart}");
         }
     }
-    assert!(chart.contains(">ms</text>"), "y axis in ms: {chart}");
+    assert!(chart.contains(">ms (log scale)</text>"), "y axis in ms: {chart}");
     assert!(chart.contains("time (s)"), "x axis in s: {chart}");
     assert!(
         chart.contains(r#"class="fault""#) && chart.contains("<title>fault 1 s to 3 s</title>"),
@@ -123,7 +123,7 @@ fn every_chart_over_time_has_axes_with_units_and_the_faults_shaded() {
     let out = html(&r);
     let charts = [
         ("Creates landed per second", "creates/s"),
-        ("Create latency over time", "ms"),
+        ("Create latency over time", "ms (log scale)"),
         ("Sandboxes per node over time", "sandboxes"),
         ("Accounting error over time", "vCPU"),
         ("CV of running sandboxes over time", "CV"),
