@@ -6,7 +6,7 @@ const W: f64 = 640.0;
 const H: f64 = 240.0;
 const LEFT: f64 = 48.0;
 const BOTTOM: f64 = 28.0;
-const TOP: f64 = 16.0;
+const TOP: f64 = 24.0;
 const RIGHT: f64 = 12.0;
 /// Colour and opacity of a shaded fault window (and of its legend swatch).
 const FAULT_FILL: &str = "#d62728";
@@ -164,7 +164,7 @@ fn y_axis(out: &mut String, y: &YMap, unit: &str) {
     let _ = write!(
         out,
         r#"<text x="4" y="{}" font-size="10">{}</text>"#,
-        TOP - 5.0,
+        TOP - 10.0,
         esc(&unit)
     );
 }
@@ -269,13 +269,15 @@ pub fn lines(chart: &TimeChart<'_>, xs: &[f64], series: &[(String, Vec<f64>)]) -
             esc(name)
         );
     }
-    // A point a reader can hover for its value, while the chart stays small.
+    // A point a reader can hover for its value, while the chart stays small; drawn
+    // where the points are few enough to tell apart, an invisible target otherwise.
     if xs.len() * series.len() <= MAX_POINT_MARKS {
+        let opacity = if xs.len() <= MAX_VISIBLE_MARKS { 1 } else { 0 };
         for (i, (name, ys)) in series.iter().enumerate() {
             for (&x, &y) in xs.iter().zip(ys) {
                 let _ = write!(
                     out,
-                    r#"<circle cx="{:.1}" cy="{:.1}" r="2" fill="{}"><title>{}: {} {} at {} s</title></circle>"#,
+                    r#"<circle cx="{:.1}" cy="{:.1}" r="2" fill="{}" fill-opacity="{opacity}"><title>{}: {} {} at {} s</title></circle>"#,
                     px(x),
                     py(y),
                     colour(i),
@@ -293,6 +295,8 @@ pub fn lines(chart: &TimeChart<'_>, xs: &[f64], series: &[(String, Vec<f64>)]) -
 
 /// Most points of a [`lines`] chart that get a mark with their value.
 const MAX_POINT_MARKS: usize = 2000;
+/// Most points of a series drawn as visible marks.
+const MAX_VISIBLE_MARKS: usize = 60;
 
 /// `x` to at most three decimals, trailing zeros dropped.
 fn value(x: f64) -> String {

@@ -58,7 +58,10 @@ fn latency_over_time_charts_p50_and_p99_per_second_with_the_fault_shaded() {
             assert!(chart.contains(&point), "missing {point} in {chart}");
         }
     }
-    assert!(chart.contains(">ms (log scale)</text>"), "y axis in ms: {chart}");
+    assert!(
+        chart.contains(">ms (log scale)</text>"),
+        "y axis in ms: {chart}"
+    );
     assert!(chart.contains("time (s)"), "x axis in s: {chart}");
     assert!(
         chart.contains(r#"class="fault""#) && chart.contains("<title>fault 1 s to 3 s</title>"),
