@@ -203,7 +203,7 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
                 .iter()
                 .map(|p| p.accounting_error_vcpu.unwrap_or(0.0))
                 .collect();
-            let s = vec![("mean |believed - true| per node".to_string(), errs)];
+            let s = vec![("mean |believed - true| over nodes".to_string(), errs)];
             let unit = ("vCPU", YScale::Linear);
             chart(w, &axes, "Accounting error over time", unit, &xs, &s)?;
         }
