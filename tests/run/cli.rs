@@ -1,6 +1,7 @@
 //! `stampede run` end to end: the real binary, real servers on loopback, exit codes,
 //! partial reports and secrets.
 
+use crate::short_nightly::short_nightly;
 use crate::support::staging::tempdir;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -30,24 +31,11 @@ fn only_report(reports: &Path) -> serde_json::Value {
     serde_json::from_str(&text).expect("report.json is JSON")
 }
 
-/// A short nightly-like profile: same checks, smaller load, so the test stays quick.
-fn nightly_variant(accounting: &str) -> String {
-    let src = std::fs::read_to_string("profiles/nightly.yaml").expect("nightly profile");
-    src.replace(
-        "accounting: [optimistic, reconciled]",
-        &format!("accounting: [{accounting}]"),
-    )
-    .replace(
-        "rate: {per_second: 40, duration: 90s}",
-        "rate: {per_second: 50, duration: 4s}",
-    )
-}
-
 #[test]
 fn nightly_guard_passes_for_optimistic_and_fails_for_reported() {
     let dir = tempdir("nightly");
     let good = dir.join("good.yaml");
-    std::fs::write(&good, nightly_variant("optimistic")).unwrap();
+    std::fs::write(&good, short_nightly(Some("optimistic"), 50, 4)).unwrap();
     let out = run(&good, &dir.join("good"));
     assert_eq!(
         out.status.code(),
@@ -71,7 +59,7 @@ fn nightly_guard_passes_for_optimistic_and_fails_for_reported() {
     );
 
     let bad = dir.join("bad.yaml");
-    std::fs::write(&bad, nightly_variant("reported")).unwrap();
+    std::fs::write(&bad, short_nightly(Some("reported"), 50, 4)).unwrap();
     let out = run(&bad, &dir.join("bad"));
     assert_eq!(out.status.code(), Some(1), "reported must fail the guard");
     let stderr = String::from_utf8_lossy(&out.stderr);

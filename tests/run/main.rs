@@ -16,5 +16,6 @@ mod retry_storm;
 mod secrets;
 mod set_audit;
 mod setup_exit;
+mod short_nightly;
 mod signals;
 mod staging_rehearsal;
