@@ -414,6 +414,9 @@ pub struct NodeTruth {
     pub allocated_memory_mib: u64,
     /// Creates in progress.
     pub starting: u64,
+    /// Calls waiting for a starting slot (Creates from a snapshot, Checkpoints).
+    #[serde(default)]
+    pub waiting_for_slot: u64,
     /// Creates that stored a sandbox.
     pub creates_ok: u64,
     /// Creates refused, by reason.

@@ -190,6 +190,7 @@ fn node_truth(node: &NodeRuntime, advertised: SocketAddr) -> NodeTruth {
         baseline_vcpu: u64::from(m.baseline_vcpu()),
         allocated_memory_mib: snap.memory_allocated_bytes >> 20,
         starting: m.starting_count() as u64,
+        waiting_for_slot: m.starting_waiters() as u64,
         creates_ok: c.creates_ok,
         creates_rejected: c.creates_rejected,
         creates_failed: c.creates_failed,

@@ -222,13 +222,28 @@ impl NodeRpcs {
             };
             let timeout = self.node.model().spec().create_timeout;
             let (eff, arrived) = self.send_create(timeout).await?;
-            if from_snapshot {
-                crate::resume::wait_for_starting_slot(&self.node).await?;
-            }
-            let arrival =
-                self.node
-                    .model()
-                    .gate_create(&eff, lifetime.map(|()| create), clock.now());
+            let turn = if from_snapshot {
+                Some(crate::resume::wait_for_starting_slot(&self.node).await?)
+            } else {
+                None
+            };
+            let arrival = {
+                let mut m = self.node.model();
+                let eff = match turn {
+                    Some(turn) => {
+                        turn.claim(&mut m);
+                        // Faults may have changed during the wait; read under the model
+                        // lock, a kill that holds admits nothing more.
+                        let eff = self.node.effect();
+                        if eff.killed {
+                            return Err(Status::unavailable("node killed"));
+                        }
+                        eff
+                    }
+                    None => eff,
+                };
+                m.gate_create(&eff, lifetime.map(|()| create), clock.now())
+            };
             let latency = match arrival {
                 CreateArrival::Failed(code) => return Err(injected(code)),
                 CreateArrival::Refused(r) => return Err(rejection(&r)),
@@ -333,7 +348,8 @@ impl NodeRpcs {
                     req.sandbox_id
                 )));
             }
-            crate::resume::wait_for_starting_slot(&self.node).await?;
+            // The mock's checkpoint takes no time: the slot is let go at once.
+            drop(crate::resume::wait_for_starting_slot(&self.node).await?);
             Ok(Response::new(SandboxCheckpointResponse {
                 scheduling_metadata: Some(scheduling_metadata(&req.build_id)),
             }))

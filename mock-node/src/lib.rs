@@ -29,3 +29,4 @@ pub mod resume;
 pub mod secret;
 pub mod serve;
 pub mod snapshot;
+pub mod starting;

@@ -21,6 +21,8 @@ use rand_chacha::ChaCha8Rng;
 use crate::config::{CpuPercentModel, FailureCode, NodeSpec, RpcKind};
 pub use crate::rejection::{CreateRejection, NotFound};
 pub use crate::snapshot::{Counters, CreateRequest, MetricsSnapshot, Sandbox, ServiceStatus};
+use crate::starting::StartingQueue;
+pub use crate::starting::{Ticket, WaitState};
 
 /// Longest sandbox, template, team or execution id a create may carry, in bytes.
 ///
@@ -46,6 +48,8 @@ pub struct NodeModel {
     /// vCPU of `running` and of `starting`, kept with them (sums over the maps).
     running_vcpu: u64,
     starting_vcpu: u64,
+    /// Calls waiting for a starting slot, and slots handed to them.
+    waiters: StartingQueue,
     counters: Counters,
     last_now: Duration,
     lagged: Option<(u128, MetricsSnapshot)>,
@@ -93,6 +97,7 @@ impl NodeModel {
             starting: HashMap::default(),
             running_vcpu: 0,
             starting_vcpu: 0,
+            waiters: StartingQueue::default(),
             counters: Counters::default(),
             last_now: Duration::ZERO,
             lagged: None,
@@ -149,12 +154,59 @@ impl NodeModel {
         self.starting.len()
     }
     /// Whether a Create from a snapshot must wait for a starting slot: every one of
-    /// `max_starting` is busy and the node is not at `max_sandboxes` (which refuses at
+    /// `max_starting` is taken by a create or held for a woken waiter, and the node is not at `max_sandboxes` (which refuses at
     /// once, before any wait, as E2B's Create handler checks it first).
     pub fn starting_slots_full(&self) -> bool {
+        !self.at_max_sandboxes() && self.free_starting_slots() == Some(0)
+    }
+
+    fn at_max_sandboxes(&self) -> bool {
         let s = &self.spec;
-        let at_max = s.max_sandboxes > 0 && self.running.len() >= s.max_sandboxes as usize;
-        !at_max && s.max_starting > 0 && self.starting.len() >= s.max_starting as usize
+        s.max_sandboxes > 0 && self.running.len() >= s.max_sandboxes as usize
+    }
+
+    /// Starting slots free now (`None` = no limit): neither taken by a create nor held
+    /// for a waiter that was handed one.
+    fn free_starting_slots(&self) -> Option<usize> {
+        let max = self.spec.max_starting as usize;
+        (max > 0).then(|| max.saturating_sub(self.starting.len() + self.waiters.held()))
+    }
+
+    /// A call that needs a starting slot (a Create from a snapshot, a Checkpoint): `None`
+    /// when it goes on to admission now, else its place at the end of the node's queue
+    /// ([`starting`](crate::starting)). A queue only forms while every slot is taken, so
+    /// nobody passes an older waiter.
+    pub fn join_starting_wait(&mut self) -> Option<Ticket> {
+        self.starting_slots_full().then(|| self.waiters.join())
+    }
+
+    /// Calls waiting for a starting slot, not yet handed one.
+    pub fn starting_waiters(&self) -> usize {
+        self.waiters.waiting()
+    }
+
+    /// Where the waiting call `t` stands.
+    pub fn starting_wait(&self, t: Ticket) -> WaitState {
+        self.waiters.state(t)
+    }
+
+    /// The waiting call `t` leaves the queue: it gave up, was cancelled, or goes on to
+    /// admission under this same lock (the slot held for it is then free for its create
+    /// and for nobody else in between).
+    pub fn leave_starting_wait(&mut self, t: Ticket) {
+        self.waiters.leave(t);
+    }
+
+    /// Hands the free starting slots to the oldest waiters (or lets every waiter go when
+    /// the node is at `max_sandboxes`). Whether anyone was woken. Drivers call it after
+    /// every change to the node.
+    pub fn wake_starting_waiters(&mut self) -> bool {
+        if self.waiters.waiting() == 0 {
+            return false;
+        }
+        let at_max = self.at_max_sandboxes();
+        let free = self.free_starting_slots().unwrap_or(usize::MAX);
+        self.waiters.wake(free, at_max)
     }
 
     /// Whether `sandbox_id` runs on the node (started, not being started).
@@ -295,7 +347,7 @@ impl NodeModel {
         if s.max_sandboxes > 0 && self.running.len() >= s.max_sandboxes as usize {
             return Err(CreateRejection::MaxSandboxes(s.max_sandboxes));
         }
-        if s.max_starting > 0 && self.starting.len() >= s.max_starting as usize {
+        if self.free_starting_slots() == Some(0) {
             return Err(CreateRejection::MaxStarting(s.max_starting));
         }
         if s.overcommit > 0.0 {

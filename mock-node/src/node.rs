@@ -1,9 +1,10 @@
 //! One node at run time: its model, the faults in force on it, and its gRPC listener.
 
 use std::net::SocketAddr;
+use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::FleetClock;
@@ -24,6 +25,8 @@ pub struct NodeRuntime {
     /// The fleet clock.
     pub clock: FleetClock,
     model: Mutex<NodeModel>,
+    /// Notified when the model hands a starting slot to a waiting call.
+    slot_woken: Notify,
     effect: Mutex<FaultEffect>,
     hung: watch::Sender<bool>,
     server: tokio::sync::Mutex<Option<ServerTask>>,
@@ -46,6 +49,7 @@ impl NodeRuntime {
             labels,
             clock,
             model: Mutex::new(model),
+            slot_woken: Notify::new(),
             effect: Mutex::new(FaultEffect::default()),
             hung: watch::Sender::new(false),
             server: tokio::sync::Mutex::new(None),
@@ -54,9 +58,20 @@ impl NodeRuntime {
         }
     }
 
-    /// Locks the model. Never held across an `.await`.
-    pub fn model(&self) -> MutexGuard<'_, NodeModel> {
-        self.model.lock().unwrap_or_else(|p| p.into_inner())
+    /// Locks the model. Never held across an `.await`. As the lock is let go, starting
+    /// slots freed under it go to the calls waiting for one
+    /// ([`NodeModel::wake_starting_waiters`]), which are woken.
+    pub fn model(&self) -> ModelGuard<'_> {
+        ModelGuard {
+            model: self.model.lock().unwrap_or_else(|p| p.into_inner()),
+            woken: &self.slot_woken,
+        }
+    }
+
+    /// Notified whenever a waiting call may have been handed a starting slot (or let go):
+    /// enable the `Notified` before looking at the model, so no wake is missed.
+    pub fn slot_woken(&self) -> &Notify {
+        &self.slot_woken
     }
 
     /// The fault effect in force.
@@ -143,5 +158,34 @@ impl NodeRuntime {
             Listener::Keep => {}
         }
         Ok(())
+    }
+}
+
+/// The locked model of a node ([`NodeRuntime::model`]).
+#[derive(Debug)]
+pub struct ModelGuard<'a> {
+    model: MutexGuard<'a, NodeModel>,
+    woken: &'a Notify,
+}
+
+impl Deref for ModelGuard<'_> {
+    type Target = NodeModel;
+    fn deref(&self) -> &NodeModel {
+        &self.model
+    }
+}
+
+impl DerefMut for ModelGuard<'_> {
+    fn deref_mut(&mut self) -> &mut NodeModel {
+        &mut self.model
+    }
+}
+
+impl Drop for ModelGuard<'_> {
+    fn drop(&mut self) {
+        // Every change to the node passes here, so a freed slot never waits for a poll.
+        if self.model.wake_starting_waiters() {
+            self.woken.notify_waiters();
+        }
     }
 }

@@ -230,6 +230,13 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
             .collect();
         table(w, &["status", "count"], &rows)?;
     }
+    if let Some(f) = &run.resumes {
+        writeln!(w, "### Resumes")?;
+        writeln!(w)?;
+        let cells = super::resumes::resume_cells(f);
+        let header: Vec<&str> = cells.iter().map(|(name, _)| *name).collect();
+        table(w, &header, &[cells.into_iter().map(|(_, v)| v).collect()])?;
+    }
     let t = &run.send;
     if let Some(spread) = t.burst_spread_ms {
         writeln!(w, "Burst send spread (first to last send): {}.", ms(spread))?;

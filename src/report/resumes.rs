@@ -55,3 +55,20 @@ impl ResumeFigures {
         })
     }
 }
+
+/// The figures as `(name, value)` in report order, for the Markdown and terminal
+/// summaries (one list, so the two cannot drift).
+pub fn resume_cells(f: &ResumeFigures) -> [(&'static str, String); 8] {
+    use super::format::ms;
+    let l = &f.latency;
+    [
+        ("sent", f.requests.to_string()),
+        ("placed", f.placed.to_string()),
+        ("moved off origin", f.moved.to_string()),
+        ("failed", f.failed.to_string()),
+        ("p50", ms(l.p50_ms)),
+        ("p90", ms(l.p90_ms)),
+        ("p99", ms(l.p99_ms)),
+        ("max", ms(l.max_ms)),
+    ]
+}

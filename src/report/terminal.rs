@@ -124,6 +124,10 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
         "latency p50 / p99 / max",
         format!("{} / {} / {}", ms(l.p50_ms), ms(l.p99_ms), ms(l.max_ms)),
     );
+    if let Some(f) = &run.resumes {
+        let cells = super::resumes::resume_cells(f).map(|(name, v)| format!("{name} {v}"));
+        row("resumes", cells.join(", "));
+    }
     if let Some(spread) = run.send.burst_spread_ms {
         row("burst send spread", ms(spread));
     }

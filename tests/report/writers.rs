@@ -158,3 +158,46 @@ fn compact_utc_formats_the_directory_stamp() {
     assert_eq!(compact_utc("yesterday"), None);
     assert!(compact_utc(&now_rfc3339()).is_some());
 }
+
+/// A run's `resumes` block (as in report.json) shows in report.md and the terminal
+/// summary, and a run without one shows none.
+#[test]
+fn markdown_and_terminal_show_a_runs_resumes() {
+    let mut r = two_mode_report();
+    let calls = [
+        (900_000, true, false),
+        (1_800_000, true, true),
+        (70_000_000, false, false),
+    ]
+    .map(|(latency_us, placed, moved)| ResumeCall {
+        latency_us,
+        placed,
+        moved,
+    });
+    r.runs[0].resumes = ResumeFigures::from_calls(calls);
+    let md = render(|r, w| write_markdown(r, w), &r);
+    let block = md
+        .split("### Resumes\n\n")
+        .nth(1)
+        .expect("report.md has a resumes block");
+    let mut lines = block.lines();
+    assert_eq!(
+        lines.next(),
+        Some("| sent | placed | moved off origin | failed | p50 | p90 | p99 | max |"),
+        "{md}"
+    );
+    let values = lines.nth(1).expect("a row of values");
+    assert!(values.starts_with("| 3 | 2 | 1 | 1 | "), "{values}");
+    assert_eq!(
+        md.matches("### Resumes").count(),
+        1,
+        "only the run that resumed"
+    );
+    let term = render(|r, w| write_terminal(r, w), &r);
+    assert!(
+        term.contains("sent 3, placed 2, moved off origin 1, failed 1, p50 "),
+        "{term}"
+    );
+    let plain = render(|r, w| write_markdown(r, w), &two_mode_report());
+    assert!(!plain.contains("Resumes"), "{plain}");
+}
