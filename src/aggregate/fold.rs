@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
 
+use super::latency_bins::LatencyBins;
 use super::outcomes::OutcomeFold;
 use crate::placement::AccountingMode;
 use crate::report::{
@@ -32,6 +33,7 @@ pub struct RunAggregate {
     shape: RunShape,
     outcomes: OutcomeFold,
     latency_us: Histogram<u64>,
+    latency_bins: LatencyBins,
     lateness_us: Histogram<u64>,
     /// (first, last) send, ms.
     sent: Option<(f64, f64)>,
@@ -84,6 +86,7 @@ impl RunAggregate {
             node_ids,
             shape,
             latency_us: histogram(),
+            latency_bins: LatencyBins::default(),
             lateness_us: histogram(),
             sent: None,
             timeline: Vec::new(),
@@ -108,10 +111,12 @@ impl RunAggregate {
         self.lateness_us.saturating_record(late_us);
     }
 
-    /// A create was answered `outcome`, `latency_us` after its intended time.
-    pub fn answered(&mut self, outcome: &Outcome, latency_us: u64) {
+    /// A create meant to leave at `intended_ms` was answered `outcome`, `latency_us`
+    /// after that time.
+    pub fn answered(&mut self, outcome: &Outcome, intended_ms: f64, latency_us: u64) {
         self.outcomes.answered(outcome);
         self.latency_us.saturating_record(latency_us.max(1));
+        self.latency_bins.record(intended_ms, latency_us);
     }
 
     /// A sandbox landed on node `node` (index in node order).
@@ -291,6 +296,7 @@ impl RunAggregate {
             placements_by_kind: late.placements_by_kind,
             resumes: late.resumes,
             latency: LatencySummary::from_histogram(&self.latency_us),
+            latency_over_time: self.latency_bins.finish(),
             statuses: self.outcomes.statuses(),
             requests,
             ok: self.outcomes.created(),
@@ -350,8 +356,8 @@ mod tests {
         let mut agg = RunAggregate::new(ids(), RunShape::Burst);
         agg.sent(0.0, 0);
         agg.sent(4.0, 0);
-        agg.answered(&Outcome::Status(201), 1500);
-        agg.answered(&Outcome::Status(503), 800);
+        agg.answered(&Outcome::Status(201), 0.0, 1500);
+        agg.answered(&Outcome::Status(503), 1200.0, 800);
         agg.sample(1.0, vec![0, 0], [1.0, 3.0]);
         agg.landed(1);
         agg.sample(2.0, vec![0, 1], []);
@@ -370,6 +376,12 @@ mod tests {
         assert_eq!(r.nodes[0].believed_vcpu, Some(1.0));
         assert_eq!(r.nodes[1].believed_vcpu, None);
         assert_eq!(r.wall_ms, 7.0);
+        let bins = r.latency_over_time.expect("answers").bins;
+        assert_eq!(
+            bins.iter().map(|b| b.from_ms).collect::<Vec<_>>(),
+            [0.0, 1000.0]
+        );
+        assert!((bins[1].p99_ms - 0.8).abs() <= 0.008, "{:?}", bins[1]);
     }
 
     #[test]

@@ -16,6 +16,7 @@
 
 mod entries;
 mod fold;
+mod latency_bins;
 mod outcomes;
 mod sets;
 mod windows;
@@ -23,6 +24,7 @@ mod windows;
 pub use crate::serve::ServiceCounters;
 pub use entries::{Entries, EntryAnswer};
 pub use fold::{RunAggregate, RunShape};
+pub use latency_bins::LatencyBins;
 pub use outcomes::{OutcomeFold, OutcomeSnapshot};
 pub use sets::needs_set_audit;
 pub use windows::{fault_windows, CallSample, FaultRecord, Growth, RequestRecord};

@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use super::format::*;
 use super::markdown::set_audit_rows;
 use super::model::{Figure, Report, RunResult};
-use super::svg::{bars, esc, legend, lines};
+use super::svg::{bars, esc, legend, lines, TimeChart, YScale};
 
 const CSS: &str = "body{font-family:system-ui,sans-serif;margin:2em;max-width:72em;color:#222}\
 table{border-collapse:collapse;margin:.5em 0 1em}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:right}\
@@ -135,7 +135,7 @@ fn landed_per_second(run: &RunResult) -> Option<(Vec<f64>, Vec<f64>)> {
 }
 
 fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
-    let shade = fault_shade(run);
+    let axes = RunAxes::of(run);
     writeln!(w, "<h2>Run {}</h2>", esc(&run.label))?;
     let settings = settings_line(run);
     if !settings.is_empty() {
@@ -170,6 +170,12 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
             run.shown(Figure::Refusals, run.refusals),
         ]],
     )?;
+    if let Some((lx, ly)) = landed_per_second(run) {
+        let s = vec![("creates landed per second".to_string(), ly)];
+        let unit = ("creates/s", YScale::Linear);
+        chart(w, &axes, "Creates landed per second", unit, &lx, &s)?;
+    }
+    latency_over_time(w, run, &axes)?;
     if !run.timeline.is_empty() {
         let xs: Vec<f64> = run.timeline.iter().map(|p| p.t_ms).collect();
         let series: Vec<(String, Vec<f64>)> = run
@@ -185,49 +191,21 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
                 (n.id.clone(), ys)
             })
             .collect();
-        if let Some((lx, ly)) = landed_per_second(run) {
-            writeln!(
-                w,
-                "<h3>Creates landed per second (fault windows shaded)</h3>"
-            )?;
-            let s = vec![("creates landed per second".to_string(), ly)];
-            writeln!(
-                w,
-                "{}",
-                lines("creates landed per second", &lx, &s, "creates/s", &shade)
-            )?;
-        }
-        writeln!(w, "<h3>Sandboxes per node over time</h3>")?;
-        writeln!(
-            w,
-            "{}",
-            lines(
-                "sandboxes per node over time",
-                &xs,
-                &series,
-                "sandboxes",
-                &shade
-            )
-        )?;
-        let names: Vec<String> = series.iter().map(|(n, _)| n.clone()).collect();
-        writeln!(w, "{}", legend(&names))?;
-        let errs: Vec<f64> = run
-            .timeline
-            .iter()
-            .map(|p| p.accounting_error_vcpu.unwrap_or(0.0))
-            .collect();
+        let unit = ("sandboxes", YScale::Linear);
+        chart(w, &axes, "Sandboxes per node over time", unit, &xs, &series)?;
         if run
             .timeline
             .iter()
             .any(|p| p.accounting_error_vcpu.is_some())
         {
-            writeln!(w, "<h3>Accounting error over time (vCPU)</h3>")?;
-            let s = vec![("accounting error".to_string(), errs)];
-            writeln!(
-                w,
-                "{}",
-                lines("accounting error over time", &xs, &s, "vCPU", &shade)
-            )?;
+            let errs: Vec<f64> = run
+                .timeline
+                .iter()
+                .map(|p| p.accounting_error_vcpu.unwrap_or(0.0))
+                .collect();
+            let s = vec![("mean |believed - true| over nodes".to_string(), errs)];
+            let unit = ("vCPU", YScale::Linear);
+            chart(w, &axes, "Accounting error over time", unit, &xs, &s)?;
         }
     }
     let over_time = over_time_rows(run);
@@ -245,27 +223,22 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
                 .iter()
                 .map(|p| super::SkewStats::from_counts(&p.sandboxes).cv)
                 .collect();
-            let s = vec![("CV of running sandboxes".to_string(), cv)];
-            writeln!(
-                w,
-                "{}",
-                lines("CV of running sandboxes over time", &xs, &s, "CV", &shade)
-            )?;
+            let s = vec![("CV of running sandboxes per node".to_string(), cv)];
+            let unit = ("CV", YScale::Linear);
+            chart(w, &axes, "CV of running sandboxes over time", unit, &xs, &s)?;
         }
         if let Some(r) = &run.retry_storm {
             let xs: Vec<f64> = (0..r.per_second.len()).map(|s| s as f64 * 1000.0).collect();
             let ys: Vec<f64> = r.per_second.iter().map(|&c| c as f64).collect();
-            let s = vec![("RE retries per second".to_string(), ys)];
-            writeln!(
+            let s = vec![("ResourceExhausted retries per second".to_string(), ys)];
+            let unit = ("retries/s", YScale::Linear);
+            chart(
                 w,
-                "{}",
-                lines(
-                    "ResourceExhausted retries per second",
-                    &xs,
-                    &s,
-                    "retries/s",
-                    &shade
-                )
+                &axes,
+                "ResourceExhausted retries per second",
+                unit,
+                &xs,
+                &s,
             )?;
         }
     }
@@ -308,6 +281,88 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
         table(w, &["finding", "count", "ids (first 20)"], &rows)?;
     }
     Ok(())
+}
+
+/// The axes and shading every chart over time of one run shares.
+struct RunAxes {
+    /// The fault windows.
+    shade: Vec<(f64, f64)>,
+    /// End of the time axis, ms: the last sample (the final read), else the run's end.
+    end_ms: f64,
+}
+
+impl RunAxes {
+    fn of(run: &RunResult) -> Self {
+        RunAxes {
+            shade: fault_shade(run),
+            end_ms: run.timeline.last().map_or(run.wall_ms, |p| p.t_ms),
+        }
+    }
+}
+
+/// One chart over time: its heading, the chart (time axis in seconds, y axis in
+/// `unit`, fault windows shaded) and its legend.
+fn chart(
+    w: &mut impl Write,
+    axes: &RunAxes,
+    heading: &str,
+    (unit, scale): (&str, YScale),
+    xs: &[f64],
+    series: &[(String, Vec<f64>)],
+) -> io::Result<()> {
+    let spec = TimeChart {
+        title: heading,
+        unit,
+        scale,
+        shade: &axes.shade,
+        end_ms: axes.end_ms,
+    };
+    writeln!(w, "<h3>{}</h3>", esc(heading))?;
+    writeln!(w, "{}", lines(&spec, xs, series))?;
+    let names: Vec<String> = series.iter().map(|(n, _)| n.clone()).collect();
+    writeln!(w, "{}", legend(&names, !axes.shade.is_empty()))
+}
+
+/// p50 and p99 of create latency per bin of intended send time, or why there is no
+/// chart.
+fn latency_over_time(w: &mut impl Write, run: &RunResult, axes: &RunAxes) -> io::Result<()> {
+    const HEADING: &str = "Create latency over time";
+    let bins = run
+        .latency_over_time
+        .as_ref()
+        .map_or(&[][..], |t| &t.bins[..]);
+    if bins.len() < 2 {
+        writeln!(w, "<h3>{HEADING}</h3>")?;
+        let why = if bins.is_empty() {
+            "no data: no create was answered"
+        } else {
+            "no data over time: every create was meant to leave in one bin"
+        };
+        return writeln!(w, "<p class=\"nodata\">{why}.</p>");
+    }
+    let half = run
+        .latency_over_time
+        .as_ref()
+        .map_or(0.0, |t| t.bin_ms / 2.0);
+    // A bin's point sits at its middle: the creates of the bin left around then.
+    let xs: Vec<f64> = bins.iter().map(|b| b.from_ms + half).collect();
+    let bin_s = half * 2.0 / 1000.0;
+    let per = if bin_s == 1.0 {
+        "per second".to_string()
+    } else {
+        format!("per {bin_s} s")
+    };
+    let series = vec![
+        (
+            format!("p50 {per}"),
+            bins.iter().map(|b| b.p50_ms).collect(),
+        ),
+        (
+            format!("p99 {per}"),
+            bins.iter().map(|b| b.p99_ms).collect(),
+        ),
+    ];
+    chart(w, axes, HEADING, ("ms", YScale::Log), &xs, &series)
 }
 
 fn table(w: &mut impl Write, header: &[&str], rows: &[Vec<String>]) -> io::Result<()> {

@@ -32,7 +32,7 @@ pub use model::*;
 pub use output::{
     compact_utc, now_rfc3339, read_json, write_json, write_report_dir, ReadReportError,
 };
-pub use over_time::{RetryStorm, SkewOverTime};
+pub use over_time::{LatencyBin, LatencyOverTime, RetryStorm, SkewOverTime};
 pub use resumes::{ResumeCall, ResumeFigures};
 pub use staging::{
     limited_count, write_staging, Baseline, CleanupReport, FinalRead, NotCleaned, StagingFacts,

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::over_time::{RetryStorm, SkewOverTime};
+use super::over_time::{LatencyOverTime, RetryStorm, SkewOverTime};
 use super::stats::{LatencySummary, SkewStats};
 
 /// Version of the `report.json` layout; bumped on any incompatible change.
@@ -111,6 +111,9 @@ pub struct RunResult {
     pub resumes: Option<super::resumes::ResumeFigures>,
     /// Create latency (client side, from the intended send time).
     pub latency: LatencySummary,
+    /// Create latency per time bin (p50, p99), when a create was answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_over_time: Option<LatencyOverTime>,
     /// Outcomes by HTTP status (`"201"`, `"503"`) or kind (`"timeout"`, `"transport_error"`).
     pub statuses: BTreeMap<String, u64>,
     /// Creates attempted.

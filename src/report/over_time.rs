@@ -1,6 +1,7 @@
-//! Skew over time and the retry storm: figures that mean something when sandboxes come
-//! and go (the final counts of a run with lifetimes are all zero) and when E2B's
-//! no-backoff ResourceExhausted loop hammers full nodes.
+//! Skew over time, the retry storm and latency over time: figures that mean something
+//! when sandboxes come and go (the final counts of a run with lifetimes are all zero),
+//! when E2B's no-backoff ResourceExhausted loop hammers full nodes, and when a fault
+//! slows creates down for a while.
 
 use serde::{Deserialize, Serialize};
 
@@ -116,6 +117,36 @@ impl RetryStorm {
         }
         (storm.peak_per_second > 0).then_some(storm)
     }
+}
+
+/// Create latency over the run: p50 and p99 of the creates meant to leave in each time
+/// bin (binned by intended send time, the origin of their latency, so that a create
+/// sent into a fault window counts in that window).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LatencyOverTime {
+    /// Width of a bin, ms: one second, doubled as often as it takes to keep a long run
+    /// within [`LatencyOverTime::MAX_BINS`] bins.
+    pub bin_ms: f64,
+    /// The bins that hold at least one answered create, in time order.
+    pub bins: Vec<LatencyBin>,
+}
+
+impl LatencyOverTime {
+    /// Most bins a run keeps (ten minutes of one-second bins).
+    pub const MAX_BINS: usize = 600;
+}
+
+/// Create latency of the creates meant to leave in one bin of [`LatencyOverTime`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LatencyBin {
+    /// Start of the bin, ms since the workload started.
+    pub from_ms: f64,
+    /// Creates answered (any outcome) whose intended send time is in the bin.
+    pub count: u64,
+    /// Their median latency, ms (within 1%).
+    pub p50_ms: f64,
+    /// Their 99th percentile latency, ms (within 1%).
+    pub p99_ms: f64,
 }
 
 #[cfg(test)]

@@ -51,7 +51,7 @@ pub(super) fn aggregate(r: RunRecords<'_>) -> RunAggregate {
     for e in &r.ledger.entries {
         let late_us = ((e.sent_ms - e.intended_ms).max(0.0) * 1000.0).round() as u64;
         agg.sent(e.sent_ms, late_us);
-        agg.answered(&e.outcome, e.latency_us);
+        agg.answered(&e.outcome, e.intended_ms, e.latency_us);
     }
     let mut landings = landed.into_iter().peekable();
     for s in r.samples {

@@ -126,7 +126,8 @@ impl Tally {
         now: Nanos,
         node: Option<u32>,
     ) {
-        self.agg.answered(&Outcome::from(status), latency / 1000);
+        self.agg
+            .answered(&Outcome::from(status), ms(now - latency), latency / 1000);
         if let Some(requests) = &mut self.requests {
             requests.push(SimRequest {
                 sent,

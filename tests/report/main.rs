@@ -6,6 +6,7 @@ mod support;
 mod checks;
 mod ci_outputs;
 mod compare;
+mod html;
 mod set_audit;
 mod stats;
 mod writers;

@@ -51,6 +51,7 @@ pub fn run(label: &str, mode: &str, counts: &[u64]) -> RunResult {
             max_ms: 41.0,
             mean_ms: 2.0,
         },
+        latency_over_time: None,
         statuses,
         requests: total + 5,
         ok: total,
