@@ -36,6 +36,9 @@ pub struct NodeAccounting {
     /// This instance's creates in progress on the node: sandbox id -> vCPU.
     in_flight: HashMap<String, u32, RandomState>,
     in_flight_vcpu: u64,
+    /// `reconciled`: vCPU of the creates in flight that the last sync's ids already name
+    /// (the node counts a starting sandbox): the figure counts them, so they are not added.
+    in_flight_listed_vcpu: u64,
     /// `optimistic`: vCPU added on create success, removed on delete; zeroed by every sync.
     optimistic_delta: i64,
     /// `reconciled`: ids (and vCPU) listed by the last sync that carried an id list.
@@ -46,6 +49,10 @@ pub struct NodeAccounting {
     /// `reconciled`: deleted here, still listed by the last sync: id -> vCPU.
     pending_removes: HashMap<String, u32, RandomState>,
     pending_removes_vcpu: u64,
+    /// `reconciled`: deleted here before any sync listed it: id -> vCPU. Not counted; a
+    /// sync whose (lagged) ids still name it turns it into a pending remove, and it is
+    /// forgotten at the first sync that does not name it.
+    unlisted_deletes: HashMap<String, u32, RandomState>,
     #[cfg(feature = "mutations")]
     mutation: Option<super::mutation::Mutation>,
 }
@@ -59,10 +66,12 @@ impl NodeAccounting {
 
     /// A create of `sandbox_id` needing `vcpu` was sent to this node.
     pub fn start_placing(&mut self, sandbox_id: &str, vcpu: u32) {
-        if let Some(old) = self.in_flight.insert(sandbox_id.to_string(), vcpu) {
-            self.in_flight_vcpu -= u64::from(old);
-        }
+        self.end_in_flight(sandbox_id);
+        self.in_flight.insert(sandbox_id.to_string(), vcpu);
         self.in_flight_vcpu += u64::from(vcpu);
+        if self.confirmed.contains_key(sandbox_id) {
+            self.in_flight_listed_vcpu += u64::from(vcpu);
+        }
     }
 
     /// The create of `sandbox_id` succeeded: the sandbox now runs on the node.
@@ -89,9 +98,9 @@ impl NodeAccounting {
             return;
         }
         self.optimistic_delta -= i64::from(vcpu);
-        if let Some((added, _)) = self.pending_adds.remove(sandbox_id) {
-            // Never seen by a sync, so never part of the reported figure.
+        let vcpu = if let Some((added, _)) = self.pending_adds.remove(sandbox_id) {
             self.pending_adds_vcpu -= u64::from(added);
+            added
         } else if let Some(&listed) = self.confirmed.get(sandbox_id) {
             if self
                 .pending_removes
@@ -100,14 +109,25 @@ impl NodeAccounting {
             {
                 self.pending_removes_vcpu += u64::from(listed);
             }
-        }
+            return;
+        } else {
+            vcpu
+        };
+        // Not in the last sync's figure, but a later sync's figure may have been taken
+        // before this delete: remembered until a sync no longer names it.
+        self.unlisted_deletes.insert(sandbox_id.to_string(), vcpu);
     }
 
     /// A sync reported `reported_vcpu` allocated and, when the node provided one, the list
     /// of its sandboxes behind that figure. `listed_now` is what `List` returned live, when
     /// it differs from that list (lagged or frozen metrics): an unconfirmed add only counts
     /// as missed when the node no longer runs it, so stale metrics cannot make
-    /// `reconciled` forget a sandbox. `unseen_limit` is
+    /// `reconciled` forget a sandbox. A delete no earlier sync listed is held while these
+    /// ids still name it (their figure was taken before the delete) and forgotten at the
+    /// first sync that does not: the ids behind successive figures move forward in time,
+    /// so one that misses the sandbox was taken before its create or after its delete, and
+    /// while the metrics' age stays under a sync interval no later one names it again.
+    /// `unseen_limit` is
     /// [`PlacementConfig::reconcile_unseen_syncs`].
     ///
     /// Without an id list `reconciled` cannot confirm anything and falls back to
@@ -135,6 +155,22 @@ impl NodeAccounting {
                     listed_now.map(|l| l.iter().map(String::as_str).collect());
                 self.pending_removes
                     .retain(|id, _| confirmed.contains_key(id));
+                // A delete the new ids still name: their figure was taken before it.
+                for (id, vcpu) in self.unlisted_deletes.drain() {
+                    if let Some(&listed) = confirmed.get(&id) {
+                        self.pending_removes.entry(id).or_insert(if listed > 0 {
+                            listed
+                        } else {
+                            vcpu
+                        });
+                    }
+                }
+                self.in_flight_listed_vcpu = self
+                    .in_flight
+                    .iter()
+                    .filter(|(id, _)| confirmed.contains_key(id.as_str()))
+                    .map(|(_, v)| u64::from(*v))
+                    .sum();
                 self.pending_adds.retain(|id, (_, missed)| {
                     if confirmed.contains_key(id) {
                         return keep_confirmed;
@@ -154,6 +190,8 @@ impl NodeAccounting {
                 self.confirmed.clear();
                 self.pending_adds.clear();
                 self.pending_removes.clear();
+                self.unlisted_deletes.clear();
+                self.in_flight_listed_vcpu = 0;
             }
         }
         self.pending_adds_vcpu = self.pending_adds.values().map(|(v, _)| u64::from(*v)).sum();
@@ -169,7 +207,8 @@ impl NodeAccounting {
             AccountingMode::InFlight => reported + in_flight,
             AccountingMode::Optimistic => reported + in_flight + i128::from(self.optimistic_delta),
             AccountingMode::Reconciled => {
-                reported + in_flight + self.pending_adds_vcpu as i128
+                reported + in_flight - self.in_flight_listed_vcpu as i128
+                    + self.pending_adds_vcpu as i128
                     - self.pending_removes_vcpu as i128
             }
         };
@@ -201,20 +240,30 @@ impl NodeAccounting {
         self.pending_removes.len()
     }
 
+    /// `reconciled`: deletes no sync listed yet (held only if a lagged sync names them).
+    pub fn unlisted_deletes(&self) -> usize {
+        self.unlisted_deletes.len()
+    }
+
     /// The vCPU this instance recorded for `sandbox_id` on the node (in flight, placed and
-    /// not yet listed, listed by the last sync, or deleted and still listed), if any.
+    /// not yet listed, listed by the last sync, deleted and still listed, or deleted before
+    /// any sync listed it), if any: a lagged sync's ids get their vCPU from here.
     pub fn known_vcpu(&self, sandbox_id: &str) -> Option<u32> {
         self.in_flight
             .get(sandbox_id)
             .or_else(|| self.pending_adds.get(sandbox_id).map(|(v, _)| v))
             .or_else(|| self.confirmed.get(sandbox_id))
             .or_else(|| self.pending_removes.get(sandbox_id))
+            .or_else(|| self.unlisted_deletes.get(sandbox_id))
             .copied()
     }
 
     fn end_in_flight(&mut self, sandbox_id: &str) {
         if let Some(v) = self.in_flight.remove(sandbox_id) {
             self.in_flight_vcpu -= u64::from(v);
+            if self.confirmed.contains_key(sandbox_id) {
+                self.in_flight_listed_vcpu -= u64::from(v);
+            }
         }
     }
 }

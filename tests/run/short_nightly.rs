@@ -6,7 +6,7 @@
 //! lifetimes:
 //! - `running_cv_mean` (bound 0.2): 0.092..0.154 under `optimistic` (0.096..0.178), and
 //!   0.510..0.525 under `reported` (0.515..0.532);
-//! - `accounting_error` under `optimistic` (bound 3.5): 0.41..0.52 (0.13..0.40).
+//! - `accounting_error` under `optimistic` (bound 4.0): 0.41..0.52 (0.13..0.40).
 //!
 //! Longer variants do not fit the shipped bounds, which hold for its 90 s: 8 s with these
 //! lifetimes gives an accounting error of 3.2..4.1, as all deletes land between two syncs.

@@ -6,5 +6,6 @@ mod channel;
 mod core;
 mod evict;
 mod frozen;
+mod lagged;
 mod preferred;
 mod props;
