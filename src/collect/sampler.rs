@@ -19,6 +19,10 @@ pub struct Sample {
     pub truth: Truth,
     /// Per replica: believed allocated vCPU per node id.
     pub believed: Vec<BTreeMap<String, f64>>,
+    /// Allocated vCPU per node id, read again once the belief was read: the truth at
+    /// the belief's reading lies between this and `truth`. Empty when no belief was
+    /// read, or when the second read failed (then `truth` stands alone).
+    pub allocated_after: BTreeMap<String, f64>,
     /// Per replica: the create RPCs it has sent to each node so far.
     pub calls: Vec<BTreeMap<String, NodeCalls>>,
 }
@@ -45,23 +49,36 @@ impl NodeCalls {
 }
 
 impl Sample {
-    /// Mean |believed - true| allocated vCPU over nodes and replicas, if any belief
-    /// was read.
-    pub fn accounting_error(&self) -> Option<(f64, f64)> {
-        let mut sum = 0.0;
-        let mut max: f64 = 0.0;
-        let mut n = 0usize;
-        for b in &self.believed {
-            for node in &self.truth.nodes {
-                if let Some(v) = b.get(&node.id) {
-                    let e = (v - node.allocated_vcpu).abs();
-                    sum += e;
-                    max = max.max(e);
-                    n += 1;
-                }
-            }
-        }
-        (n > 0).then(|| (sum / n as f64, max))
+    /// Per replica and node with a belief: how far the believed allocated vCPU is from
+    /// the truth. The belief is read between two reads of the truth, so the truth at
+    /// that instant is only known to lie between them: a belief inside that range
+    /// counts 0, one outside it its distance to the nearer end. Creates and deletes that
+    /// land between the reads (more of them the more loaded the machine) are then not
+    /// counted as the placement's error.
+    pub fn accounting_errors(&self) -> impl Iterator<Item = f64> + '_ {
+        self.believed.iter().flat_map(move |b| {
+            self.truth.nodes.iter().filter_map(move |n| {
+                let v = *b.get(&n.id)?;
+                let after = self
+                    .allocated_after
+                    .get(&n.id)
+                    .copied()
+                    .unwrap_or(n.allocated_vcpu);
+                Some(distance_to_range(v, n.allocated_vcpu, after))
+            })
+        })
+    }
+}
+
+/// How far `v` lies outside the range between `a` and `b` (0 inside it).
+fn distance_to_range(v: f64, a: f64, b: f64) -> f64 {
+    let (lo, hi) = (a.min(b), a.max(b));
+    if v < lo {
+        lo - v
+    } else if v > hi {
+        v - hi
+    } else {
+        0.0
     }
 }
 
@@ -108,10 +125,25 @@ impl Sampler {
                 );
             }
         }
+        let allocated_after = if believed.is_empty() {
+            BTreeMap::new()
+        } else {
+            fetch_truth(client, &self.source)
+                .await
+                .map(|after| {
+                    after
+                        .nodes
+                        .into_iter()
+                        .map(|n| (n.id, n.allocated_vcpu))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
         Some(Sample {
             t_ms,
             truth,
             believed,
+            allocated_after,
             calls,
         })
     }
@@ -151,5 +183,52 @@ impl Sampler {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collect::NodeSample;
+
+    fn sample(first: f64, after: Option<f64>, believed: f64) -> Sample {
+        let node = NodeSample {
+            id: "n".into(),
+            sandboxes: 0,
+            allocated_vcpu: first,
+            ids: None,
+            status: "ready".into(),
+            service_id: None,
+        };
+        Sample {
+            t_ms: 0.0,
+            truth: Truth { nodes: vec![node] },
+            believed: vec![BTreeMap::from([("n".to_string(), believed)])],
+            allocated_after: after
+                .map(|a| BTreeMap::from([("n".to_string(), a)]))
+                .unwrap_or_default(),
+            calls: Vec::new(),
+        }
+    }
+
+    fn errors(s: &Sample) -> Vec<f64> {
+        s.accounting_errors().collect()
+    }
+
+    #[test]
+    fn a_belief_between_the_two_truth_reads_is_no_error() {
+        assert_eq!(errors(&sample(10.0, Some(14.0), 12.0)), vec![0.0]);
+        assert_eq!(errors(&sample(14.0, Some(10.0), 10.0)), vec![0.0]);
+    }
+
+    #[test]
+    fn a_belief_outside_the_reads_counts_its_distance_to_the_nearer_one() {
+        assert_eq!(errors(&sample(10.0, Some(14.0), 17.0)), vec![3.0]);
+        assert_eq!(errors(&sample(14.0, Some(10.0), 4.0)), vec![6.0]);
+    }
+
+    #[test]
+    fn without_a_second_read_the_first_stands_alone() {
+        assert_eq!(errors(&sample(10.0, None, 12.5)), vec![2.5]);
     }
 }

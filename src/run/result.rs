@@ -68,13 +68,7 @@ pub(super) fn aggregate(r: RunRecords<'_>) -> RunAggregate {
                     .map_or(0, |n| n.sandboxes)
             })
             .collect();
-        let errors = s.believed.iter().flat_map(|b| {
-            s.truth
-                .nodes
-                .iter()
-                .filter_map(move |n| b.get(&n.id).map(|v| (v - n.allocated_vcpu).abs()))
-        });
-        agg.sample(s.t_ms, sandboxes, errors);
+        agg.sample(s.t_ms, sandboxes, s.accounting_errors());
     }
     for (_, k) in landings {
         agg.landed(k);
@@ -137,12 +131,14 @@ mod tests {
                 t_ms: 10.0,
                 truth: truth(0, 1),
                 believed: believed.clone(),
+                allocated_after: BTreeMap::new(),
                 calls: Vec::new(),
             },
             Sample {
                 t_ms: 30.0,
                 truth: truth(1, 1),
                 believed: believed.clone(),
+                allocated_after: BTreeMap::new(),
                 calls: Vec::new(),
             },
         ];

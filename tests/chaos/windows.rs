@@ -72,6 +72,7 @@ fn samples(b_count: impl Fn(f64) -> usize) -> Vec<Sample> {
                     nodes: vec![node("a", k * 3), node("b", b_count(t))],
                 },
                 believed: Vec::new(),
+                allocated_after: Default::default(),
                 calls: Vec::new(),
             }
         })

@@ -166,6 +166,7 @@ fn sample(t_ms: f64, nodes: &BTreeMap<String, (Vec<String>, &str)>) -> Sample {
                 .collect(),
         },
         believed: Vec::new(),
+        allocated_after: Default::default(),
         calls: Vec::new(),
     }
 }
