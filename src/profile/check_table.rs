@@ -33,7 +33,8 @@ pub enum CheckId {
     RunningCvPeak,
     /// `retries_per_s_peak`: largest count of ResourceExhausted retries in one second.
     RetriesPerSPeak,
-    /// `accounting_error`: mean |believed - true| allocated vCPU over nodes and samples.
+    /// `accounting_error`: mean |believed - true| allocated vCPU over nodes and samples
+    /// (on the wire, its distance from the truth read just before and just after it).
     AccountingError,
 }
 
