@@ -104,6 +104,37 @@ pub(super) struct Active {
     pub wait: Option<u32>,
 }
 
+impl Active {
+    /// Request `req` of `kind`, sent at `started` (intended at `intended`) by `user`
+    /// through `replica`, with its first create headed to `node`: no deadline until the
+    /// placer sets one, not parked, waiting for nothing.
+    pub fn sent(
+        req: u64,
+        kind: PlacementKind,
+        (intended, started): (Nanos, Nanos),
+        user: Option<u32>,
+        replica: u32,
+        node: u32,
+    ) -> Self {
+        Self {
+            req,
+            intended,
+            started,
+            user,
+            replica,
+            sandbox_id: sandbox_id(req),
+            deadline: Nanos::MAX,
+            node,
+            epoch: 0,
+            handler_at: 0,
+            park: None,
+            gen: 0,
+            kind,
+            wait: None,
+        }
+    }
+}
+
 /// The whole simulated world.
 pub(super) struct Engine<'a> {
     pub setup: &'a SimSetup,
@@ -376,22 +407,14 @@ impl<'a> Engine<'a> {
         self.open += 1;
         self.tally.sent(self.now, self.now.saturating_sub(intended));
         let replica = (req % self.setup.replicas as u64) as u32;
-        let active = Active {
+        let active = Active::sent(
             req,
-            intended,
-            started: self.now,
+            PlacementKind::Create,
+            (intended, self.now),
             user,
             replica,
-            sandbox_id: sandbox_id(req),
-            deadline: Nanos::MAX,
-            node: 0,
-            park: None,
-            gen: 0,
-            epoch: 0,
-            handler_at: 0,
-            kind: PlacementKind::Create,
-            wait: None,
-        };
+            0,
+        );
         let slot = self.occupy_slot(active);
         let input = Input::Create {
             req,

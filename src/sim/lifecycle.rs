@@ -248,22 +248,14 @@ impl Engine<'_> {
             return;
         };
         let (replica, origin) = (life.replica, life.node);
-        let active = Active {
+        let active = Active::sent(
             req,
-            intended: self.now,
-            started: self.now,
-            user: None,
+            PlacementKind::Resume,
+            (self.now, self.now),
+            None,
             replica,
-            sandbox_id: sandbox_id(req),
-            deadline: Nanos::MAX,
-            node: origin,
-            epoch: 0,
-            handler_at: 0,
-            park: None,
-            gen: 0,
-            kind: PlacementKind::Resume,
-            wait: None,
-        };
+            origin,
+        );
         let slot = self.occupy_slot(active);
         let input = Input::Resume {
             req,
