@@ -500,7 +500,9 @@ mod tests {
         let before = Instant::now();
         release.open();
         assert!(release.realtime().is_some(), "the lanes ran");
-        assert_eq!(release.lanes(), Some(release_lanes(N)));
+        // One loop per core (up to 8) shared the release.
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(release.lanes(), Some(cores.clamp(1, 8)));
         for (_io, gate, mut server) in held {
             let mut two = [0u8; 2];
             tokio::time::timeout(
