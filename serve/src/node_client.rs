@@ -15,8 +15,8 @@ use tonic::codegen::http::Uri;
 use tonic::{Code, Status};
 
 use super::channel_watch::WatchedConnector;
-use super::node_channel::NodeChannel;
 use super::error::ServeError;
+use super::node_channel::NodeChannel;
 use stampede_placement::ChannelCell;
 
 /// A sandbox as a node's `List` reports it.
