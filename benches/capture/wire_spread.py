@@ -66,7 +66,8 @@ def main():
         whole = "yes" if len(stamps) == count else "no"
         print(f"mode {r['label']} port={port} bytes={len(stamps)} complete={whole} wire_ms={wire:.2f} "
               f"client_ms={fmt(client)} service_ms={fmt(server)} "
-              f"wire_minus_client_ms={fmt(None if client is None else wire - client)}")
+              f"wire_minus_client_ms={fmt(None if client is None else wire - client)} "
+              f"creates={r.get('requests')} ok={r.get('ok')} failed={r.get('failed')}")
 
 
 main()

@@ -1,10 +1,11 @@
 //! Last-byte release of a burst over raw sockets. Each create is written whole to a
 //! [`GatedIo`] but for the final byte of the stream, which stays in user space; when
-//! the gate opens, one loop ([`Release::open`]) writes the held byte of every
-//! connection straight to its socket, one `send` after another. The burst then leaves
-//! in the time of 500 one-byte writes (about 2 ms on loopback here), not of 500 client
-//! tasks each woken and scheduled to write its own byte, and a server sees a request
-//! arrive when its last byte does ("last-byte synchronisation").
+//! the gate opens, one loop per core ([`Release::open`]) writes the held bytes of its
+//! share of the connections straight to their sockets, one `send` after another. The
+//! burst then leaves in the time of 500 one-byte writes divided over the cores (3-5 ms
+//! for 500 on loopback on the 2-core machine of `docs/benchmarks.md`), not of 500
+//! client tasks each woken and scheduled to write its own byte, and a server sees a
+//! request arrive when its last byte does ("last-byte synchronisation").
 //!
 //! The byte held is the last one the upper layer wrote, whatever the protocol: under
 //! TLS it is the final ciphertext byte, so the server cannot decrypt the request's
@@ -158,8 +159,10 @@ const ABORTED: u8 = 2;
 pub(crate) struct Release {
     gates: Mutex<Vec<Arc<Gate>>>,
     state: AtomicU8,
-    /// Whether the release loop ran at real-time priority (set when it ran).
+    /// Whether every release loop ran at real-time priority (set when they ran).
     realtime: OnceLock<bool>,
+    /// How many release loops ran (set when they ran).
+    lanes: OnceLock<usize>,
 }
 
 impl Release {
@@ -173,29 +176,55 @@ impl Release {
         }
     }
 
-    /// Writes every held byte, one connection after another, in one loop on this
-    /// thread. Only the first of `open` and `abort` acts.
+    /// Writes every held byte, one connection after another, in one loop per core
+    /// ([`release_lanes`]): this thread takes the first share, scoped threads the others,
+    /// all starting together. On loopback each `send` runs the segment's whole transmit
+    /// and receive path in the sender's context, so one loop is bound by one core's
+    /// speed at that path; lanes on the other cores divide the spread by their number
+    /// while those cores are free. Only the first of `open` and `abort` acts.
     pub(crate) fn open(&self) {
         let gates = self.settle(OPEN);
-        let boost = Boost::try_new();
+        let share = gates.len().div_ceil(release_lanes(gates.len())).max(1);
+        // As many lanes as shares (never a lane without one to wait at the start).
+        let lanes = gates.len().div_ceil(share).max(1);
+        let start = std::sync::Barrier::new(lanes);
+        let boosted = std::sync::atomic::AtomicUsize::new(0);
+        let runtime = tokio::runtime::Handle::try_current().ok();
         let t0 = Instant::now();
-        for g in &gates {
-            g.release();
-        }
+        std::thread::scope(|scope| {
+            let mut shares = gates.chunks(share);
+            let mine = shares.next().unwrap_or(&[]);
+            for theirs in shares {
+                let (start, boosted, runtime) = (&start, &boosted, runtime.as_ref());
+                // A byte that finds its socket full is sent by a task of the runtime.
+                scope.spawn(move || {
+                    let _in_runtime = runtime.map(tokio::runtime::Handle::enter);
+                    release_lane(theirs, start, boosted);
+                });
+            }
+            release_lane(mine, &start, &boosted);
+        });
         let took = t0.elapsed();
-        let _ = self.realtime.set(boost.is_some());
-        drop(boost);
+        let _ = self.realtime.set(boosted.load(Ordering::Relaxed) == lanes);
+        let _ = self.lanes.set(lanes);
         tracing::debug!(
             connections = gates.len(),
+            lanes,
             realtime = self.realtime.get(),
             ?took,
             "burst released"
         );
     }
 
-    /// Whether the release loop ran at real-time priority; `None` before it ran.
+    /// Whether every release loop ran at real-time priority; `None` before they ran.
     pub(crate) fn realtime(&self) -> Option<bool> {
         self.realtime.get().copied()
+    }
+
+    /// How many release loops ran; `None` before they ran.
+    #[cfg(test)]
+    fn lanes(&self) -> Option<usize> {
+        self.lanes.get().copied()
     }
 
     /// Drops every held byte and shuts its connection (the run was cancelled before
@@ -216,6 +245,38 @@ impl Release {
             Err(_) => Vec::new(),
         }
     }
+}
+
+/// Below this many held bytes one loop releases them: starting a thread (tens of
+/// microseconds) is not worth a share of a few sends of ~10 us each.
+const ONE_LANE_BELOW: usize = 64;
+
+/// Release loops for `held` bytes: one per core (at most 8), one for a small burst.
+fn release_lanes(held: usize) -> usize {
+    if held < ONE_LANE_BELOW {
+        return 1;
+    }
+    std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .clamp(1, 8)
+}
+
+/// One release loop: at real-time priority when the system allows it, started with the
+/// other lanes, then one `send` per gate.
+fn release_lane(
+    gates: &[Arc<Gate>],
+    start: &std::sync::Barrier,
+    boosted: &std::sync::atomic::AtomicUsize,
+) {
+    let boost = Boost::try_new();
+    if boost.is_some() {
+        boosted.fetch_add(1, Ordering::Relaxed);
+    }
+    start.wait();
+    for g in gates {
+        g.release();
+    }
+    drop(boost);
 }
 
 /// A TCP connection whose last written byte a [`Gate`] may hold back.
@@ -410,6 +471,51 @@ mod tests {
         let mut two = [0u8; 2];
         server2.read_exact(&mut two).await.unwrap();
         assert_eq!(&two, b"ab");
+    }
+
+    #[test]
+    fn a_small_burst_has_one_lane_and_a_large_one_a_lane_per_core() {
+        assert_eq!(release_lanes(ONE_LANE_BELOW - 1), 1);
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(release_lanes(5_000), cores.clamp(1, 8));
+    }
+
+    /// Every held byte of a burst split over lanes arrives, each after its gate opened,
+    /// whatever the lane that sent it.
+    #[tokio::test]
+    async fn every_held_byte_of_a_burst_over_several_lanes_is_released_once() {
+        const N: usize = ONE_LANE_BELOW * 2 + 3;
+        let release = Release::default();
+        let mut held = Vec::new();
+        for _ in 0..N {
+            let (mut io, gate, server) = pair().await;
+            let armed = gate.hold();
+            release.register(gate.clone());
+            io.write_all(b"ab").await.unwrap();
+            gate.body_done();
+            io.flush().await.unwrap();
+            armed.await.expect("armed");
+            held.push((io, gate, server));
+        }
+        let before = Instant::now();
+        release.open();
+        assert!(release.realtime().is_some(), "the lanes ran");
+        // One loop per core (up to 8) shared the release.
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(release.lanes(), Some(cores.clamp(1, 8)));
+        for (_io, gate, mut server) in held {
+            let mut two = [0u8; 2];
+            tokio::time::timeout(
+                std::time::Duration::from_secs(10),
+                server.read_exact(&mut two),
+            )
+            .await
+            .expect("the held byte arrives")
+            .unwrap();
+            assert_eq!(&two, b"ab");
+            nothing_more(&server);
+            assert!(gate.released_at().is_some_and(|t| t >= before));
+        }
     }
 
     #[tokio::test]
