@@ -27,6 +27,7 @@ pub mod trace;
 mod tests;
 
 pub use self::core::{NoCandidate, PlacementCore};
+pub use stampede_id::{format_id, Id};
 pub use accounting::NodeAccounting;
 pub use answer::{
     CreateStatus, DeleteOutcome, ErrorCode, FailureAnswer, FailureAnswers, FAILED_TO_PLACE,
