@@ -308,7 +308,10 @@ mod tests {
             assert!(id.is_inline());
         }
         let long = format_id!("{}-{}", "a".repeat(20), "b".repeat(20));
-        assert_eq!(long.as_str(), format!("{}-{}", "a".repeat(20), "b".repeat(20)));
+        assert_eq!(
+            long.as_str(),
+            format!("{}-{}", "a".repeat(20), "b".repeat(20))
+        );
         assert!(!long.is_inline());
     }
 

@@ -16,8 +16,8 @@ use foldhash::fast::RandomState;
 use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
-use stampede_id::Id;
 use rand_chacha::ChaCha8Rng;
+use stampede_id::Id;
 
 use crate::config::{CpuPercentModel, FailureCode, NodeSpec, RpcKind};
 pub use crate::rejection::{CreateRejection, NotFound};

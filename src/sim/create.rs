@@ -13,8 +13,8 @@ use super::engine::{sandbox_id, Engine, Event, SimNode};
 use super::queue::Nanos;
 use super::setup::{to_duration, to_nanos};
 use crate::placement::{
-    Answered, ChannelState, CreateOutcome, CreateReply, CreateStatus, DeleteOutcome, ErrorKind,
-    Id, Input, Output, PlacementKind,
+    Answered, ChannelState, CreateOutcome, CreateReply, CreateStatus, DeleteOutcome, ErrorKind, Id,
+    Input, Output, PlacementKind,
 };
 use crate::workload::Outcome;
 
@@ -385,12 +385,7 @@ impl Engine<'_> {
 
 /// What the placer learns from a Delete of `sandbox_id` (`vcpu`) on `node` that ended
 /// with `outcome`.
-pub(super) fn delete_ended(
-    node: &str,
-    sandbox_id: Id,
-    vcpu: u32,
-    outcome: DeleteOutcome,
-) -> Input {
+pub(super) fn delete_ended(node: &str, sandbox_id: Id, vcpu: u32, outcome: DeleteOutcome) -> Input {
     Input::DeleteEnded {
         node: node.into(),
         sandbox_id,

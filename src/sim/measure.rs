@@ -312,7 +312,11 @@ impl Engine<'_> {
                 .nodes
                 .iter_mut()
                 .map(|n| {
-                    let ids = n.model.list(now).into_iter().map(|s| s.sandbox_id.to_string());
+                    let ids = n
+                        .model
+                        .list(now)
+                        .into_iter()
+                        .map(|s| s.sandbox_id.to_string());
                     (n.id.to_string(), ids.collect())
                 })
                 .collect();
