@@ -56,6 +56,11 @@ pub struct NodeAccounting {
     unlisted_deletes: HashMap<Id, u32, RandomState>,
     #[cfg(feature = "mutations")]
     mutation: Option<super::mutation::Mutation>,
+    /// `StaleSyncErasesAdds`: creates in flight whose add a sync overwrote, and their vCPU.
+    #[cfg(feature = "mutations")]
+    erased_adds: HashSet<String, RandomState>,
+    #[cfg(feature = "mutations")]
+    erased_vcpu: u64,
 }
 
 impl NodeAccounting {
@@ -77,7 +82,9 @@ impl NodeAccounting {
 
     /// The create of `sandbox_id` succeeded: the sandbox now runs on the node.
     pub fn create_succeeded(&mut self, sandbox_id: &str, vcpu: u32) {
-        self.end_in_flight(sandbox_id);
+        if self.end_in_flight(sandbox_id) {
+            return; // StaleSyncErasesAdds: its add was made, and a sync overwrote it
+        }
         self.optimistic_delta += i64::from(vcpu);
         if self.confirmed.contains_key(sandbox_id) {
             return;
@@ -146,7 +153,9 @@ impl NodeAccounting {
         if !mutated!(self, DoubleCountAfterSync) {
             self.optimistic_delta = 0;
         }
-        let erase_unconfirmed = mutated!(self, StaleSyncErasesAdds);
+        if mutated!(self, StaleSyncErasesAdds) {
+            self.erase_in_flight_adds();
+        }
         let keep_confirmed = mutated!(self, DoubleCountAfterSync);
         match sandboxes {
             Some(list) => {
@@ -176,9 +185,6 @@ impl NodeAccounting {
                     if confirmed.contains_key(id) {
                         return keep_confirmed;
                     }
-                    if erase_unconfirmed {
-                        return false;
-                    }
                     if live.as_ref().is_some_and(|l| l.contains(id.as_str())) {
                         *missed = 0; // running, just not in the metrics yet
                         return true;
@@ -202,7 +208,7 @@ impl NodeAccounting {
     /// Allocated vCPU this node has in the eyes of `mode`; never negative.
     pub fn believed(&self, mode: AccountingMode) -> u64 {
         let reported = self.reported_vcpu as i128;
-        let in_flight = self.in_flight_vcpu as i128;
+        let in_flight = self.in_flight_vcpu as i128 - self.erased_vcpu() as i128;
         let believed = match mode {
             AccountingMode::Reported => reported,
             AccountingMode::InFlight => reported + in_flight,
@@ -259,12 +265,54 @@ impl NodeAccounting {
             .copied()
     }
 
-    fn end_in_flight(&mut self, sandbox_id: &str) {
-        if let Some(v) = self.in_flight.remove(sandbox_id) {
-            self.in_flight_vcpu -= u64::from(v);
-            if self.confirmed.contains_key(sandbox_id) {
-                self.in_flight_listed_vcpu -= u64::from(v);
+    /// Ends the create of `sandbox_id` in flight, if it is; true when a sync had erased
+    /// its add (`StaleSyncErasesAdds`; never without the mutation).
+    fn end_in_flight(&mut self, sandbox_id: &str) -> bool {
+        let Some(v) = self.in_flight.remove(sandbox_id) else {
+            return false;
+        };
+        self.in_flight_vcpu -= u64::from(v);
+        if self.confirmed.contains_key(sandbox_id) {
+            self.in_flight_listed_vcpu -= u64::from(v);
+        }
+        self.forget_erased(sandbox_id, v)
+    }
+
+    /// `StaleSyncErasesAdds`: the add of every create in flight is overwritten by the
+    /// sync's figure, which does not count a starting sandbox yet. The creates stay in
+    /// flight (the node still starts them); only their vCPU leaves the count.
+    #[cfg(feature = "mutations")]
+    fn erase_in_flight_adds(&mut self) {
+        for (id, v) in &self.in_flight {
+            if self.erased_adds.insert(id.clone()) {
+                self.erased_vcpu += u64::from(*v);
             }
         }
+    }
+    #[cfg(not(feature = "mutations"))]
+    fn erase_in_flight_adds(&mut self) {}
+
+    /// `StaleSyncErasesAdds`: whether the ended create's add had been erased.
+    #[cfg(feature = "mutations")]
+    fn forget_erased(&mut self, sandbox_id: &str, vcpu: u32) -> bool {
+        let erased = self.erased_adds.remove(sandbox_id);
+        if erased {
+            self.erased_vcpu -= u64::from(vcpu);
+        }
+        erased
+    }
+    #[cfg(not(feature = "mutations"))]
+    fn forget_erased(&mut self, _sandbox_id: &str, _vcpu: u32) -> bool {
+        false
+    }
+
+    /// vCPU of the creates in flight whose add a sync erased (0 without the mutation).
+    #[cfg(feature = "mutations")]
+    fn erased_vcpu(&self) -> u64 {
+        self.erased_vcpu
+    }
+    #[cfg(not(feature = "mutations"))]
+    fn erased_vcpu(&self) -> u64 {
+        0
     }
 }

@@ -14,9 +14,12 @@ pub const MUTATION_ENV: &str = "STAMPEDE_MUTATION";
 /// One planted accounting regression.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mutation {
-    /// A sync's report replaces the local count without keeping the creates placed
-    /// after the report was taken: `reconciled` drops its unconfirmed adds at every
-    /// sync (`optimistic` already does, as E2B).
+    /// The add is made when a create is sent, before its RPC, instead of being counted
+    /// as in flight beside the synced figure: a sync that lands while the create runs
+    /// overwrites it (the node counts a sandbox only once it runs), and the create's
+    /// success adds nothing, its add having been made. The sandbox is missing from
+    /// every mode's count until a later sync reports it. This is the ordering the
+    /// optimistic-accounting write-up rejected ("Add before the RPC").
     StaleSyncErasesAdds,
     /// A create is counted both in the sync's report and in the local adds: the
     /// optimistic delta survives syncs, and `reconciled` keeps adds a sync confirmed.

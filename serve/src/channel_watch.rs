@@ -1,5 +1,6 @@
-//! The gRPC channel state of each node, observed without a task per node: tonic opens
-//! every connection through a [`WatchedConnector`], which records into the node's
+//! The gRPC channel state of each node, observed without a task per node: the node's
+//! [`NodeChannel`](super::node_channel::NodeChannel) opens every connection through a
+//! [`WatchedConnector`], which records into the node's
 //! [`ChannelCell`] each connect attempt (Connecting), its result (Ready or
 //! TransientFailure), and the end of the connection's byte stream (EOF or an IO error:
 //! Idle, as grpc-go's pick_first goes when its connection is lost, reconnecting on the
@@ -37,7 +38,7 @@ impl Watch {
     }
 }
 
-/// A tonic connector over plain TCP that records the channel state of one node.
+/// A connector over plain TCP that records the channel state of one node.
 #[derive(Debug, Clone)]
 pub struct WatchedConnector {
     watch: Watch,

@@ -11,11 +11,12 @@ use stampede_proto::{
     SandboxCheckpointRequest, SandboxConfig, SandboxCreateRequest, SandboxDeleteRequest,
     SandboxPauseRequest, SandboxUpdateRequest, ServiceInfoResponse,
 };
-use tonic::transport::{Channel, Endpoint};
+use tonic::codegen::http::Uri;
 use tonic::{Code, Status};
 
 use super::channel_watch::WatchedConnector;
 use super::error::ServeError;
+use super::node_channel::NodeChannel;
 use stampede_placement::ChannelCell;
 
 /// A sandbox as a node's `List` reports it.
@@ -67,8 +68,8 @@ pub struct CreateSpec {
 /// Clients of one node over one lazily connected channel (reconnects by itself).
 #[derive(Debug, Clone)]
 pub struct NodeClient {
-    sandboxes: SandboxServiceClient<Channel>,
-    info: InfoServiceClient<Channel>,
+    sandboxes: SandboxServiceClient<NodeChannel>,
+    info: InfoServiceClient<NodeChannel>,
 }
 
 impl NodeClient {
@@ -85,12 +86,13 @@ impl NodeClient {
         } else {
             format!("http://{addr}")
         };
-        let endpoint = Endpoint::from_shared(uri).map_err(|e| ServeError::NodeAddr {
+        let bad = |message: String| ServeError::NodeAddr {
             addr: addr.to_string(),
-            message: e.to_string(),
-        })?;
-        let channel =
-            endpoint.connect_with_connector_lazy(WatchedConnector::new(channel, connect_timeout));
+            message,
+        };
+        let origin = Uri::try_from(uri).map_err(|e| bad(e.to_string()))?;
+        let channel = NodeChannel::new(origin, WatchedConnector::new(channel, connect_timeout))
+            .ok_or_else(|| bad("no scheme or host".to_string()))?;
         Ok(Self {
             sandboxes: SandboxServiceClient::new(channel.clone()),
             info: InfoServiceClient::new(channel),

@@ -75,6 +75,38 @@ fn nightly_guard_passes_for_optimistic_and_fails_for_reported() {
     );
 }
 
+/// The nightly guard bites on the wire too: with a double count after a sync planted in
+/// the service's placement core (the test-only `mutations` feature this binary is built
+/// with), the short nightly's `accounting_error` check fails and the run exits 1.
+#[test]
+fn nightly_guard_catches_a_double_count_on_the_wire() {
+    let dir = tempdir("nightly-mutated");
+    let profile = dir.join("nightly.yaml");
+    std::fs::write(&profile, short_nightly(Some("optimistic"), 50, 4)).unwrap();
+    let out = stampede()
+        .args(["run", "--quiet", "--report-dir"])
+        .arg(dir.join("r"))
+        .arg(&profile)
+        .env("STAMPEDE_MUTATION", "double-count")
+        .output()
+        .expect("stampede runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "the guard must fail: {stderr}");
+    let report = only_report(&dir.join("r"));
+    let failed: Vec<&str> = report["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .filter(|c| c["passed"] != true)
+        .filter_map(|c| c["check"].as_str())
+        .collect();
+    assert!(failed.contains(&"accounting_error"), "{failed:?} {stderr}");
+    let error = report["runs"][0]["accounting_error"]["mean_abs_vcpu"]
+        .as_f64()
+        .expect("an accounting error is measured");
+    assert!(error > 4.0, "double count reads {error} vCPU");
+}
+
 #[test]
 fn non_loopback_target_is_refused_unless_allowed() {
     let dir = tempdir("targets");

@@ -11,6 +11,7 @@ mod kill;
 mod lifecycle;
 mod many_nodes;
 mod mock_admin_client;
+mod node_channel;
 mod nodes;
 mod params;
 mod promtool;

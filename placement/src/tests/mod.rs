@@ -7,5 +7,7 @@ mod core;
 mod evict;
 mod frozen;
 mod lagged;
+#[cfg(feature = "mutations")]
+mod mutations;
 mod preferred;
 mod props;
