@@ -58,7 +58,7 @@ pub struct NodeAccounting {
     mutation: Option<super::mutation::Mutation>,
     /// `StaleSyncErasesAdds`: creates in flight whose add a sync overwrote, and their vCPU.
     #[cfg(feature = "mutations")]
-    erased_adds: HashSet<String, RandomState>,
+    erased_adds: HashSet<Id, RandomState>,
     #[cfg(feature = "mutations")]
     erased_vcpu: u64,
 }
