@@ -146,8 +146,8 @@ mod tests {
             ram_mb: 256,
             end_time: None,
             template_id: "base".into(),
-            team_id: String::new(),
-            execution_id: String::new(),
+            team_id: Default::default(),
+            execution_id: Default::default(),
         }
     }
 

@@ -138,12 +138,12 @@ impl NodeRpcs {
     fn running_sandbox(&self, s: &Sandbox) -> RunningSandbox {
         let clock = &self.node.clock;
         let config = SandboxConfig {
-            template_id: s.template_id.clone(),
-            sandbox_id: s.sandbox_id.clone(),
+            template_id: s.template_id.to_string(),
+            sandbox_id: s.sandbox_id.to_string(),
             vcpu: i64::from(s.vcpu),
             ram_mb: i64::try_from(s.ram_mb).unwrap_or(i64::MAX),
-            team_id: s.team_id.clone(),
-            execution_id: s.execution_id.clone(),
+            team_id: s.team_id.to_string(),
+            execution_id: s.execution_id.to_string(),
             ..Default::default()
         };
         RunningSandbox {
@@ -151,9 +151,9 @@ impl NodeRpcs {
             client_id: self.node.id.clone(),
             start_time: Some(clock.timestamp(s.start)),
             end_time: s.end.map(|e| clock.timestamp(e)),
-            sandbox_id: s.sandbox_id.clone(),
-            team_id: s.team_id.clone(),
-            execution_id: s.execution_id.clone(),
+            sandbox_id: s.sandbox_id.to_string(),
+            team_id: s.team_id.to_string(),
+            execution_id: s.execution_id.to_string(),
             vcpu: i64::from(s.vcpu),
             ram_mb: i64::try_from(s.ram_mb).unwrap_or(i64::MAX),
         }
@@ -212,13 +212,13 @@ impl NodeRpcs {
             };
             let sandbox_id = cfg.sandbox_id.clone();
             let create = CreateRequest {
-                sandbox_id: cfg.sandbox_id,
+                sandbox_id: cfg.sandbox_id.into(),
                 vcpu: cfg.vcpu,
                 ram_mb: cfg.ram_mb,
                 end_time: clock.offset_of_timestamp(req.end_time.as_ref()),
-                template_id: cfg.template_id,
-                team_id: cfg.team_id,
-                execution_id: cfg.execution_id,
+                template_id: cfg.template_id.into(),
+                team_id: cfg.team_id.into(),
+                execution_id: cfg.execution_id.into(),
             };
             let timeout = self.node.model().spec().create_timeout;
             let (eff, arrived) = self.send_create(timeout).await?;

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use stampede_id::Id;
 
 use crate::config::{CpuPercentModel, FailureCode, NodeSpec, RpcKind};
 pub use crate::rejection::{CreateRejection, NotFound};
@@ -43,8 +44,8 @@ pub struct NodeModel {
     status: ServiceStatus,
     /// Hash maps: every place their order reaches an answer sorts by id (`list`, the
     /// metrics' id list), and lookups by id are the hot path of a simulation.
-    running: HashMap<String, Sandbox, RandomState>,
-    starting: HashMap<String, Sandbox, RandomState>,
+    running: HashMap<Id, Sandbox, RandomState>,
+    starting: HashMap<Id, Sandbox, RandomState>,
     /// vCPU of `running` and of `starting`, kept with them (sums over the maps).
     running_vcpu: u64,
     starting_vcpu: u64,
@@ -217,11 +218,7 @@ impl NodeModel {
     /// Counts `n` refusals for `reason` at once (a simulator's parked retries).
     pub fn count_refusals(&mut self, reason: &str, n: u64) {
         if n > 0 {
-            *self
-                .counters
-                .creates_rejected
-                .entry(reason.to_string())
-                .or_default() += n;
+            self.counters.count_rejected(reason, n);
         }
     }
 
@@ -333,7 +330,7 @@ impl NodeModel {
         };
         if self.running.contains_key(&req.sandbox_id) || self.starting.contains_key(&req.sandbox_id)
         {
-            return Err(CreateRejection::AlreadyExists(req.sandbox_id.clone()));
+            return Err(CreateRejection::AlreadyExists(req.sandbox_id.to_string()));
         }
         self.capacity_refusal(vcpu)?;
         Ok((vcpu, ram_mb))
@@ -369,11 +366,7 @@ impl NodeModel {
 
     /// Counts a rejection decided outside the model (e.g. an `exhaust` fault) and returns it.
     pub fn reject(&mut self, r: CreateRejection) -> CreateRejection {
-        *self
-            .counters
-            .creates_rejected
-            .entry(r.reason().to_string())
-            .or_default() += 1;
+        self.counters.count_rejected(r.reason(), 1);
         r
     }
 
@@ -585,7 +578,7 @@ impl NodeModel {
 impl NodeModel {
     /// Ids of the running sandboxes, sorted.
     fn sorted_ids(&self) -> Vec<String> {
-        let mut ids: Vec<String> = self.running.keys().cloned().collect();
+        let mut ids: Vec<String> = self.running.keys().map(|id| id.to_string()).collect();
         ids.sort_unstable();
         ids
     }

@@ -4,18 +4,19 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use stampede_id::Id;
 
 /// A sandbox running on a node. Times are offsets from fleet start.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sandbox {
     /// Sandbox id, unique on the node.
-    pub sandbox_id: String,
+    pub sandbox_id: Id,
     /// Template it was created from (echoed back by List).
-    pub template_id: String,
+    pub template_id: Id,
     /// Owning team (echoed back by List).
-    pub team_id: String,
+    pub team_id: Id,
     /// Execution id (echoed back by List).
-    pub execution_id: String,
+    pub execution_id: Id,
     /// vCPUs it holds.
     pub vcpu: u32,
     /// Memory it holds, MiB.
@@ -30,7 +31,7 @@ pub struct Sandbox {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CreateRequest {
     /// Sandbox id; empty or longer than [`MAX_ID_BYTES`](crate::model::MAX_ID_BYTES) is invalid.
-    pub sandbox_id: String,
+    pub sandbox_id: Id,
     /// Requested vCPUs; must be > 0 and at most the node's `cpu_count`.
     pub vcpu: i64,
     /// Requested memory, MiB; must be > 0 and at most the node's `memory_mib`.
@@ -38,11 +39,11 @@ pub struct CreateRequest {
     /// Expiry, as an offset from fleet start; `None` = never.
     pub end_time: Option<Duration>,
     /// Template id (opaque, at most [`MAX_ID_BYTES`](crate::model::MAX_ID_BYTES)).
-    pub template_id: String,
+    pub template_id: Id,
     /// Team id (opaque, at most [`MAX_ID_BYTES`](crate::model::MAX_ID_BYTES)).
-    pub team_id: String,
+    pub team_id: Id,
     /// Execution id (opaque, at most [`MAX_ID_BYTES`](crate::model::MAX_ID_BYTES)).
-    pub execution_id: String,
+    pub execution_id: Id,
 }
 
 /// What a node reports about itself (E2B `ServiceInfoStatus`).
@@ -127,4 +128,16 @@ pub struct Counters {
     pub deletes_ok: u64,
     /// Restarts (each loses every sandbox).
     pub restarts: u64,
+}
+
+impl Counters {
+    /// Counts `n` creates refused for `reason` (allocates only for a reason not seen yet).
+    pub fn count_rejected(&mut self, reason: &str, n: u64) {
+        match self.creates_rejected.get_mut(reason) {
+            Some(c) => *c += n,
+            None => {
+                self.creates_rejected.insert(reason.to_string(), n);
+            }
+        }
+    }
 }

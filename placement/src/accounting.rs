@@ -7,6 +7,7 @@ use std::collections::{HashMap, HashSet};
 
 // Randomly seeded per map (listed ids come from nodes); faster than SipHash on short ids.
 use foldhash::fast::RandomState;
+use stampede_id::Id;
 
 use super::mode::AccountingMode;
 
@@ -34,7 +35,7 @@ pub struct NodeAccounting {
     /// `metric_cpu_allocated` of the last applied sync.
     reported_vcpu: u64,
     /// This instance's creates in progress on the node: sandbox id -> vCPU.
-    in_flight: HashMap<String, u32, RandomState>,
+    in_flight: HashMap<Id, u32, RandomState>,
     in_flight_vcpu: u64,
     /// `reconciled`: vCPU of the creates in flight that the last sync's ids already name
     /// (the node counts a starting sandbox): the figure counts them, so they are not added.
@@ -42,22 +43,22 @@ pub struct NodeAccounting {
     /// `optimistic`: vCPU added on create success, removed on delete; zeroed by every sync.
     optimistic_delta: i64,
     /// `reconciled`: ids (and vCPU) listed by the last sync that carried an id list.
-    confirmed: HashMap<String, u32, RandomState>,
+    confirmed: HashMap<Id, u32, RandomState>,
     /// `reconciled`: created here, not yet listed by a sync: id -> (vCPU, syncs missed).
-    pending_adds: HashMap<String, (u32, u32), RandomState>,
+    pending_adds: HashMap<Id, (u32, u32), RandomState>,
     pending_adds_vcpu: u64,
     /// `reconciled`: deleted here, still listed by the last sync: id -> vCPU.
-    pending_removes: HashMap<String, u32, RandomState>,
+    pending_removes: HashMap<Id, u32, RandomState>,
     pending_removes_vcpu: u64,
     /// `reconciled`: deleted here before any sync listed it: id -> vCPU. Not counted; a
     /// sync whose (lagged) ids still name it turns it into a pending remove, and it is
     /// forgotten at the first sync that does not name it.
-    unlisted_deletes: HashMap<String, u32, RandomState>,
+    unlisted_deletes: HashMap<Id, u32, RandomState>,
     #[cfg(feature = "mutations")]
     mutation: Option<super::mutation::Mutation>,
     /// `StaleSyncErasesAdds`: creates in flight whose add a sync overwrote, and their vCPU.
     #[cfg(feature = "mutations")]
-    erased_adds: HashSet<String, RandomState>,
+    erased_adds: HashSet<Id, RandomState>,
     #[cfg(feature = "mutations")]
     erased_vcpu: u64,
 }
@@ -72,7 +73,7 @@ impl NodeAccounting {
     /// A create of `sandbox_id` needing `vcpu` was sent to this node.
     pub fn start_placing(&mut self, sandbox_id: &str, vcpu: u32) {
         self.end_in_flight(sandbox_id);
-        self.in_flight.insert(sandbox_id.to_string(), vcpu);
+        self.in_flight.insert(Id::new(sandbox_id), vcpu);
         self.in_flight_vcpu += u64::from(vcpu);
         if self.confirmed.contains_key(sandbox_id) {
             self.in_flight_listed_vcpu += u64::from(vcpu);
@@ -88,7 +89,7 @@ impl NodeAccounting {
         if self.confirmed.contains_key(sandbox_id) {
             return;
         }
-        if let Some((old, _)) = self.pending_adds.insert(sandbox_id.to_string(), (vcpu, 0)) {
+        if let Some((old, _)) = self.pending_adds.insert(Id::new(sandbox_id), (vcpu, 0)) {
             self.pending_adds_vcpu -= u64::from(old);
         }
         self.pending_adds_vcpu += u64::from(vcpu);
@@ -111,7 +112,7 @@ impl NodeAccounting {
         } else if let Some(&listed) = self.confirmed.get(sandbox_id) {
             if self
                 .pending_removes
-                .insert(sandbox_id.to_string(), listed)
+                .insert(Id::new(sandbox_id), listed)
                 .is_none()
             {
                 self.pending_removes_vcpu += u64::from(listed);
@@ -122,7 +123,7 @@ impl NodeAccounting {
         };
         // Not in the last sync's figure, but a later sync's figure may have been taken
         // before this delete: remembered until a sync no longer names it.
-        self.unlisted_deletes.insert(sandbox_id.to_string(), vcpu);
+        self.unlisted_deletes.insert(Id::new(sandbox_id), vcpu);
     }
 
     /// A sync reported `reported_vcpu` allocated and, when the node provided one, the list
@@ -158,7 +159,7 @@ impl NodeAccounting {
         let keep_confirmed = mutated!(self, DoubleCountAfterSync);
         match sandboxes {
             Some(list) => {
-                self.confirmed = list.iter().cloned().collect();
+                self.confirmed = list.iter().map(|(id, v)| (Id::new(id), *v)).collect();
                 let confirmed = &self.confirmed;
                 let live: Option<HashSet<&str, RandomState>> =
                     listed_now.map(|l| l.iter().map(String::as_str).collect());

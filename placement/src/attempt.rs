@@ -13,6 +13,7 @@ use rand::Rng;
 
 use super::core::{NoCandidate, PlacementCore};
 use super::node_view::NodeId;
+use stampede_id::Id;
 
 /// Outcome of one `SandboxService/Create` RPC, as the retry rules see it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,7 +76,7 @@ pub enum Decision {
 /// The retry state of one create request.
 #[derive(Debug, Clone)]
 pub struct PlacementAttempt {
-    sandbox_id: String,
+    sandbox_id: Id,
     vcpu: u32,
     excluded: BTreeSet<NodeId>,
     attempts: u32,
@@ -86,7 +87,7 @@ pub struct PlacementAttempt {
 
 impl PlacementAttempt {
     /// A request to place `sandbox_id` needing `vcpu`.
-    pub fn new(sandbox_id: impl Into<String>, vcpu: u32) -> Self {
+    pub fn new(sandbox_id: impl Into<Id>, vcpu: u32) -> Self {
         Self {
             sandbox_id: sandbox_id.into(),
             vcpu,

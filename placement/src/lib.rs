@@ -42,5 +42,6 @@ pub use mode::AccountingMode;
 pub use node_view::{NodeCounters, NodeId, NodeMetrics, NodeStatus, NodeView, SyncSnapshot};
 pub use preferred::{PlacementKind, PreferredNode};
 pub use score::score;
+pub use stampede_id::{format_id, Id};
 pub use sync_reply::{status_from_wire, InfoReply, Listed};
 pub use trace::{replay, Replay, TraceError, TraceLine, TraceSink};

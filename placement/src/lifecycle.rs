@@ -27,6 +27,7 @@ use super::node_view::{NodeId, NodeStatus};
 use super::preferred::PreferredNode;
 use super::sync_reply::{snapshot, InfoReply, Listed};
 use super::trace::TraceSink;
+use stampede_id::Id;
 
 /// A driver's name for one create request (unique while it is open).
 pub type RequestId = u64;
@@ -97,7 +98,7 @@ pub enum Input {
         /// The driver's id for it.
         req: RequestId,
         /// The sandbox id chosen for it.
-        sandbox_id: String,
+        sandbox_id: Id,
         /// vCPU.
         vcpu: u32,
     },
@@ -107,7 +108,7 @@ pub enum Input {
         /// The driver's id for it.
         req: RequestId,
         /// The sandbox id (a resume keeps its own, a fork has a new one).
-        sandbox_id: String,
+        sandbox_id: Id,
         /// vCPU.
         vcpu: u32,
         /// The node the snapshot was taken on, when known.
@@ -171,7 +172,7 @@ pub enum Input {
         /// The node.
         node: NodeId,
         /// The sandbox.
-        sandbox_id: String,
+        sandbox_id: Id,
         /// Its vCPU.
         vcpu: u32,
         /// Whether the node deleted it (or no longer had it).
@@ -308,7 +309,7 @@ impl Placer {
 
     /// Record every input and output to `sink` from now on (a trace to replay).
     pub fn record(&mut self, mut sink: TraceSink) {
-        sink.header(&self.cfg, self.core.nodes().map(|n| n.id().to_string()));
+        sink.header(&self.cfg, self.core.nodes().map(|n| n.id().into()));
         self.trace = Some(sink);
     }
 
@@ -422,7 +423,7 @@ impl Placer {
         &mut self,
         now: Duration,
         req: RequestId,
-        sandbox_id: String,
+        sandbox_id: Id,
         vcpu: u32,
         origin: Option<NodeId>,
     ) {
@@ -439,7 +440,7 @@ impl Placer {
     fn replied(&mut self, now: Duration, req: RequestId, reply: CreateReply) -> Option<Output> {
         let o = self.open.get_mut(&req)?;
         if reply != CreateReply::Refused && o.first_tried.is_none() {
-            o.first_tried = o.attempt.current().map(str::to_string);
+            o.first_tried = o.attempt.current().map(Id::new);
         }
         let decision = match &reply {
             CreateReply::Created => o.attempt.report(&mut self.core, CreateOutcome::Created),

@@ -10,7 +10,7 @@ use super::channel::{node_status, ChannelCell, ChannelState};
 use super::mode::AccountingMode;
 
 /// Identifier of a node (E2B's `node_id`, e.g. `node-03`).
-pub type NodeId = String;
+pub type NodeId = stampede_id::Id;
 
 /// A node's status as E2B's API reports it (`NodeStatus` in `spec/openapi.yml`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

@@ -72,7 +72,7 @@ impl TraceSink {
             match self.channels.get_mut(i) {
                 Some(seen) if *seen != state => {
                     *seen = state;
-                    changed.push((n.id().to_string(), state));
+                    changed.push((n.id().into(), state));
                 }
                 Some(_) => {}
                 None => self.channels.push(state),

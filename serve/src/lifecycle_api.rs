@@ -323,8 +323,8 @@ async fn pause_on_node(shared: Arc<Shared>, id: String, record: SandboxRecord) -
         Err(_) => DeleteOutcome::Failed,
     };
     shared.handle(stampede_placement::Input::DeleteEnded {
-        node: record.node.clone(),
-        sandbox_id: id.clone(),
+        node: record.node.as_str().into(),
+        sandbox_id: id.as_str().into(),
         vcpu: record.vcpu,
         released: delete.releases_vcpu(),
     });

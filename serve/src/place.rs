@@ -157,14 +157,14 @@ async fn place_loop(
     let first = match from {
         None => Input::Create {
             req,
-            sandbox_id: sandbox_id.to_string(),
+            sandbox_id: sandbox_id.into(),
             vcpu: spec.vcpu,
         },
         Some(FromSnapshot { origin, .. }) => Input::Resume {
             req,
-            sandbox_id: sandbox_id.to_string(),
+            sandbox_id: sandbox_id.into(),
             vcpu: spec.vcpu,
-            origin,
+            origin: origin.map(Into::into),
         },
     };
     let mut next = decide(shared, first);
@@ -172,7 +172,7 @@ async fn place_loop(
         let reply = match next {
             Some(Output::Answer(a)) => {
                 open.answered();
-                lock(warmed).clone_from(&a.warmed);
+                *lock(warmed) = a.warmed.as_deref().map(str::to_string);
                 return answered(shared, spec, a);
             }
             Some(Output::RetryAt { at, .. }) => {
@@ -196,7 +196,7 @@ async fn place_loop(
                 // No deadline of its own: E2B bounds the Create RPC by the request's only
                 // (`packages/api/main.go` requestTimeout), so a hung node holds the request.
                 let left = deadline.saturating_sub(shared.now());
-                let Some(conn) = shared.nodes.get(&node) else {
+                let Some(conn) = shared.nodes.get(node.as_str()) else {
                     // Unreachable: the placer only knows nodes of `shared.nodes`.
                     let reply = failed_reply(&node);
                     next = decide(shared, Input::CreateReplied { req, reply });
@@ -321,7 +321,7 @@ fn client_gone(
     let shared = open.shared;
     match shared.handle(Input::Cancel { req: open.req }) {
         Some(Output::Answer(a)) => {
-            lock(warmed).clone_from(&a.warmed);
+            *lock(warmed) = a.warmed.as_deref().map(str::to_string);
             answered(shared, spec, a)
         }
         _ => Err(ApiError::new(
@@ -407,8 +407,8 @@ async fn kill_on_node(
         },
     };
     shared.handle(Input::DeleteEnded {
-        node: record.node.clone(),
-        sandbox_id: sandbox_id.to_string(),
+        node: record.node.as_str().into(),
+        sandbox_id: sandbox_id.into(),
         vcpu: record.vcpu,
         released: outcome.releases_vcpu(),
     });

@@ -65,7 +65,7 @@ async fn sync_node(shared: &Arc<Shared>, node: &NodeConn) {
         match node.client.list(limit).await {
             Ok(listed) => {
                 shared.handle(Input::Synced {
-                    node: node.id.clone(),
+                    node: node.id.as_str().into(),
                     info: reply,
                     listed: Some(listed.iter().map(ListedOnNode::listed).collect()),
                 });
@@ -77,7 +77,7 @@ async fn sync_node(shared: &Arc<Shared>, node: &NodeConn) {
             Err(e) => {
                 tracing::debug!(node = %node.id, error = %e, "List failed");
                 shared.handle(Input::Synced {
-                    node: node.id.clone(),
+                    node: node.id.as_str().into(),
                     info: reply,
                     listed: None,
                 });
@@ -86,7 +86,7 @@ async fn sync_node(shared: &Arc<Shared>, node: &NodeConn) {
     }
     shared.telemetry.sync_failures.fetch_add(1, Relaxed);
     shared.handle(Input::SyncFailed {
-        node: node.id.clone(),
+        node: node.id.as_str().into(),
         answered,
     });
     let status = lock(&shared.placer)
@@ -165,8 +165,8 @@ async fn kill_orphans(
             }
         };
         shared.handle(Input::DeleteEnded {
-            node: node.id.clone(),
-            sandbox_id: s.id.clone(),
+            node: node.id.as_str().into(),
+            sandbox_id: s.id.as_str().into(),
             vcpu: s.vcpu,
             released: outcome.releases_vcpu(),
         });

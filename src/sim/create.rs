@@ -13,7 +13,7 @@ use super::engine::{sandbox_id, Engine, Event, SimNode};
 use super::queue::Nanos;
 use super::setup::{to_duration, to_nanos};
 use crate::placement::{
-    Answered, ChannelState, CreateOutcome, CreateReply, CreateStatus, DeleteOutcome, ErrorKind,
+    Answered, ChannelState, CreateOutcome, CreateReply, CreateStatus, DeleteOutcome, ErrorKind, Id,
     Input, Output, PlacementKind,
 };
 use crate::workload::Outcome;
@@ -141,9 +141,9 @@ impl Engine<'_> {
             vcpu: i64::from(s.vcpu),
             ram_mb: i64::from(s.ram_mb),
             end_time: Some(to_duration(now).saturating_add(s.timeout)),
-            template_id: s.template.clone(),
-            team_id: String::new(),
-            execution_id: String::new(),
+            template_id: Id::new(&s.template),
+            team_id: Id::EMPTY,
+            execution_id: Id::EMPTY,
         };
         let latency = match n.model.gate_create(&n.effect, Ok(req), to_duration(now)) {
             CreateArrival::Failed(code) => {
@@ -385,14 +385,9 @@ impl Engine<'_> {
 
 /// What the placer learns from a Delete of `sandbox_id` (`vcpu`) on `node` that ended
 /// with `outcome`.
-pub(super) fn delete_ended(
-    node: &str,
-    sandbox_id: String,
-    vcpu: u32,
-    outcome: DeleteOutcome,
-) -> Input {
+pub(super) fn delete_ended(node: &str, sandbox_id: Id, vcpu: u32, outcome: DeleteOutcome) -> Input {
     Input::DeleteEnded {
-        node: node.to_string(),
+        node: node.into(),
         sandbox_id,
         vcpu,
         released: outcome.releases_vcpu(),

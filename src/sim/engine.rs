@@ -19,7 +19,9 @@ use super::retry::Park;
 use super::set_audit::SetLedger;
 use super::setup::{to_duration, Arrivals, SimSetup};
 use crate::aggregate::EntryAnswer;
-use crate::placement::{CreateOutcome, CreateStatus, Input, PlacementKind, Placer, PlacerConfig};
+use crate::placement::{
+    format_id, CreateOutcome, CreateStatus, Id, Input, PlacementKind, Placer, PlacerConfig,
+};
 use crate::workload::Outcome;
 
 /// What can happen at an instant.
@@ -65,7 +67,7 @@ pub(super) enum Event {
 
 /// One node: the shared model plus the faults in force on it.
 pub(super) struct SimNode {
-    pub id: String,
+    pub id: Id,
     pub model: NodeModel,
     pub effect: FaultEffect,
     /// Indices of the chaos steps in force, in application order.
@@ -84,7 +86,7 @@ pub(super) struct Active {
     pub user: Option<u32>,
     pub replica: u32,
     /// The sandbox id its creates carry.
-    pub sandbox_id: String,
+    pub sandbox_id: Id,
     /// Its deadline, as the placer set it (known from its first Create on).
     pub deadline: Nanos,
     /// Node of the create in flight.
@@ -141,7 +143,7 @@ pub(super) struct Engine<'a> {
     pub now: Nanos,
     pub queue: EventQueue<Event>,
     pub nodes: Vec<SimNode>,
-    pub node_index: HashMap<String, u32, foldhash::fast::RandomState>,
+    pub node_index: HashMap<Id, u32, foldhash::fast::RandomState>,
     pub placers: Vec<Placer>,
     pub slots: Vec<Option<Active>>,
     pub free_slots: Vec<u32>,
@@ -182,9 +184,9 @@ impl<'a> Engine<'a> {
         let idle = setup.cluster.idle_cpu_percents(setup.cluster_seed);
         let nodes: Vec<SimNode> = (0..n)
             .map(|k| {
-                let id = setup.cluster.node_id(k);
+                let id = Id::from(setup.cluster.node_id(k));
                 let model = NodeModel::new(
-                    id.clone(),
+                    id.to_string(),
                     setup.cluster.spec_for(k),
                     node_seed(setup.cluster_seed, k),
                 )
@@ -511,6 +513,6 @@ fn loosens_admission(event: &Event) -> bool {
 }
 
 /// The sandbox id of request `req` (zero-padded so ids sort like requests).
-pub(super) fn sandbox_id(req: u64) -> String {
-    format!("sb-{req:08}")
+pub(super) fn sandbox_id(req: u64) -> Id {
+    format_id!("sb-{req:08}")
 }

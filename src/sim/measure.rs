@@ -312,13 +312,17 @@ impl Engine<'_> {
                 .nodes
                 .iter_mut()
                 .map(|n| {
-                    let ids = n.model.list(now).into_iter().map(|s| s.sandbox_id);
-                    (n.id.clone(), ids.collect())
+                    let ids = n
+                        .model
+                        .list(now)
+                        .into_iter()
+                        .map(|s| s.sandbox_id.to_string());
+                    (n.id.to_string(), ids.collect())
                 })
                 .collect();
             let evicted = std::mem::take(&mut self.evictions)
                 .into_iter()
-                .map(super::engine::sandbox_id)
+                .map(|req| super::engine::sandbox_id(req).to_string())
                 .collect();
             audit_sets(ledger, self.setup, inventory, evicted)
         });
@@ -331,7 +335,7 @@ impl Engine<'_> {
         let end = ms(self.now);
         let mut agg = std::mem::take(&mut t.agg);
         if self.setup.lifecycle.is_some() {
-            let ids: Vec<String> = self.nodes.iter().map(|n| n.id.clone()).collect();
+            let ids: Vec<String> = self.nodes.iter().map(|n| n.id.to_string()).collect();
             agg.placements_by_kind(self.lives.placements_by_kind(&ids));
             agg.resumes(self.lives.resume_figures());
         }

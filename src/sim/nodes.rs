@@ -77,7 +77,7 @@ impl Engine<'_> {
                 .list(now)
                 .into_iter()
                 .map(|s| Listed {
-                    id: s.sandbox_id,
+                    id: s.sandbox_id.to_string(),
                     vcpu: s.vcpu,
                 })
                 .collect();
@@ -167,7 +167,7 @@ impl Engine<'_> {
 
 fn channel(node: &str, state: ChannelState) -> Input {
     Input::Channel {
-        node: node.to_string(),
+        node: node.into(),
         state,
     }
 }
@@ -175,7 +175,7 @@ fn channel(node: &str, state: ChannelState) -> Input {
 /// A failed cycle of a node that always answered before (every replica syncs at 0).
 fn sync_failed(node: &str) -> Input {
     Input::SyncFailed {
-        node: node.to_string(),
+        node: node.into(),
         answered: true,
     }
 }

@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 
 use crate::{
-    AccountingMode, CreateOutcome, Decision, NoCandidate, NodeMetrics, NodeStatus,
+    AccountingMode, CreateOutcome, Decision, NoCandidate, NodeId, NodeMetrics, NodeStatus,
     PlacementAttempt, PlacementConfig, PlacementCore, PlacementFailure, SyncSnapshot,
 };
 use rand::SeedableRng;
@@ -104,12 +104,12 @@ fn only_ready_and_not_excluded_nodes_are_sampled() {
     );
     core.set_status("a", NodeStatus::Draining);
     core.set_status("b", NodeStatus::Unhealthy);
-    let excluded: BTreeSet<String> = ["c".to_string()].into();
+    let excluded: BTreeSet<NodeId> = ["c".into()].into();
     let mut rng = ChaCha8Rng::seed_from_u64(1);
     for _ in 0..100 {
         assert_eq!(core.choose(1, &excluded, &mut rng).as_deref(), Some("d"));
     }
-    let all: BTreeSet<String> = ["c".to_string(), "d".to_string()].into();
+    let all: BTreeSet<NodeId> = ["c".into(), "d".into()].into();
     assert_eq!(
         core.try_choose(1, &all, &mut rng),
         Err(NoCandidate::CapacityUnavailable)
@@ -148,7 +148,7 @@ fn resource_exhausted_retries_without_exclusion_or_attempt() {
     let mut rng = ChaCha8Rng::seed_from_u64(2);
     let mut att = PlacementAttempt::new("sbx", 1);
     for _ in 0..10 {
-        assert_eq!(att.next(&mut core, &mut rng), Ok("only".to_string()));
+        assert_eq!(att.next(&mut core, &mut rng), Ok("only".into()));
         assert_eq!(core.in_flight("only"), Some(1));
         assert_eq!(
             att.report(&mut core, CreateOutcome::ResourceExhausted),

@@ -17,7 +17,7 @@ fn placer(nodes: usize) -> Placer {
         defer_retries: false,
     };
     let ids: Vec<String> = (0..nodes).map(|i| format!("node-{i}")).collect();
-    let mut p = Placer::new(cfg, ids.clone());
+    let mut p = Placer::new(cfg, ids.iter().map(Into::into));
     for id in ids {
         sync(&mut p, &id, NodeStatus::Ready, 0);
     }
@@ -40,7 +40,7 @@ fn sync(p: &mut Placer, node: &str, status: NodeStatus, allocated: u32) {
     p.handle(
         Duration::ZERO,
         Input::Synced {
-            node: node.to_string(),
+            node: node.into(),
             info,
             listed: Some(Vec::new()),
         },
@@ -52,16 +52,16 @@ fn resume(p: &mut Placer, req: u64, origin: Option<&str>) -> Option<Output> {
         Duration::ZERO,
         Input::Resume {
             req,
-            sandbox_id: format!("isb{req}"),
+            sandbox_id: format!("isb{req}").into(),
             vcpu: 2,
-            origin: origin.map(str::to_string),
+            origin: origin.map(Into::into),
         },
     )
 }
 
 fn sent_to(out: Option<Output>) -> String {
     match out {
-        Some(Output::SendCreate { node, .. }) => node,
+        Some(Output::SendCreate { node, .. }) => node.to_string(),
         other => panic!("expected a Create, got {other:?}"),
     }
 }
