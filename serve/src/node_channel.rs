@@ -16,8 +16,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{ready, Context, Poll};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use http_body::{Body as HttpBody, Frame};
+use http_body_util::BodyExt;
 use tonic::codegen::http::uri::{Authority, Scheme};
 use tonic::codegen::http::{Request, Response, Uri};
 use tonic::Status;
@@ -120,7 +121,8 @@ impl Inner {
         uri.scheme = Some(self.scheme.clone());
         uri.authority = Some(self.authority.clone());
         parts.uri = Uri::from_parts(uri)?;
-        let message = collect(body).await?;
+        // The request's message (a unary call's one frame), read whole.
+        let message = body.collect().await.map_err(Into::into)?.to_bytes();
         let mut send = self.handle().await?.ready().await?;
         let (answer, mut stream) = send.send_request(Request::from_parts(parts, ()), false)?;
         stream.send_data(message, true)?;
@@ -137,35 +139,6 @@ impl Inner {
 
 fn unavailable(origin: &Uri, e: &dyn std::fmt::Display) -> BoxError {
     Box::new(Status::unavailable(format!("connect to {origin}: {e}")))
-}
-
-/// The request's message (a unary call's one frame), read whole.
-async fn collect<B>(body: B) -> Result<Bytes, BoxError>
-where
-    B: HttpBody<Data = Bytes>,
-    B::Error: Into<BoxError>,
-{
-    let mut body = std::pin::pin!(body);
-    let mut first: Option<Bytes> = None;
-    let mut more: Option<BytesMut> = None;
-    while let Some(frame) = std::future::poll_fn(|cx| body.as_mut().poll_frame(cx)).await {
-        let Ok(data) = frame.map_err(Into::into)?.into_data() else {
-            continue;
-        };
-        match (&mut first, &mut more) {
-            (None, _) => first = Some(data),
-            (Some(f), None) => {
-                let mut m = BytesMut::from(&f[..]);
-                m.extend_from_slice(&data);
-                more = Some(m);
-            }
-            (Some(_), Some(m)) => m.extend_from_slice(&data),
-        }
-    }
-    Ok(match more {
-        Some(m) => m.freeze(),
-        None => first.unwrap_or_default(),
-    })
 }
 
 impl<B> tower::Service<Request<B>> for NodeChannel
