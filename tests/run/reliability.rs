@@ -247,20 +247,31 @@ async fn a_fault_that_cannot_be_healed_fails_the_run_naming_it() {
         assert!(Instant::now() < deadline, "node-00 never killed");
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
-    // The status turns `killed` as the listener starts closing: bind once it is closed.
-    // Bound, never listening (and without SO_REUSEADDR): the node cannot bind the port
-    // back, and the service's connects to it are refused at once rather than left
-    // unanswered in a backlog until the requests' 70 s deadline.
+    // The status turns `killed` as the listener starts closing: listen once it is closed.
+    // A listening socket keeps the node from binding its port back (it binds with
+    // SO_REUSEADDR, which a listener still refuses). The squatter sets SO_REUSEADDR too:
+    // connections the killed node closed first sit in TIME_WAIT on that port for a
+    // minute, and a bind without it fails until they end. It accepts and closes every
+    // connection at once, so the service's calls to the port fail at once rather than
+    // wait in a backlog until the requests' 70 s deadline.
     let deadline = Instant::now() + Duration::from_secs(10);
     let addr: std::net::SocketAddr = addr.parse().expect("grpc_addr is an address");
-    let squatter = loop {
+    let listener = loop {
         let socket = tokio::net::TcpSocket::new_v4().expect("socket");
-        match socket.bind(addr) {
-            Ok(()) => break socket,
+        socket.set_reuseaddr(true).expect("SO_REUSEADDR");
+        match socket.bind(addr).and_then(|()| socket.listen(64)) {
+            Ok(listener) => break listener,
             Err(e) => assert!(Instant::now() < deadline, "port {addr} never freed: {e}"),
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     };
+    let squatter = tokio::spawn(async move {
+        loop {
+            if let Ok((conn, _)) = listener.accept().await {
+                drop(conn);
+            }
+        }
+    });
     let status = wait_exit(&mut run, Duration::from_secs(120)).await;
     let stderr = run.stderr.lock().unwrap().clone();
     assert_eq!(status.code(), Some(2), "{status:?}\n{stderr}");
@@ -287,7 +298,9 @@ async fn a_fault_that_cannot_be_healed_fails_the_run_naming_it() {
         .cloned()
         .expect("the kill is listed");
     assert_eq!(kill["active"], true, "{kill}");
-    drop(squatter);
+    // The port is free again once the squatter's task, and its listener, are gone.
+    squatter.abort();
+    assert!(squatter.await.is_err_and(|e| e.is_cancelled()));
     // mock-node retries the heal by itself once the port is free.
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
