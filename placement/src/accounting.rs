@@ -276,7 +276,12 @@ impl NodeAccounting {
                         + r.pending_adds_vcpu as i128
                         - r.pending_removes_vcpu as i128
                 }
-                None => reported + in_flight,
+                // Dropped only by a core whose drivers read its configured mode alone
+                // (`keep_only_configured_mode`), which is then another one.
+                None => {
+                    debug_assert!(false, "`reconciled` asked of a core that dropped it");
+                    reported + in_flight
+                }
             },
         };
         u64::try_from(believed.max(0)).unwrap_or(u64::MAX)
