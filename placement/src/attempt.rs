@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 
 use rand::Rng;
 
-use super::core::{NoCandidate, PlacementCore};
+use super::core::{NoCandidate, NodeAt, PlacementCore};
 use super::node_view::NodeId;
 use stampede_id::Id;
 
@@ -81,7 +81,8 @@ pub struct PlacementAttempt {
     excluded: BTreeSet<NodeId>,
     attempts: u32,
     refusals: u32,
-    current: Option<NodeId>,
+    /// The node a create is in flight on, and its position in the core's node table.
+    current: Option<(NodeId, Option<usize>)>,
     forwarded: Option<String>,
 }
 
@@ -118,13 +119,14 @@ impl PlacementAttempt {
                 PlacementFailure::NoNodesAvailable
             });
         }
-        let node = match core.try_choose(self.vcpu, &self.excluded, rng) {
+        let (at, node) = match core.try_choose_at(self.vcpu, &self.excluded, rng) {
             Ok(n) => n,
             Err(_) if self.attempts > 0 => return Err(self.create_failed()),
             Err(why) => return Err(why.into()),
         };
-        core.start_placing(&node, &self.sandbox_id, self.vcpu);
-        self.current = Some(node.clone());
+        let at = Some(at);
+        core.start_placing_at(NodeAt { id: &node, at }, &self.sandbox_id, self.vcpu);
+        self.current = Some((node.clone(), at));
         Ok(node)
     }
 
@@ -140,8 +142,9 @@ impl PlacementAttempt {
         if self.attempts >= core.config().max_retries {
             return Err(self.create_failed());
         }
-        core.start_placing(&node, &self.sandbox_id, self.vcpu);
-        self.current = Some(node.clone());
+        let at = core.position(&node);
+        core.start_placing_at(NodeAt { id: &node, at }, &self.sandbox_id, self.vcpu);
+        self.current = Some((node.clone(), at));
         Ok(node)
     }
 
@@ -182,21 +185,22 @@ impl PlacementAttempt {
     /// A failure never ends the request here: the driver checks its deadline, then
     /// `next` says whether candidates are left.
     pub fn report(&mut self, core: &mut PlacementCore, outcome: CreateOutcome) -> Decision {
-        let Some(node) = self.current.take() else {
+        let Some((node, at)) = self.current.take() else {
             return Decision::Retry;
         };
+        let on = NodeAt { id: &node, at };
         match outcome {
             CreateOutcome::Created => {
-                core.create_succeeded(&node, &self.sandbox_id, self.vcpu);
+                core.create_succeeded_at(on, &self.sandbox_id, self.vcpu);
                 Decision::Placed(node)
             }
             CreateOutcome::ResourceExhausted => {
-                core.create_refused(&node, &self.sandbox_id);
+                core.create_refused_at(on, &self.sandbox_id);
                 self.refusals += 1;
                 Decision::Retry
             }
             CreateOutcome::Failed => {
-                core.create_failed(&node, &self.sandbox_id);
+                core.create_failed_at(on, &self.sandbox_id);
                 self.excluded.insert(node);
                 self.attempts += 1;
                 self.forwarded = None;
@@ -208,8 +212,8 @@ impl PlacementAttempt {
     /// Forget a create whose outcome will never be reported (request cancelled): it is
     /// no longer counted in flight. A no-op when nothing is in flight.
     pub fn abandon(&mut self, core: &mut PlacementCore) {
-        if let Some(node) = self.current.take() {
-            core.create_failed(&node, &self.sandbox_id);
+        if let Some((node, at)) = self.current.take() {
+            core.create_failed_at(NodeAt { id: &node, at }, &self.sandbox_id);
         }
     }
 
@@ -248,6 +252,6 @@ impl PlacementAttempt {
 
     /// The node a create is in flight on, if any.
     pub fn current(&self) -> Option<&str> {
-        self.current.as_deref()
+        self.current.as_ref().map(|(node, _)| node.as_str())
     }
 }

@@ -170,6 +170,17 @@ impl PlacementCore {
         excluded: &BTreeSet<NodeId>,
         rng: &mut R,
     ) -> Result<NodeId, NoCandidate> {
+        self.try_choose_at(vcpu, excluded, rng).map(|(_, id)| id)
+    }
+
+    /// [`try_choose`](Self::try_choose), with the chosen node's position in the node
+    /// table (a [`NodeAt`] hint for the calls that follow).
+    pub(crate) fn try_choose_at<R: Rng + ?Sized>(
+        &mut self,
+        vcpu: u32,
+        excluded: &BTreeSet<NodeId>,
+        rng: &mut R,
+    ) -> Result<(usize, NodeId), NoCandidate> {
         let cfg = &self.config;
         let nodes = &self.nodes;
         let picked = self.candidates.sample(
@@ -193,9 +204,28 @@ impl PlacementCore {
                 best = Some((i, s));
             }
         }
-        match best.and_then(|(i, _)| nodes.get_index(i)) {
-            Some((id, _)) => Ok(id.clone()),
+        match best.and_then(|(i, _)| Some((i, nodes.get_index(i)?.0))) {
+            Some((i, id)) => Ok((i, id.clone())),
             None => Err(self.why_none()),
+        }
+    }
+
+    /// Where `node` is in the node table, if known.
+    pub(crate) fn position(&self, node: &str) -> Option<usize> {
+        self.nodes.get_index_of(node)
+    }
+
+    /// The view of `node.id`, found at `node.at` without hashing its id when the table
+    /// has not moved since the position was taken.
+    fn view_mut(&mut self, node: NodeAt<'_>) -> Option<&mut NodeView> {
+        let at = node.at.filter(|&i| {
+            self.nodes
+                .get_index(i)
+                .is_some_and(|(id, _)| id.as_str() == node.id)
+        });
+        match at {
+            Some(i) => self.nodes.get_index_mut(i).map(|(_, n)| n),
+            None => self.nodes.get_mut(node.id),
         }
     }
 
@@ -248,30 +278,46 @@ impl PlacementCore {
 
     /// A create of `sandbox_id` (`vcpu`) was sent to `node`.
     pub fn start_placing(&mut self, node: &str, sandbox_id: &str, vcpu: u32) {
-        if let Some(n) = self.nodes.get_mut(node) {
-            n.accounting_mut().start_placing(sandbox_id, vcpu);
-        }
+        self.start_placing_at(NodeAt::id(node), sandbox_id, vcpu);
     }
 
     /// The create of `sandbox_id` (`vcpu`) on `node` succeeded.
     pub fn create_succeeded(&mut self, node: &str, sandbox_id: &str, vcpu: u32) {
-        if let Some(n) = self.nodes.get_mut(node) {
+        self.create_succeeded_at(NodeAt::id(node), sandbox_id, vcpu);
+    }
+
+    /// The create of `sandbox_id` on `node` failed (any error but ResourceExhausted).
+    pub fn create_failed(&mut self, node: &str, sandbox_id: &str) {
+        self.create_failed_at(NodeAt::id(node), sandbox_id);
+    }
+
+    /// The create of `sandbox_id` on `node` was refused with ResourceExhausted.
+    pub fn create_refused(&mut self, node: &str, sandbox_id: &str) {
+        self.create_refused_at(NodeAt::id(node), sandbox_id);
+    }
+
+    pub(crate) fn start_placing_at(&mut self, node: NodeAt<'_>, sandbox_id: &str, vcpu: u32) {
+        if let Some(n) = self.view_mut(node) {
+            n.accounting_mut().start_placing(sandbox_id, vcpu);
+        }
+    }
+
+    pub(crate) fn create_succeeded_at(&mut self, node: NodeAt<'_>, sandbox_id: &str, vcpu: u32) {
+        if let Some(n) = self.view_mut(node) {
             n.accounting_mut().create_succeeded(sandbox_id, vcpu);
             n.counters_mut().create_successes += 1;
         }
     }
 
-    /// The create of `sandbox_id` on `node` failed (any error but ResourceExhausted).
-    pub fn create_failed(&mut self, node: &str, sandbox_id: &str) {
-        if let Some(n) = self.nodes.get_mut(node) {
+    pub(crate) fn create_failed_at(&mut self, node: NodeAt<'_>, sandbox_id: &str) {
+        if let Some(n) = self.view_mut(node) {
             n.accounting_mut().create_ended_without_sandbox(sandbox_id);
             n.counters_mut().create_fails += 1;
         }
     }
 
-    /// The create of `sandbox_id` on `node` was refused with ResourceExhausted.
-    pub fn create_refused(&mut self, node: &str, sandbox_id: &str) {
-        if let Some(n) = self.nodes.get_mut(node) {
+    pub(crate) fn create_refused_at(&mut self, node: NodeAt<'_>, sandbox_id: &str) {
+        if let Some(n) = self.view_mut(node) {
             n.accounting_mut().create_ended_without_sandbox(sandbox_id);
             n.counters_mut().create_refusals += 1;
         }
@@ -321,6 +367,22 @@ impl PlacementCore {
         } else {
             NoCandidate::NoCompatibleNode
         }
+    }
+}
+
+/// A node by id, with where it was in the node table when last seen: the per-create
+/// calls find it there without hashing the id (checked against the id, so a table that
+/// moved since only costs the lookup).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NodeAt<'a> {
+    pub id: &'a str,
+    pub at: Option<usize>,
+}
+
+impl<'a> NodeAt<'a> {
+    /// `id`, looked up by hash.
+    pub fn id(id: &'a str) -> Self {
+        Self { id, at: None }
     }
 }
 

@@ -335,7 +335,7 @@ impl Engine<'_> {
         let now = to_duration(self.now);
         let n = &mut self.nodes[node as usize];
         let id = sandbox_id(req);
-        let outcome = if self.evicted.remove(&req) {
+        let outcome = if !self.evicted.is_empty() && self.evicted.remove(&req) {
             // The evictor removed it from the store first: E2B's 404.
             Outcome::Status(404)
         } else if n.effect.hung {
