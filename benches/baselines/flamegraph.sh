@@ -13,14 +13,14 @@
 # BENCH_H2LOAD_REQUESTS (default here 150000).
 set -euo pipefail
 part=${1:?part (rest, h2load)}
-marker=${2:?a symbol only the subject's stacks have}
+marker=${2:?a symbol only the subject stacks have}
 out=${3:?output .svg}
-title=${TITLE:-"$part: the subject's round, bench-server threads"}
+title=${TITLE:-"$part, the subject round, bench-server threads"}
 export BENCH_ROUNDS=1
 export BENCH_REST_REQUESTS=${BENCH_REST_REQUESTS:-20000}
 export BENCH_H2LOAD_REQUESTS=${BENCH_H2LOAD_REQUESTS:-150000}
-bin=$(cargo bench --bench baselines --no-run --message-format=json 2>/dev/null |
-    sed -n 's/.*"executable":"\([^"]*baselines[^"]*\)".*/\1/p' | tail -1)
+cargo bench --bench baselines --no-run --message-format=json 2>/dev/null >"${TMPDIR:-/tmp}/baselines-build.json"
+bin=$(grep -o '"executable":"[^"]*baselines[^"]*"' "${TMPDIR:-/tmp}/baselines-build.json" | tail -1 | cut -d'"' -f4)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 perf record -F 1999 --call-graph dwarf,16384 -o "$tmp/perf.data" "$bin" --bench "$part" >/dev/null
