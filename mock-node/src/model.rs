@@ -7,12 +7,7 @@
 //! (`packages/orchestrator/pkg/server/sandboxes.go`); it leaves through Delete, Pause or
 //! a restart, and the API's evictor is what sends that Delete.
 
-use std::collections::hash_map::Entry;
-use std::collections::HashMap;
-
-// foldhash: randomly seeded per map (ids come from clients), and several times faster
-// than SipHash on short ids.
-use foldhash::fast::RandomState;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
@@ -25,6 +20,9 @@ pub use crate::snapshot::{Counters, CreateRequest, MetricsSnapshot, Sandbox, Ser
 use crate::starting::StartingQueue;
 pub use crate::starting::{Ticket, WaitState};
 
+mod inventory;
+use inventory::{Held, Inventory, LabelCache};
+
 /// Longest sandbox, template, team or execution id a create may carry, in bytes.
 ///
 /// E2B's ids are far shorter (a sandbox id is `i` and 20 characters); the bound keeps a
@@ -32,39 +30,42 @@ pub use crate::starting::{Ticket, WaitState};
 pub const MAX_ID_BYTES: usize = 128;
 
 /// One virtual orchestrator node.
+///
+/// A simulator holds thousands at once, so what most nodes never use is boxed (a lagged
+/// or frozen metrics snapshot, a queue of calls waiting for a starting slot) and the
+/// spec is shared ([`new`](Self::new) takes an `Arc`).
 #[derive(Debug, Clone)]
 pub struct NodeModel {
-    id: String,
-    spec: NodeSpec,
+    id: Id,
+    spec: Arc<NodeSpec>,
     rng: ChaCha8Rng,
     service_id: String,
     started_at: Duration,
     baseline_vcpu: u32,
     idle_cpu_percent: u32,
     status: ServiceStatus,
-    /// Hash maps: every place their order reaches an answer sorts by id (`list`, the
-    /// metrics' id list), and lookups by id are the hot path of a simulation.
-    running: HashMap<Id, Sandbox, RandomState>,
-    starting: HashMap<Id, Sandbox, RandomState>,
-    /// vCPU of `running` and of `starting`, kept with them (sums over the maps).
-    running_vcpu: u64,
-    starting_vcpu: u64,
-    /// Calls waiting for a starting slot, and slots handed to them.
-    waiters: StartingQueue,
+    running: Inventory,
+    starting: Inventory,
+    labels: LabelCache,
+    /// Calls waiting for a starting slot, and slots handed to them; `None` until the
+    /// first call waits.
+    waiters: Option<Box<StartingQueue>>,
     counters: Counters,
     last_now: Duration,
-    lagged: Option<(u128, MetricsSnapshot)>,
+    lagged: Option<Box<(u128, MetricsSnapshot)>>,
     /// Offset of this node's host-CPU sampling ticks from its start (a real host's
     /// sampler starts with its process, at an arbitrary phase).
     cpu_phase: Duration,
     /// Host CPU% as last sampled, with the sampling period it belongs to.
     cpu_sample: Option<(u128, u32)>,
-    frozen: Option<MetricsSnapshot>,
+    frozen: Option<Box<MetricsSnapshot>>,
 }
 
 impl NodeModel {
-    /// A fresh node; every random choice it makes derives from `rng_seed`.
-    pub fn new(id: String, spec: NodeSpec, rng_seed: u64) -> Self {
+    /// A fresh node; every random choice it makes derives from `rng_seed`. Nodes of one
+    /// spec may share it (`Arc::clone`).
+    pub fn new(id: String, spec: impl Into<Arc<NodeSpec>>, rng_seed: u64) -> Self {
+        let spec = spec.into();
         let mut rng = ChaCha8Rng::seed_from_u64(rng_seed);
         let b = spec.baseline_vcpu;
         let baseline_vcpu = if b.max > b.min {
@@ -86,7 +87,7 @@ impl NodeModel {
             Duration::ZERO
         };
         Self {
-            id,
+            id: Id::new(&id),
             spec,
             rng,
             service_id,
@@ -94,11 +95,10 @@ impl NodeModel {
             baseline_vcpu,
             idle_cpu_percent,
             status: ServiceStatus::Healthy,
-            running: HashMap::default(),
-            starting: HashMap::default(),
-            running_vcpu: 0,
-            starting_vcpu: 0,
-            waiters: StartingQueue::default(),
+            running: Inventory::default(),
+            starting: Inventory::default(),
+            labels: LabelCache::default(),
+            waiters: None,
             counters: Counters::default(),
             last_now: Duration::ZERO,
             lagged: None,
@@ -124,7 +124,7 @@ impl NodeModel {
 
     /// Node id (`node-03`).
     pub fn id(&self) -> &str {
-        &self.id
+        self.id.as_str()
     }
     /// The spec the node follows.
     pub fn spec(&self) -> &NodeSpec {
@@ -170,7 +170,7 @@ impl NodeModel {
     /// for a waiter that was handed one.
     fn free_starting_slots(&self) -> Option<usize> {
         let max = self.spec.max_starting as usize;
-        (max > 0).then(|| max.saturating_sub(self.starting.len() + self.waiters.held()))
+        (max > 0).then(|| max.saturating_sub(self.starting.len() + self.held_slots()))
     }
 
     /// A call that needs a starting slot (a Create from a snapshot, a Checkpoint): `None`
@@ -178,41 +178,52 @@ impl NodeModel {
     /// ([`starting`](crate::starting)). A queue only forms while every slot is taken, so
     /// nobody passes an older waiter.
     pub fn join_starting_wait(&mut self) -> Option<Ticket> {
-        self.starting_slots_full().then(|| self.waiters.join())
+        self.starting_slots_full()
+            .then(|| self.waiters.get_or_insert_with(Box::default).join())
     }
 
     /// Calls waiting for a starting slot, not yet handed one.
     pub fn starting_waiters(&self) -> usize {
-        self.waiters.waiting()
+        self.waiters.as_ref().map_or(0, |w| w.waiting())
+    }
+
+    /// Slots held for woken waiters that have not gone on to admission yet.
+    fn held_slots(&self) -> usize {
+        self.waiters.as_ref().map_or(0, |w| w.held())
     }
 
     /// Where the waiting call `t` stands.
     pub fn starting_wait(&self, t: Ticket) -> WaitState {
-        self.waiters.state(t)
+        match &self.waiters {
+            Some(w) => w.state(t),
+            None => WaitState::Gone,
+        }
     }
 
     /// The waiting call `t` leaves the queue: it gave up, was cancelled, or goes on to
     /// admission under this same lock (the slot held for it is then free for its create
     /// and for nobody else in between).
     pub fn leave_starting_wait(&mut self, t: Ticket) {
-        self.waiters.leave(t);
+        if let Some(w) = &mut self.waiters {
+            w.leave(t);
+        }
     }
 
     /// Hands the free starting slots to the oldest waiters (or lets every waiter go when
     /// the node is at `max_sandboxes`). Whether anyone was woken. Drivers call it after
     /// every change to the node.
     pub fn wake_starting_waiters(&mut self) -> bool {
-        if self.waiters.waiting() == 0 {
+        if self.starting_waiters() == 0 {
             return false;
         }
         let at_max = self.at_max_sandboxes();
         let free = self.free_starting_slots().unwrap_or(usize::MAX);
-        self.waiters.wake(free, at_max)
+        self.waiters.as_mut().is_some_and(|w| w.wake(free, at_max))
     }
 
     /// Whether `sandbox_id` runs on the node (started, not being started).
     pub fn is_running(&self, sandbox_id: &str) -> bool {
-        self.running.contains_key(sandbox_id)
+        self.running.contains(sandbox_id)
     }
 
     /// Counts `n` refusals for `reason` at once (a simulator's parked retries).
@@ -246,8 +257,12 @@ impl NodeModel {
         }
         // Zero lag means live metrics: no period, no snapshot.
         if let Some(period) = now.as_nanos().checked_div(self.spec.metrics_lag.as_nanos()) {
-            if self.lagged.as_ref().is_none_or(|(p, _)| *p != period) {
-                self.lagged = Some((period, self.live_metrics(now)));
+            if self.lagged.as_ref().is_none_or(|l| l.0 != period) {
+                let snap = self.live_metrics(now);
+                match &mut self.lagged {
+                    Some(l) => **l = (period, snap),
+                    None => self.lagged = Some(Box::new((period, snap))),
+                }
             }
         }
     }
@@ -263,18 +278,16 @@ impl NodeModel {
         let r = self.admit(&req);
         match r {
             Ok((vcpu, ram_mb)) => {
-                let sb = Sandbox {
-                    sandbox_id: req.sandbox_id.clone(),
-                    template_id: req.template_id,
-                    team_id: req.team_id,
-                    execution_id: req.execution_id,
-                    vcpu,
+                let held = Held {
+                    labels: self
+                        .labels
+                        .share(req.template_id, req.team_id, req.execution_id),
                     ram_mb,
                     start: self.last_now,
                     end: req.end_time,
+                    vcpu,
                 };
-                self.starting_vcpu += u64::from(vcpu);
-                self.starting.insert(req.sandbox_id, sb);
+                self.starting.insert(req.sandbox_id, held);
                 Ok(())
             }
             Err(e) => Err(self.reject(e)),
@@ -328,8 +341,7 @@ impl NodeModel {
                 )));
             }
         };
-        if self.running.contains_key(&req.sandbox_id) || self.starting.contains_key(&req.sandbox_id)
-        {
+        if self.running.contains(&req.sandbox_id) || self.starting.contains(&req.sandbox_id) {
             return Err(CreateRejection::AlreadyExists(req.sandbox_id.to_string()));
         }
         self.capacity_refusal(vcpu)?;
@@ -350,8 +362,8 @@ impl NodeModel {
         if s.overcommit > 0.0 {
             // Creates in progress hold their vCPU too, or concurrent creates would overshoot.
             let allocated = u64::from(self.baseline_vcpu)
-                .saturating_add(self.running_vcpu)
-                .saturating_add(self.starting_vcpu);
+                .saturating_add(self.running.vcpu())
+                .saturating_add(self.starting.vcpu());
             let capacity = s.overcommit * f64::from(s.cpu_count);
             if allocated.saturating_add(u64::from(vcpu)) as f64 > capacity {
                 return Err(CreateRejection::Overcommit {
@@ -372,23 +384,15 @@ impl NodeModel {
 
     /// Completes an admitted create: the sandbox runs from `now`. `NotFound` when the
     /// create is no longer in progress (the node restarted meanwhile); that counts as failed.
-    pub fn finish_create(&mut self, sandbox_id: &str, now: Duration) -> Result<&Sandbox, NotFound> {
+    pub fn finish_create(&mut self, sandbox_id: &str, now: Duration) -> Result<(), NotFound> {
         self.advance(now);
-        match self.starting.remove_entry(sandbox_id) {
-            Some((id, mut sb)) => {
-                self.starting_vcpu -= u64::from(sb.vcpu);
-                self.running_vcpu += u64::from(sb.vcpu);
-                sb.start = self.last_now;
+        match self.starting.remove(sandbox_id) {
+            Some((id, mut held)) => {
+                held.start = self.last_now;
                 self.counters.creates_ok += 1;
-                Ok(match self.running.entry(id) {
-                    Entry::Vacant(v) => v.insert(sb),
-                    Entry::Occupied(mut o) => {
-                        // Unreachable: admission refuses an id already running.
-                        self.running_vcpu -= u64::from(o.get().vcpu);
-                        o.insert(sb);
-                        o.into_mut()
-                    }
-                })
+                // Replaces nothing: admission refuses an id already running.
+                self.running.insert(id, held);
+                Ok(())
             }
             None => {
                 self.counters.creates_failed += 1;
@@ -400,8 +404,7 @@ impl NodeModel {
     /// Abandons an admitted create (caller went away, injected failure): counted as failed.
     pub fn abort_create(&mut self, sandbox_id: &str, now: Duration) {
         self.advance(now);
-        if let Some(sb) = self.starting.remove(sandbox_id) {
-            self.starting_vcpu -= u64::from(sb.vcpu);
+        if self.starting.remove(sandbox_id).is_some() {
             self.counters.creates_failed += 1;
         }
     }
@@ -416,9 +419,8 @@ impl NodeModel {
         self.advance(now);
         let sb = self
             .running
-            .remove(sandbox_id)
+            .take(sandbox_id)
             .ok_or_else(|| NotFound(sandbox_id.to_string()))?;
-        self.running_vcpu -= u64::from(sb.vcpu);
         self.counters.deletes_ok += 1;
         Ok(sb)
     }
@@ -432,18 +434,18 @@ impl NodeModel {
         now: Duration,
     ) -> Result<(), NotFound> {
         self.advance(now);
-        let sb = self
+        let held = self
             .running
             .get_mut(sandbox_id)
             .ok_or_else(|| NotFound(sandbox_id.to_string()))?;
-        sb.end = end;
+        held.end = end;
         Ok(())
     }
 
     /// Running sandboxes, by id.
     pub fn list(&mut self, now: Duration) -> Vec<Sandbox> {
         self.advance(now);
-        let mut all: Vec<Sandbox> = self.running.values().cloned().collect();
+        let mut all: Vec<Sandbox> = self.running.sandboxes().collect();
         all.sort_unstable_by(|a, b| a.sandbox_id.cmp(&b.sandbox_id));
         all
     }
@@ -452,9 +454,9 @@ impl NodeModel {
     pub fn metrics(&mut self, now: Duration) -> MetricsSnapshot {
         self.advance(now);
         if let Some(f) = &self.frozen {
-            return f.clone();
+            return MetricsSnapshot::clone(f);
         }
-        match &self.lagged {
+        match self.lagged.as_deref() {
             Some((_, snap)) if !self.spec.metrics_lag.is_zero() => snap.clone(),
             _ => self.live_metrics(self.last_now),
         }
@@ -470,7 +472,7 @@ impl NodeModel {
     /// them, without building a snapshot (a simulator samples every node every second).
     pub fn truth_counts(&mut self, now: Duration) -> (u32, u32) {
         self.advance(now);
-        let allocated = u64::from(self.baseline_vcpu).saturating_add(self.running_vcpu);
+        let allocated = u64::from(self.baseline_vcpu).saturating_add(self.running.vcpu());
         (
             u32::try_from(self.running.len()).unwrap_or(u32::MAX),
             u32::try_from(allocated).unwrap_or(u32::MAX),
@@ -480,7 +482,7 @@ impl NodeModel {
     /// Keeps serving the metrics reported now until [`unfreeze_metrics`](Self::unfreeze_metrics).
     pub fn freeze_metrics(&mut self, now: Duration) {
         if self.frozen.is_none() {
-            self.frozen = Some(self.metrics(now));
+            self.frozen = Some(Box::new(self.metrics(now)));
         }
     }
 
@@ -499,8 +501,6 @@ impl NodeModel {
         self.advance(now);
         self.running.clear();
         self.starting.clear();
-        self.running_vcpu = 0;
-        self.starting_vcpu = 0;
         self.service_id = new_service_id(&mut self.rng);
         self.started_at = self.last_now;
         self.counters.restarts += 1;
@@ -549,17 +549,13 @@ impl NodeModel {
 
     fn live_metrics(&self, now: Duration) -> MetricsSnapshot {
         let s = &self.spec;
-        let allocated = u64::from(self.baseline_vcpu).saturating_add(self.running_vcpu);
+        let allocated = u64::from(self.baseline_vcpu).saturating_add(self.running.vcpu());
         let allocated_vcpu = u32::try_from(allocated).unwrap_or(u32::MAX);
         let cpu_percent = match self.cpu_sample {
             Some((_, sampled)) if !self.spec.cpu_percent_period.is_zero() => sampled,
             _ => self.cpu_percent(),
         };
-        // Saturating, never wrapping: a total past u64 reads as "everything", not as a little.
-        let mem_mib = self
-            .running
-            .values()
-            .fold(0u64, |acc, x| acc.saturating_add(x.ram_mb));
+        let mem_mib = self.running.ram_mb();
         let mem_bytes = mem_mib.saturating_mul(1 << 20);
         MetricsSnapshot {
             taken_at: now,
@@ -578,7 +574,7 @@ impl NodeModel {
 impl NodeModel {
     /// Ids of the running sandboxes, sorted.
     fn sorted_ids(&self) -> Vec<String> {
-        let mut ids: Vec<String> = self.running.keys().map(|id| id.to_string()).collect();
+        let mut ids: Vec<String> = self.running.ids().map(|id| id.to_string()).collect();
         ids.sort_unstable();
         ids
     }
@@ -588,7 +584,7 @@ impl NodeModel {
     fn cpu_percent(&self) -> u32 {
         let s = &self.spec;
         let idle = f64::from(self.idle_cpu_percent);
-        let sandboxes = self.running_vcpu as f64;
+        let sandboxes = self.running.vcpu() as f64;
         let percent = match s.cpu_percent {
             CpuPercentModel::Host => {
                 let allocated = f64::from(self.baseline_vcpu) + sandboxes;

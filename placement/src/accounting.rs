@@ -1,7 +1,12 @@
 //! The per-node accounting state machine behind the four [`AccountingMode`]s.
 //!
-//! One state keeps the bookkeeping of every mode at once (it is cheap), so a driver can
-//! report what each mode would believe; the configured mode decides what scoring reads.
+//! One state keeps the bookkeeping of every mode at once, so a driver can report what
+//! each mode would believe (the service's `GET /nodes` does); the configured mode decides
+//! what scoring reads. Only `reconciled` keeps per-sandbox state beyond the creates in
+//! flight, and at 10,000 nodes that state is most of a simulation's memory: a driver that
+//! reports no `reconciled` figure while running another mode drops it
+//! ([`keep_only`](NodeAccounting::keep_only)). Every other mode's figure is the same
+//! with or without it.
 
 use std::collections::{HashMap, HashSet};
 
@@ -30,30 +35,17 @@ macro_rules! mutated {
 ///
 /// The id maps are hash maps: only their sizes and vCPU sums are read, never their
 /// order, and a simulator updates them several times per placement.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct NodeAccounting {
     /// `metric_cpu_allocated` of the last applied sync.
     reported_vcpu: u64,
     /// This instance's creates in progress on the node: sandbox id -> vCPU.
     in_flight: HashMap<Id, u32, RandomState>,
     in_flight_vcpu: u64,
-    /// `reconciled`: vCPU of the creates in flight that the last sync's ids already name
-    /// (the node counts a starting sandbox): the figure counts them, so they are not added.
-    in_flight_listed_vcpu: u64,
     /// `optimistic`: vCPU added on create success, removed on delete; zeroed by every sync.
     optimistic_delta: i64,
-    /// `reconciled`: ids (and vCPU) listed by the last sync that carried an id list.
-    confirmed: HashMap<Id, u32, RandomState>,
-    /// `reconciled`: created here, not yet listed by a sync: id -> (vCPU, syncs missed).
-    pending_adds: HashMap<Id, (u32, u32), RandomState>,
-    pending_adds_vcpu: u64,
-    /// `reconciled`: deleted here, still listed by the last sync: id -> vCPU.
-    pending_removes: HashMap<Id, u32, RandomState>,
-    pending_removes_vcpu: u64,
-    /// `reconciled`: deleted here before any sync listed it: id -> vCPU. Not counted; a
-    /// sync whose (lagged) ids still name it turns it into a pending remove, and it is
-    /// forgotten at the first sync that does not name it.
-    unlisted_deletes: HashMap<Id, u32, RandomState>,
+    /// `reconciled`'s bookkeeping; `None` once [`keep_only`](Self::keep_only) dropped it.
+    reconciled: Option<Box<Reconciled>>,
     #[cfg(feature = "mutations")]
     mutation: Option<super::mutation::Mutation>,
     /// `StaleSyncErasesAdds`: creates in flight whose add a sync overwrote, and their vCPU.
@@ -63,7 +55,63 @@ pub struct NodeAccounting {
     erased_vcpu: u64,
 }
 
+/// What only `reconciled` reads: the creates and deletes of this instance that no sync
+/// has confirmed yet, and the ids the last sync listed.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Reconciled {
+    /// vCPU of the creates in flight that the last sync's ids already name (the node
+    /// counts a starting sandbox): the figure counts them, so they are not added.
+    in_flight_listed_vcpu: u64,
+    /// Ids (and vCPU) listed by the last sync that carried an id list.
+    confirmed: HashMap<Id, u32, RandomState>,
+    /// Created here, not yet listed by a sync: id -> (vCPU, syncs missed).
+    pending_adds: HashMap<Id, (u32, u32), RandomState>,
+    pending_adds_vcpu: u64,
+    /// Deleted here, still listed by the last sync: id -> vCPU.
+    pending_removes: HashMap<Id, u32, RandomState>,
+    pending_removes_vcpu: u64,
+    /// Deleted here before any sync listed it: id -> vCPU. Not counted; a sync whose
+    /// (lagged) ids still name it turns it into a pending remove, and it is forgotten at
+    /// the first sync that does not name it.
+    unlisted_deletes: HashMap<Id, u32, RandomState>,
+}
+
+impl Default for NodeAccounting {
+    /// A node nothing happened on yet, keeping every mode's bookkeeping.
+    fn default() -> Self {
+        Self {
+            reported_vcpu: 0,
+            in_flight: HashMap::default(),
+            in_flight_vcpu: 0,
+            optimistic_delta: 0,
+            reconciled: Some(Box::default()),
+            #[cfg(feature = "mutations")]
+            mutation: None,
+            #[cfg(feature = "mutations")]
+            erased_adds: HashSet::default(),
+            #[cfg(feature = "mutations")]
+            erased_vcpu: 0,
+        }
+    }
+}
+
 impl NodeAccounting {
+    /// Keeps only the bookkeeping `mode` reads, dropping the rest: for a driver that
+    /// reports no other mode's figure. [`believed`](Self::believed) then answers for
+    /// `mode` (and for every mode but `reconciled`) as before; asked for `reconciled`
+    /// after it was dropped, it answers what `in-flight` believes.
+    pub fn keep_only(&mut self, mode: AccountingMode) {
+        if mode != AccountingMode::Reconciled {
+            self.reconciled = None;
+        }
+    }
+
+    /// Whether [`believed`](Self::believed) answers for `mode` (see
+    /// [`keep_only`](Self::keep_only)).
+    pub fn keeps(&self, mode: AccountingMode) -> bool {
+        mode != AccountingMode::Reconciled || self.reconciled.is_some()
+    }
+
     /// Plant `mutation` in this node's bookkeeping (test builds only).
     #[cfg(feature = "mutations")]
     pub fn set_mutation(&mut self, mutation: Option<super::mutation::Mutation>) {
@@ -75,8 +123,10 @@ impl NodeAccounting {
         self.end_in_flight(sandbox_id);
         self.in_flight.insert(Id::new(sandbox_id), vcpu);
         self.in_flight_vcpu += u64::from(vcpu);
-        if self.confirmed.contains_key(sandbox_id) {
-            self.in_flight_listed_vcpu += u64::from(vcpu);
+        if let Some(r) = &mut self.reconciled {
+            if r.confirmed.contains_key(sandbox_id) {
+                r.in_flight_listed_vcpu += u64::from(vcpu);
+            }
         }
     }
 
@@ -86,13 +136,16 @@ impl NodeAccounting {
             return; // StaleSyncErasesAdds: its add was made, and a sync overwrote it
         }
         self.optimistic_delta += i64::from(vcpu);
-        if self.confirmed.contains_key(sandbox_id) {
+        let Some(r) = &mut self.reconciled else {
+            return;
+        };
+        if r.confirmed.contains_key(sandbox_id) {
             return;
         }
-        if let Some((old, _)) = self.pending_adds.insert(Id::new(sandbox_id), (vcpu, 0)) {
-            self.pending_adds_vcpu -= u64::from(old);
+        if let Some((old, _)) = r.pending_adds.insert(Id::new(sandbox_id), (vcpu, 0)) {
+            r.pending_adds_vcpu -= u64::from(old);
         }
-        self.pending_adds_vcpu += u64::from(vcpu);
+        r.pending_adds_vcpu += u64::from(vcpu);
     }
 
     /// The create of `sandbox_id` failed or was refused: nothing landed.
@@ -106,16 +159,18 @@ impl NodeAccounting {
             return;
         }
         self.optimistic_delta -= i64::from(vcpu);
-        let vcpu = if let Some((added, _)) = self.pending_adds.remove(sandbox_id) {
-            self.pending_adds_vcpu -= u64::from(added);
+        let Some(r) = &mut self.reconciled else {
+            return;
+        };
+        let vcpu = if let Some((added, _)) = r.pending_adds.remove(sandbox_id) {
+            r.pending_adds_vcpu -= u64::from(added);
             added
-        } else if let Some(&listed) = self.confirmed.get(sandbox_id) {
-            if self
-                .pending_removes
+        } else if let Some(&listed) = r.confirmed.get(sandbox_id) {
+            if r.pending_removes
                 .insert(Id::new(sandbox_id), listed)
                 .is_none()
             {
-                self.pending_removes_vcpu += u64::from(listed);
+                r.pending_removes_vcpu += u64::from(listed);
             }
             return;
         } else {
@@ -123,7 +178,7 @@ impl NodeAccounting {
         };
         // Not in the last sync's figure, but a later sync's figure may have been taken
         // before this delete: remembered until a sync no longer names it.
-        self.unlisted_deletes.insert(Id::new(sandbox_id), vcpu);
+        r.unlisted_deletes.insert(Id::new(sandbox_id), vcpu);
     }
 
     /// A sync reported `reported_vcpu` allocated and, when the node provided one, the list
@@ -157,31 +212,33 @@ impl NodeAccounting {
             self.erase_in_flight_adds();
         }
         let keep_confirmed = mutated!(self, DoubleCountAfterSync);
+        let Some(r) = &mut self.reconciled else {
+            return;
+        };
         match sandboxes {
             Some(list) => {
-                self.confirmed = list.iter().map(|(id, v)| (Id::new(id), *v)).collect();
-                let confirmed = &self.confirmed;
+                r.confirmed = list.iter().map(|(id, v)| (Id::new(id), *v)).collect();
+                let confirmed = &r.confirmed;
                 let live: Option<HashSet<&str, RandomState>> =
                     listed_now.map(|l| l.iter().map(String::as_str).collect());
-                self.pending_removes
-                    .retain(|id, _| confirmed.contains_key(id));
+                r.pending_removes.retain(|id, _| confirmed.contains_key(id));
                 // A delete the new ids still name: their figure was taken before it.
-                for (id, vcpu) in self.unlisted_deletes.drain() {
+                for (id, vcpu) in r.unlisted_deletes.drain() {
                     if let Some(&listed) = confirmed.get(&id) {
-                        self.pending_removes.entry(id).or_insert(if listed > 0 {
+                        r.pending_removes.entry(id).or_insert(if listed > 0 {
                             listed
                         } else {
                             vcpu
                         });
                     }
                 }
-                self.in_flight_listed_vcpu = self
+                r.in_flight_listed_vcpu = self
                     .in_flight
                     .iter()
                     .filter(|(id, _)| confirmed.contains_key(id.as_str()))
                     .map(|(_, v)| u64::from(*v))
                     .sum();
-                self.pending_adds.retain(|id, (_, missed)| {
+                r.pending_adds.retain(|id, (_, missed)| {
                     if confirmed.contains_key(id) {
                         return keep_confirmed;
                     }
@@ -194,15 +251,15 @@ impl NodeAccounting {
                 });
             }
             None => {
-                self.confirmed.clear();
-                self.pending_adds.clear();
-                self.pending_removes.clear();
-                self.unlisted_deletes.clear();
-                self.in_flight_listed_vcpu = 0;
+                r.confirmed.clear();
+                r.pending_adds.clear();
+                r.pending_removes.clear();
+                r.unlisted_deletes.clear();
+                r.in_flight_listed_vcpu = 0;
             }
         }
-        self.pending_adds_vcpu = self.pending_adds.values().map(|(v, _)| u64::from(*v)).sum();
-        self.pending_removes_vcpu = self.pending_removes.values().map(|v| u64::from(*v)).sum();
+        r.pending_adds_vcpu = r.pending_adds.values().map(|(v, _)| u64::from(*v)).sum();
+        r.pending_removes_vcpu = r.pending_removes.values().map(|v| u64::from(*v)).sum();
     }
 
     /// Allocated vCPU this node has in the eyes of `mode`; never negative.
@@ -213,11 +270,19 @@ impl NodeAccounting {
             AccountingMode::Reported => reported,
             AccountingMode::InFlight => reported + in_flight,
             AccountingMode::Optimistic => reported + in_flight + i128::from(self.optimistic_delta),
-            AccountingMode::Reconciled => {
-                reported + in_flight - self.in_flight_listed_vcpu as i128
-                    + self.pending_adds_vcpu as i128
-                    - self.pending_removes_vcpu as i128
-            }
+            AccountingMode::Reconciled => match &self.reconciled {
+                Some(r) => {
+                    reported + in_flight - r.in_flight_listed_vcpu as i128
+                        + r.pending_adds_vcpu as i128
+                        - r.pending_removes_vcpu as i128
+                }
+                // Dropped only by a core whose drivers read its configured mode alone
+                // (`keep_only_configured_mode`), which is then another one.
+                None => {
+                    debug_assert!(false, "`reconciled` asked of a core that dropped it");
+                    reported + in_flight
+                }
+            },
         };
         u64::try_from(believed.max(0)).unwrap_or(u64::MAX)
     }
@@ -237,31 +302,39 @@ impl NodeAccounting {
         self.in_flight_vcpu
     }
 
-    /// `reconciled`: creates not yet confirmed by a sync.
+    /// `reconciled`: creates not yet confirmed by a sync (0 when not kept).
     pub fn pending_adds(&self) -> usize {
-        self.pending_adds.len()
+        self.reconciled.as_ref().map_or(0, |r| r.pending_adds.len())
     }
 
-    /// `reconciled`: deletes not yet confirmed by a sync.
+    /// `reconciled`: deletes not yet confirmed by a sync (0 when not kept).
     pub fn pending_removes(&self) -> usize {
-        self.pending_removes.len()
+        self.reconciled
+            .as_ref()
+            .map_or(0, |r| r.pending_removes.len())
     }
 
-    /// `reconciled`: deletes no sync listed yet (held only if a lagged sync names them).
+    /// `reconciled`: deletes no sync listed yet (held only if a lagged sync names them;
+    /// 0 when not kept).
     pub fn unlisted_deletes(&self) -> usize {
-        self.unlisted_deletes.len()
+        self.reconciled
+            .as_ref()
+            .map_or(0, |r| r.unlisted_deletes.len())
     }
 
     /// The vCPU this instance recorded for `sandbox_id` on the node (in flight, placed and
     /// not yet listed, listed by the last sync, deleted and still listed, or deleted before
-    /// any sync listed it), if any: a lagged sync's ids get their vCPU from here.
+    /// any sync listed it), if any: a lagged sync's ids get their vCPU from here. Only
+    /// `reconciled` reads that vCPU; without its bookkeeping, only creates in flight are
+    /// known.
     pub fn known_vcpu(&self, sandbox_id: &str) -> Option<u32> {
+        let r = self.reconciled.as_deref();
         self.in_flight
             .get(sandbox_id)
-            .or_else(|| self.pending_adds.get(sandbox_id).map(|(v, _)| v))
-            .or_else(|| self.confirmed.get(sandbox_id))
-            .or_else(|| self.pending_removes.get(sandbox_id))
-            .or_else(|| self.unlisted_deletes.get(sandbox_id))
+            .or_else(|| r?.pending_adds.get(sandbox_id).map(|(v, _)| v))
+            .or_else(|| r?.confirmed.get(sandbox_id))
+            .or_else(|| r?.pending_removes.get(sandbox_id))
+            .or_else(|| r?.unlisted_deletes.get(sandbox_id))
             .copied()
     }
 
@@ -272,8 +345,10 @@ impl NodeAccounting {
             return false;
         };
         self.in_flight_vcpu -= u64::from(v);
-        if self.confirmed.contains_key(sandbox_id) {
-            self.in_flight_listed_vcpu -= u64::from(v);
+        if let Some(r) = &mut self.reconciled {
+            if r.confirmed.contains_key(sandbox_id) {
+                r.in_flight_listed_vcpu -= u64::from(v);
+            }
         }
         self.forget_erased(sandbox_id, v)
     }

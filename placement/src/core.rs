@@ -33,6 +33,8 @@ pub struct PlacementCore {
     /// Insertion-ordered; foldhash because every create and delete looks a node up by id.
     nodes: IndexMap<NodeId, NodeView, foldhash::fast::RandomState>,
     candidates: CandidateDraw,
+    /// Whether the nodes keep only the configured mode's bookkeeping.
+    configured_mode_only: bool,
     #[cfg(feature = "mutations")]
     mutation: Option<super::mutation::Mutation>,
 }
@@ -44,6 +46,7 @@ impl PlacementCore {
             config,
             nodes: IndexMap::default(),
             candidates: CandidateDraw::default(),
+            configured_mode_only: false,
             #[cfg(feature = "mutations")]
             mutation: super::mutation::Mutation::from_env(),
         }
@@ -54,16 +57,30 @@ impl PlacementCore {
         &self.config
     }
 
+    /// Keeps only the bookkeeping the configured mode reads, on every node tracked now
+    /// or later ([`NodeAccounting::keep_only`](super::NodeAccounting::keep_only)): for a
+    /// driver that reports no other mode's figure (the simulator). Decisions and the
+    /// configured mode's figures do not change.
+    pub fn keep_only_configured_mode(&mut self) {
+        self.configured_mode_only = true;
+        let mode = self.config.mode;
+        for view in self.nodes.values_mut() {
+            view.accounting_mut().keep_only(mode);
+        }
+    }
+
     /// Track a node (status `connecting` until its first sync). False if already known.
     pub fn add_node(&mut self, id: impl Into<NodeId>) -> bool {
         let id = id.into();
         if self.nodes.contains_key(&id) {
             return false;
         }
-        #[allow(unused_mut)]
         let mut view = NodeView::new(id.clone());
         #[cfg(feature = "mutations")]
         view.accounting_mut().set_mutation(self.mutation);
+        if self.configured_mode_only {
+            view.accounting_mut().keep_only(self.config.mode);
+        }
         self.nodes.insert(id, view);
         true
     }

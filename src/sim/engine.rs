@@ -6,7 +6,9 @@
 //! `lifecycle.rs` pauses and resumes, and `measure.rs` what is recorded.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
+use mock_node::config::NodeSpec;
 use mock_node::fleet::node_seed;
 use mock_node::model::NodeModel;
 use mock_node::node::FaultEffect;
@@ -182,15 +184,18 @@ impl<'a> Engine<'a> {
     pub fn new(setup: &'a SimSetup) -> Self {
         let n = setup.cluster.nodes;
         let idle = setup.cluster.idle_cpu_percents(setup.cluster_seed);
+        // Nodes of one spec share it: most fleets have one.
+        let mut last_spec: Option<Arc<NodeSpec>> = None;
         let nodes: Vec<SimNode> = (0..n)
             .map(|k| {
                 let id = Id::from(setup.cluster.node_id(k));
-                let model = NodeModel::new(
-                    id.to_string(),
-                    setup.cluster.spec_for(k),
-                    node_seed(setup.cluster_seed, k),
-                )
-                .with_idle_cpu_percent(idle[k]);
+                let spec = setup.cluster.spec_for(k);
+                let spec = match &last_spec {
+                    Some(last) if **last == spec => Arc::clone(last),
+                    _ => Arc::clone(last_spec.insert(Arc::new(spec))),
+                };
+                let model = NodeModel::new(id.to_string(), spec, node_seed(setup.cluster_seed, k))
+                    .with_idle_cpu_percent(idle[k]);
                 SimNode {
                     id,
                     model,
@@ -215,7 +220,10 @@ impl<'a> Engine<'a> {
                     retry_backoff: Some(to_duration(setup.retry_backoff)),
                     defer_retries: true,
                 };
-                Placer::new(cfg, nodes.iter().map(|n| n.id.clone()))
+                let mut placer = Placer::new(cfg, nodes.iter().map(|n| n.id.clone()));
+                // A simulated report shows the configured mode's figures only.
+                placer.core_mut().keep_only_configured_mode();
+                placer
             })
             .collect();
         Engine {

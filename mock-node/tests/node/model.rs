@@ -328,3 +328,59 @@ fn defaults_follow_a_real_orchestrator() {
         "max number of running sandboxes on node reached (2), please retry"
     );
 }
+
+/// Creates with the same template, team and execution ids share one copy of them in
+/// the model; `List` still echoes each sandbox's own, whatever the order of creates.
+#[test]
+fn list_echoes_each_sandboxs_own_ids_when_creates_alternate() {
+    let mut m = node(|_| {});
+    let labelled = |id: &str, team: &str| CreateRequest {
+        template_id: format!("tpl-{team}").as_str().into(),
+        team_id: team.into(),
+        execution_id: format!("exec-{id}").as_str().into(),
+        ..req(id, 1)
+    };
+    for (id, team) in [("a", "x"), ("b", "y"), ("c", "x"), ("d", "x")] {
+        m.begin_create(labelled(id, team), ms(0)).expect("admit");
+        m.finish_create(id, ms(1)).expect("finish");
+    }
+    let listed: Vec<(String, String, String, String)> = m
+        .list(ms(2))
+        .into_iter()
+        .map(|s| {
+            let text = |i: &stampede_id::Id| i.to_string();
+            (
+                text(&s.sandbox_id),
+                text(&s.template_id),
+                text(&s.team_id),
+                text(&s.execution_id),
+            )
+        })
+        .collect();
+    let want = |id: &str, team: &str| {
+        (
+            id.to_string(),
+            format!("tpl-{team}"),
+            team.to_string(),
+            format!("exec-{id}"),
+        )
+    };
+    assert_eq!(
+        listed,
+        vec![
+            want("a", "x"),
+            want("b", "y"),
+            want("c", "x"),
+            want("d", "x")
+        ]
+    );
+    let b = m.delete("b", ms(3)).expect("delete");
+    assert_eq!(
+        (
+            b.template_id.as_str(),
+            b.team_id.as_str(),
+            b.execution_id.as_str()
+        ),
+        ("tpl-y", "y", "exec-b")
+    );
+}

@@ -361,3 +361,22 @@ fn reconciled_keeps_adds_while_metrics_are_frozen() {
     }
     assert_eq!(core.believed_allocated_vcpu("n"), Some(4));
 }
+
+#[test]
+fn keeping_only_the_configured_mode_covers_nodes_added_before_and_after() {
+    for mode in AccountingMode::ALL {
+        let mut core = core_with(mode, &[("a", 0, 8)]);
+        core.keep_only_configured_mode();
+        core.add_node("b");
+        for id in ["a", "b"] {
+            let acc = core.node(id).unwrap().accounting();
+            for m in AccountingMode::ALL {
+                assert_eq!(
+                    acc.keeps(m),
+                    m != AccountingMode::Reconciled || mode == m,
+                    "{mode} keeps {m}"
+                );
+            }
+        }
+    }
+}

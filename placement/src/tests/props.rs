@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::sync_reply::{snapshot, InfoReply, Listed};
 use crate::{
     score, AccountingMode, NodeMetrics, NodeStatus, PlacementConfig, PlacementCore, SyncSnapshot,
 };
@@ -31,6 +32,12 @@ enum Op {
     StaleSync {
         age: usize,
     },
+    /// A sync whose metrics and ids are `age` syncs old while `List` answers live (the
+    /// stampede extension with lagged metrics): an id no longer listed gets the vCPU the
+    /// core recorded for it.
+    LaggedIds {
+        age: usize,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -52,12 +59,14 @@ enum Slot {
     Live(u32),
 }
 
-/// The node's truth plus the events fed to one core per mode.
+/// The node's truth plus the events fed to one core per mode, and to one more per mode
+/// that keeps only that mode's bookkeeping (`lean`).
 struct Model {
     baseline: u32,
     slots: Vec<(String, Slot)>,
     next_id: usize,
     cores: Vec<PlacementCore>,
+    lean: Vec<PlacementCore>,
     history: Vec<SyncSnapshot>,
     max_truth: u64,
     started_vcpu: u64,
@@ -65,22 +74,28 @@ struct Model {
 
 impl Model {
     fn new(baseline: u32) -> Self {
-        let cores = AccountingMode::ALL
-            .iter()
-            .map(|&mode| {
-                let mut c = PlacementCore::new(PlacementConfig {
-                    mode,
-                    ..PlacementConfig::default()
-                });
-                c.add_node("n");
-                c
-            })
-            .collect();
+        let cores = |lean: bool| {
+            AccountingMode::ALL
+                .iter()
+                .map(|&mode| {
+                    let mut c = PlacementCore::new(PlacementConfig {
+                        mode,
+                        ..PlacementConfig::default()
+                    });
+                    c.add_node("n");
+                    if lean {
+                        c.keep_only_configured_mode();
+                    }
+                    c
+                })
+                .collect()
+        };
         let mut m = Self {
             baseline,
             slots: vec![(String::new(), Slot::Idle); 6],
             next_id: 0,
-            cores,
+            cores: cores(false),
+            lean: cores(true),
             history: Vec::new(),
             max_truth: u64::from(baseline),
             started_vcpu: 0,
@@ -135,7 +150,7 @@ impl Model {
     fn sync(&mut self) {
         let snap = self.snapshot();
         self.history.push(snap.clone());
-        for c in &mut self.cores {
+        for c in self.cores.iter_mut().chain(&mut self.lean) {
             c.apply_sync("n", snap.clone());
         }
     }
@@ -146,7 +161,7 @@ impl Model {
                 if let Slot::Idle = self.slots[slot].1 {
                     self.next_id += 1;
                     let id = format!("s{}", self.next_id);
-                    for c in &mut self.cores {
+                    for c in self.cores.iter_mut().chain(&mut self.lean) {
                         c.start_placing("n", &id, vcpu);
                     }
                     self.slots[slot] = (id, Slot::InFlight(vcpu));
@@ -157,7 +172,7 @@ impl Model {
                 let (id, Slot::InFlight(vcpu)) = self.slots[slot].clone() else {
                     return;
                 };
-                for c in &mut self.cores {
+                for c in self.cores.iter_mut().chain(&mut self.lean) {
                     match op {
                         Op::Created { .. } => c.create_succeeded("n", &id, vcpu),
                         Op::Failed { .. } => c.create_failed("n", &id),
@@ -173,7 +188,7 @@ impl Model {
                 let (id, Slot::Live(vcpu)) = self.slots[slot].clone() else {
                     return;
                 };
-                for c in &mut self.cores {
+                for c in self.cores.iter_mut().chain(&mut self.lean) {
                     c.delete_succeeded("n", &id, vcpu);
                 }
                 self.slots[slot].1 = Slot::Idle;
@@ -182,8 +197,27 @@ impl Model {
             Op::StaleSync { age } => {
                 let k = self.history.len().saturating_sub(age + 1);
                 let snap = self.history[k].clone();
-                for c in &mut self.cores {
+                for c in self.cores.iter_mut().chain(&mut self.lean) {
                     c.apply_sync("n", snap.clone());
+                }
+            }
+            Op::LaggedIds { age } => {
+                let k = self.history.len().saturating_sub(age + 1);
+                let old = &self.history[k];
+                let info = InfoReply {
+                    status: old.status,
+                    metrics: old.metrics,
+                    ids: old
+                        .sandboxes
+                        .as_ref()
+                        .map(|l| l.iter().map(|(id, _)| id.clone()).collect()),
+                };
+                let listed: Vec<Listed> = (self.snapshot().sandboxes.into_iter().flatten())
+                    .map(|(id, vcpu)| Listed { id, vcpu })
+                    .collect();
+                for c in self.cores.iter_mut().chain(&mut self.lean) {
+                    let snap = snapshot(&info, Some(&listed), c.node("n").unwrap().accounting());
+                    c.apply_sync("n", snap);
                 }
             }
         }
@@ -236,6 +270,29 @@ proptest! {
             for mode in AccountingMode::ALL {
                 let b = m.believed(mode);
                 prop_assert!(b <= m.max_truth + m.started_vcpu, "{mode}: {b}");
+            }
+        }
+    }
+
+    /// A core that keeps only its configured mode's bookkeeping believes what a core
+    /// keeping every mode's does, through fresh, stale and lagged syncs.
+    #[test]
+    fn keeping_only_the_configured_mode_changes_no_figure(
+        baseline in 0..20u32,
+        ops in proptest::collection::vec(
+            prop_oneof![4 => op(), 1 => (1..4usize).prop_map(|age| Op::LaggedIds { age })],
+            0..80,
+        ),
+    ) {
+        let mut m = Model::new(baseline);
+        for op in &ops {
+            m.apply(op);
+            for (full, lean) in m.cores.iter().zip(&m.lean) {
+                prop_assert_eq!(
+                    lean.believed_allocated_vcpu("n"),
+                    full.believed_allocated_vcpu("n"),
+                    "{}", full.config().mode
+                );
             }
         }
     }
