@@ -86,7 +86,7 @@ impl InfoService for Bare {
 
 /// A bare server on a free loopback port, on the current runtime, answering `info`
 /// (the mock node's first ServiceInfo reply) and the same node id on a Create.
-async fn start_bare(info: ServiceInfoResponse) -> SocketAddr {
+pub async fn start_bare(info: ServiceInfoResponse) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     let bare = Bare {

@@ -4,7 +4,8 @@
 //! 1. mock-node `Create` (unique ids) and `ServiceInfo` vs a bare tonic server with the
 //!    same protos (a map store, a constant reply);
 //! 2. the embedded service's `POST /sandboxes` (through one mock node) vs a bare axum
-//!    handler answering the same JSON;
+//!    handler answering the same JSON, and vs that handler making one bare tonic
+//!    Create call before it answers (the floor of a service that asks its node);
 //! 3. a burst of 500 (`profiles/burst-500.yaml`): the server-side arrival spread vs the
 //!    client's own send spread.
 //!
@@ -18,6 +19,7 @@
 //! `BENCH_ROUNDS` (default 3), `BENCH_BURSTS` (default 5).
 
 mod burst;
+mod floor;
 mod grpc;
 mod h2load;
 mod load;

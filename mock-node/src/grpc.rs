@@ -71,13 +71,17 @@ impl NodeRpcs {
         if let Poll::Ready(r) = first {
             return r;
         }
-        let killed = self.node.rpc_cancel();
-        tokio::select! {
-            // The RPC first, as above; a kill already in force is seen at once.
-            biased;
-            r = &mut rpc => r,
-            _ = killed.cancelled() => Err(Status::unavailable("node killed")),
-        }
+        // Boxed: the wait for a kill is only for an RPC that did not answer at once.
+        Box::pin(async move {
+            let killed = self.node.rpc_cancel();
+            tokio::select! {
+                // The RPC first, as above; a kill already in force is seen at once.
+                biased;
+                r = &mut rpc => r,
+                _ = killed.cancelled() => Err(Status::unavailable("node killed")),
+            }
+        })
+        .await
     }
 
     /// The gate of one RPC as it is sent ([`on_send`]): the faults in force once it
@@ -88,12 +92,14 @@ impl NodeRpcs {
         match on_send(&eff) {
             Sent::Refused => Err(Status::unavailable("node killed")),
             Sent::Arrives => Ok(eff),
+            // Boxed, as the waits below: only a call under a fault waits, and an unboxed
+            // wait would make every RPC's future (moved as it starts) that much larger.
             Sent::Held => {
-                self.node.wait_unhung().await;
+                Box::pin(self.node.wait_unhung()).await;
                 Ok(self.node.effect())
             }
             Sent::Delayed(d) => {
-                tokio::time::sleep(d).await;
+                Box::pin(tokio::time::sleep(d)).await;
                 // Faults may have changed while this call was held.
                 Ok(self.node.effect())
             }

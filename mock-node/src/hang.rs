@@ -44,12 +44,10 @@ where
     }
 
     fn call(&mut self, req: http::Request<B>) -> Self::Future {
-        let node = req
-            .extensions()
-            .get::<NodeConnInfo>()
-            .map(|c| c.node.clone());
-        let Some(node) = node.filter(|n| n.is_hung()) else {
-            return Either::Left(self.inner.call(req));
+        // The node is cloned only for a request that waits.
+        let node = match req.extensions().get::<NodeConnInfo>() {
+            Some(c) if c.node.is_hung() => c.node.clone(),
+            _ => return Either::Left(self.inner.call(req)),
         };
         // The clone is not ready yet: keep the ready one and hand it to the future.
         let clone = self.inner.clone();

@@ -96,7 +96,7 @@ pub struct MessageLimit<S> {
 
 impl<S> tower::Service<http::Request<Body>> for MessageLimit<S>
 where
-    S: tower::Service<http::Request<Body>>,
+    S: tower::Service<http::Request<Limited>>,
 {
     type Response = S::Response;
     type Error = S::Error;
@@ -108,22 +108,19 @@ where
 
     fn call(&mut self, req: http::Request<Body>) -> Self::Future {
         let limit = self.limit;
-        self.inner.call(req.map(|body| limited(body, limit)))
+        // Handed on as it is, not boxed again: the router boxes every body once anyway.
+        self.inner.call(req.map(|inner| Limited {
+            inner,
+            scanner: FrameScanner::default(),
+            limit,
+        }))
     }
 }
 
-/// `body` with every message prefix checked against `limit`: one wrapper around the
-/// body, frames passed on as they come.
-fn limited(body: Body, limit: usize) -> Body {
-    Body::new(Limited {
-        inner: body,
-        scanner: FrameScanner::default(),
-        limit,
-    })
-}
-
-/// A request body whose data frames pass through a [`FrameScanner`].
-struct Limited {
+/// A request body whose data frames pass through a [`FrameScanner`]: every message
+/// prefix is checked against the limit, frames are passed on as they come.
+#[derive(Debug)]
+pub struct Limited {
     inner: Body,
     scanner: FrameScanner,
     limit: usize,

@@ -2,6 +2,7 @@
 
 use std::net::SocketAddr;
 use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::{watch, Notify};
@@ -28,6 +29,9 @@ pub struct NodeRuntime {
     /// Notified when the model hands a starting slot to a waiting call.
     slot_woken: Notify,
     effect: Mutex<FaultEffect>,
+    /// Whether `effect` is other than no fault at all: while it is not, an RPC's gate
+    /// reads this flag alone, neither the effect's lock nor the hang flag's.
+    faulted: AtomicBool,
     hung: watch::Sender<bool>,
     server: tokio::sync::Mutex<Option<ServerTask>>,
     stack: Stack,
@@ -51,6 +55,7 @@ impl NodeRuntime {
             model: Mutex::new(model),
             slot_woken: Notify::new(),
             effect: Mutex::new(FaultEffect::default()),
+            faulted: AtomicBool::new(false),
             hung: watch::Sender::new(false),
             server: tokio::sync::Mutex::new(None),
             stack,
@@ -76,6 +81,13 @@ impl NodeRuntime {
 
     /// The fault effect in force.
     pub fn effect(&self) -> FaultEffect {
+        // Without a fault the flag alone answers. [`apply`](Self::apply) stores it under
+        // the model's lock, so a read under that lock sees what the effect's lock would;
+        // one outside it reads the effect as of a moment earlier, as a lock taken then
+        // would have.
+        if !self.faulted.load(Ordering::Acquire) {
+            return FaultEffect::default();
+        }
         self.effect
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -102,7 +114,7 @@ impl NodeRuntime {
 
     /// Whether a `hang` fault is in force now.
     pub fn is_hung(&self) -> bool {
-        *self.hung.borrow()
+        self.faulted.load(Ordering::Acquire) && *self.hung.borrow()
     }
 
     /// Waits while a `hang` fault is in force.
@@ -147,6 +159,8 @@ impl NodeRuntime {
             let mut m = self.model();
             let old = {
                 let mut e = self.effect.lock().unwrap_or_else(|p| p.into_inner());
+                self.faulted
+                    .store(new != FaultEffect::default(), Ordering::Release);
                 std::mem::replace(&mut *e, new.clone())
             };
             m.fault_edges(&old, &new, now)

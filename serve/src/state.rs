@@ -1,7 +1,7 @@
 //! The shared state of one instance: the placement core, the nodes' clients, the
 //! sandboxes this instance placed, and telemetry.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
@@ -106,8 +106,9 @@ pub struct Shared {
     pub nodes: IndexMap<String, NodeConn>,
     /// Sandboxes placed and not deleted/expired.
     pub sandboxes: Mutex<BTreeMap<String, SandboxRecord>>,
-    /// Ids of creates in progress (not orphans even if a node lists them).
-    pub placing: Mutex<BTreeSet<String>>,
+    /// Ids of creates in progress (not orphans even if a node lists them). Only looked
+    /// up, never iterated: a hash set spares every create two ordered searches.
+    pub placing: Mutex<HashSet<String>>,
     /// Ids being killed now (a DELETE or the evictor): out of `sandboxes` already, but
     /// neither orphans nor due for eviction.
     pub removing: Mutex<BTreeSet<String>>,
@@ -150,7 +151,7 @@ impl Shared {
             cfg,
             nodes,
             sandboxes: Mutex::new(BTreeMap::new()),
-            placing: Mutex::new(BTreeSet::new()),
+            placing: Mutex::new(HashSet::new()),
             removing: Mutex::new(BTreeSet::new()),
             evicted: Mutex::new(Vec::new()),
             paused: Mutex::new(BTreeMap::new()),
