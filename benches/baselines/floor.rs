@@ -12,7 +12,6 @@ use axum::http::{header, StatusCode};
 use axum::routing::post;
 use stampede::serve::rest::NewSandbox;
 use stampede_proto::sandbox_service_client::SandboxServiceClient;
-use stampede_proto::{SandboxConfig, SandboxCreateRequest};
 use tokio_util::sync::CancellationToken;
 use tonic::transport::{Channel, Endpoint};
 
@@ -35,19 +34,7 @@ impl Floor {
             return (StatusCode::BAD_REQUEST, plain, Bytes::new());
         };
         let i = self.next.fetch_add(1, Relaxed);
-        let request = SandboxCreateRequest {
-            sandbox: Some(SandboxConfig {
-                template_id: new.template_id,
-                sandbox_id: format!("f{i:019}"),
-                vcpu: 1,
-                ram_mb: 512,
-                team_id: "bench".to_string(),
-                execution_id: format!("e{i}"),
-                ..SandboxConfig::default()
-            }),
-            start_time: None,
-            end_time: None,
-        };
+        let request = crate::grpc::create_request(new.template_id, format!("f{i:019}"), i);
         let mut node = self.node;
         match node.create(request).await {
             Ok(_) => (

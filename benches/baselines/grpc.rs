@@ -84,6 +84,23 @@ impl InfoService for Bare {
     }
 }
 
+/// The Create every bench client sends: 1 vCPU, 512 MiB, team `bench`, execution `e{i}`.
+pub fn create_request(template_id: String, sandbox_id: String, i: u64) -> SandboxCreateRequest {
+    SandboxCreateRequest {
+        sandbox: Some(SandboxConfig {
+            template_id,
+            sandbox_id,
+            vcpu: 1,
+            ram_mb: 512,
+            team_id: "bench".to_string(),
+            execution_id: format!("e{i}"),
+            ..SandboxConfig::default()
+        }),
+        start_time: None,
+        end_time: None,
+    }
+}
+
 /// A bare server on a free loopback port, on the current runtime, answering `info`
 /// (the mock node's first ServiceInfo reply) and the same node id on a Create.
 pub async fn start_bare(info: ServiceInfoResponse) -> SocketAddr {
@@ -161,19 +178,7 @@ async fn create_rate(addr: SocketAddr, n: usize, round: usize) -> crate::load::R
         .collect();
     closed_loop(n, CONNECTIONS * STREAMS, move |w, i| {
         let mut c = clients[w % CONNECTIONS].clone();
-        let body = SandboxCreateRequest {
-            sandbox: Some(SandboxConfig {
-                template_id: "base".to_string(),
-                sandbox_id: format!("r{round}-i{i:019}"),
-                vcpu: 1,
-                ram_mb: 512,
-                team_id: "bench".to_string(),
-                execution_id: format!("e{i}"),
-                ..SandboxConfig::default()
-            }),
-            start_time: None,
-            end_time: None,
-        };
+        let body = create_request("base".to_string(), format!("r{round}-i{i:019}"), i as u64);
         async move { c.create(body).await.is_ok() }
     })
     .await
