@@ -3,6 +3,12 @@
 //! a baseline measured in the same run: one bare Best-of-K decision on the same fleet
 //! size (what a placement costs without the simulation around it).
 //!
+//! The scale run has a second baseline, also measured in the same run: a bare event
+//! loop, the least any discrete-event simulation of that workload does per placement
+//! (the bare decision, a drawn create latency, and the three events a placement with a
+//! lifetime needs, arrival, create done and delete, through the simulator's own event
+//! queue), without a node model, accounting or measurement.
+//!
 //! `cargo bench --bench sim`; `SIM_BENCH_10K=1` runs 10,000 nodes x 1,000,000 placements
 //! (default: x 100,000).
 
@@ -12,13 +18,13 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use stampede::placement::{
-    AccountingMode, NodeMetrics, NodeStatus, PlacementConfig, PlacementCore, SyncSnapshot,
+    AccountingMode, NodeId, NodeMetrics, NodeStatus, PlacementConfig, PlacementCore, SyncSnapshot,
 };
 use stampede::profile::{load_and_validate, parse, Profile, Source};
-use stampede::sim::{simulate_profile, simulate_setup, SimBudget, SimSetup};
+use stampede::sim::{simulate_profile, simulate_setup, EventQueue, SimBudget, SimSetup};
 
 fn scale_profile(nodes: usize, placements: u64, lifetime_s: u64) -> Profile {
     let per_second = 10_000;
@@ -91,12 +97,61 @@ fn decision_times(n: usize, reps: u32, batches: usize) -> Vec<Duration> {
         .collect()
 }
 
+/// What the bare event loop schedules.
+enum BareEvent {
+    Arrival,
+    CreateDone(NodeId),
+    Delete(NodeId),
+}
+
+/// Wall time per placement of the bare event loop over `n` nodes: `placements` arrivals
+/// at the scale profile's rate, each a bare decision whose create ends after a latency
+/// drawn as the profile draws it (uniform 0-2 ms) and whose sandbox is deleted
+/// `lifetime_s` later, through the simulator's event queue.
+fn bare_event_loop(n: usize, placements: u64, lifetime_s: u64) -> Duration {
+    const ARRIVAL_NS: u64 = 100_000; // 10,000 per second
+    const MAX_LATENCY_NS: u64 = 2_000_000;
+    let mut core = bare_core(n);
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let none = BTreeSet::new();
+    let lifetime = lifetime_s * 1_000_000_000;
+    let mut queue = EventQueue::default();
+    let (mut arrived, mut deleted) = (0u64, 0u64);
+    let t = Instant::now();
+    queue.push(0, BareEvent::Arrival);
+    while let Some((now, e)) = queue.pop() {
+        match e {
+            BareEvent::Arrival => {
+                arrived += 1;
+                if arrived < placements {
+                    queue.push(now + ARRIVAL_NS, BareEvent::Arrival);
+                }
+                if let Some(node) = core.choose(1, &none, &mut rng) {
+                    let latency = rng.random_range(0..=MAX_LATENCY_NS);
+                    queue.push(now + latency, BareEvent::CreateDone(node));
+                }
+            }
+            BareEvent::CreateDone(node) => queue.push(now + lifetime, BareEvent::Delete(node)),
+            BareEvent::Delete(node) => {
+                black_box(node);
+                deleted += 1;
+            }
+        }
+    }
+    let wall = t.elapsed();
+    assert_eq!(deleted, placements, "every placement ran its three events");
+    wall / placements as u32
+}
+
 fn scale_run(nodes: usize, placements: u64, lifetime_s: u64) {
     let profile = scale_profile(nodes, placements, lifetime_s);
     let setup = SimSetup::from_profile(&profile, AccountingMode::Optimistic).expect("setup");
     // The baseline is measured around the run (before and after), in batches, and its
     // median taken: one batch alone moved by 2x between runs on the shared machine.
     let mut base = decision_times(nodes, 20_000, 7);
+    let mut floor: Vec<Duration> = (0..3)
+        .map(|_| bare_event_loop(nodes, placements, lifetime_s))
+        .collect();
     let t = Instant::now();
     let run = simulate_setup(
         &setup,
@@ -107,6 +162,10 @@ fn scale_run(nodes: usize, placements: u64, lifetime_s: u64) {
     .expect("within the default budget");
     let wall = t.elapsed();
     base.extend(decision_times(nodes, 20_000, 7));
+    floor.extend((0..3).map(|_| bare_event_loop(nodes, placements, lifetime_s)));
+    floor.sort();
+    let (floor_lo, floor_hi) = (floor[0], floor[floor.len() - 1]);
+    let floor = floor[floor.len() / 2];
     base.sort();
     let (lo, hi) = (base[0], base[base.len() - 1]);
     let base = base[base.len() / 2];
@@ -114,7 +173,9 @@ fn scale_run(nodes: usize, placements: u64, lifetime_s: u64) {
     println!(
         "sim scale {nodes} nodes x {} placements, {lifetime_s} s lifetime: {:.2} s wall, {:.0} s virtual \
          ({:.0}x real time), {} events ({:.1} M events/s), {:.2} us per placement = \
-         {:.1}x a bare decision ({:.2} us median of 14 batches, {:.2}..{:.2}), ok {}, CV {:.3}",
+         {:.1}x a bare decision ({:.2} us median of 14 batches, {:.2}..{:.2}) = {:.1}x a bare \
+         event loop ({:.2} us median of 6 runs, {:.2}..{:.2}; itself {:.1}x a bare decision), \
+         ok {}, CV {:.3}",
         run.result.requests,
         wall.as_secs_f64(),
         run.virtual_ns as f64 / 1e9,
@@ -126,6 +187,11 @@ fn scale_run(nodes: usize, placements: u64, lifetime_s: u64) {
         base.as_secs_f64() * 1e6,
         lo.as_secs_f64() * 1e6,
         hi.as_secs_f64() * 1e6,
+        per_placement.as_secs_f64() / floor.as_secs_f64(),
+        floor.as_secs_f64() * 1e6,
+        floor_lo.as_secs_f64() * 1e6,
+        floor_hi.as_secs_f64() * 1e6,
+        floor.as_secs_f64() / base.as_secs_f64(),
         run.result.ok,
         run.result.skew.cv,
     );
