@@ -19,6 +19,9 @@ use std::hash::{Hash, Hasher};
 use std::ops::Deref;
 use std::sync::Arc;
 
+mod map;
+pub use map::IdMap;
+
 /// Longest id held inline, in bytes.
 pub const INLINE: usize = 22;
 
@@ -94,6 +97,12 @@ impl Id {
     pub fn is_inline(&self) -> bool {
         matches!(self.0, Repr::Inline { .. })
     }
+
+    /// `s` as an id when that needs no allocation: a lookup key that compares with
+    /// [`Id`]s as two fixed-size arrays rather than through `memcmp`.
+    pub(crate) fn probe(s: &str) -> Option<Self> {
+        (s.len() <= INLINE).then(|| Id::new(s))
+    }
 }
 
 /// A `fmt::Write` into an inline buffer that spills to a `String` when full.
@@ -163,7 +172,16 @@ impl Hash for Id {
 
 impl PartialEq for Id {
     fn eq(&self, other: &Self) -> bool {
-        self.as_str() == other.as_str()
+        match (&self.0, &other.0) {
+            // An id is inline exactly when it fits, and the bytes past an inline id's
+            // length are always zero (`Id::new`, `InlineWriter`): equal ids have equal
+            // buffers, compared as fixed-size arrays (no `memcmp` call).
+            (Repr::Inline { len: a, buf: x }, Repr::Inline { len: b, buf: y }) => {
+                a == b && x == y
+            }
+            (Repr::Heap(x), Repr::Heap(y)) => x == y,
+            _ => false,
+        }
     }
 }
 

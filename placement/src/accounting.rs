@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet};
 
 // Randomly seeded per map (listed ids come from nodes); faster than SipHash on short ids.
 use foldhash::fast::RandomState;
-use stampede_id::Id;
+use stampede_id::{Id, IdMap};
 
 use super::mode::AccountingMode;
 
@@ -33,14 +33,15 @@ macro_rules! mutated {
 
 /// What one placement instance knows about one node's allocated vCPU.
 ///
-/// The id maps are hash maps: only their sizes and vCPU sums are read, never their
-/// order, and a simulator updates them several times per placement.
+/// The id maps are in no order (hash maps, and an [`IdMap`] for the few creates in
+/// flight): only their sizes and vCPU sums are read, never their order, and a simulator
+/// updates them several times per placement.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeAccounting {
     /// `metric_cpu_allocated` of the last applied sync.
     reported_vcpu: u64,
     /// This instance's creates in progress on the node: sandbox id -> vCPU.
-    in_flight: HashMap<Id, u32, RandomState>,
+    in_flight: IdMap<u32>,
     in_flight_vcpu: u64,
     /// `optimistic`: vCPU added on create success, removed on delete; zeroed by every sync.
     optimistic_delta: i64,
@@ -81,7 +82,7 @@ impl Default for NodeAccounting {
     fn default() -> Self {
         Self {
             reported_vcpu: 0,
-            in_flight: HashMap::default(),
+            in_flight: IdMap::new(),
             in_flight_vcpu: 0,
             optimistic_delta: 0,
             reconciled: Some(Box::default()),
@@ -358,7 +359,7 @@ impl NodeAccounting {
     /// flight (the node still starts them); only their vCPU leaves the count.
     #[cfg(feature = "mutations")]
     fn erase_in_flight_adds(&mut self) {
-        for (id, v) in &self.in_flight {
+        for (id, v) in self.in_flight.iter() {
             if self.erased_adds.insert(id.clone()) {
                 self.erased_vcpu += u64::from(*v);
             }
