@@ -176,9 +176,7 @@ impl PartialEq for Id {
             // An id is inline exactly when it fits, and the bytes past an inline id's
             // length are always zero (`Id::new`, `InlineWriter`): equal ids have equal
             // buffers, compared as fixed-size arrays (no `memcmp` call).
-            (Repr::Inline { len: a, buf: x }, Repr::Inline { len: b, buf: y }) => {
-                a == b && x == y
-            }
+            (Repr::Inline { len: a, buf: x }, Repr::Inline { len: b, buf: y }) => a == b && x == y,
             (Repr::Heap(x), Repr::Heap(y)) => x == y,
             _ => false,
         }

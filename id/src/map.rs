@@ -15,13 +15,16 @@ use foldhash::fast::RandomState;
 
 use crate::Id;
 
-/// Most entries kept in the vector; one more moves them into a hash map.
+/// Most entries an [`IdMap`] keeps in its vector unless told otherwise; one more moves
+/// them into a hash map.
 pub const SPILL: usize = 16;
 
 /// A map from [`Id`] to `V`, in no order: a vector searched linearly while it holds at
-/// most [`SPILL`] entries, a hash map past that.
+/// most `N` entries (a fixed-size compare each), a hash map past that. A vector holds
+/// an entry in its size, where a hash map at its load factor takes about twice that: a
+/// map that many nodes fill to a few dozen at once may be given a larger `N`.
 #[derive(Clone)]
-pub struct IdMap<V>(Repr<V>);
+pub struct IdMap<V, const N: usize = SPILL>(Repr<V>);
 
 #[derive(Clone)]
 enum Repr<V> {
@@ -29,7 +32,7 @@ enum Repr<V> {
     Many(HashMap<Id, V, RandomState>),
 }
 
-impl<V> Default for IdMap<V> {
+impl<V, const N: usize> Default for IdMap<V, N> {
     fn default() -> Self {
         IdMap(Repr::Few(Vec::new()))
     }
@@ -43,7 +46,7 @@ fn position<V>(entries: &[(Id, V)], key: &str) -> Option<usize> {
     }
 }
 
-impl<V> IdMap<V> {
+impl<V, const N: usize> IdMap<V, N> {
     /// An empty map (allocates nothing).
     pub fn new() -> Self {
         Self::default()
@@ -96,12 +99,12 @@ impl<V> IdMap<V> {
                 if let Some(i) = position(v, &key) {
                     return Some(std::mem::replace(&mut v[i].1, value));
                 }
-                if v.len() < SPILL {
+                if v.len() < N {
                     v.push((key, value));
                     return None;
                 }
                 let mut m: HashMap<Id, V, RandomState> =
-                    HashMap::with_capacity_and_hasher(2 * SPILL, RandomState::default());
+                    HashMap::with_capacity_and_hasher(2 * N, RandomState::default());
                 m.extend(v.drain(..));
                 m.insert(key, value);
                 self.0 = Repr::Many(m);
@@ -125,7 +128,7 @@ impl<V> IdMap<V> {
                     Some(probe) => m.remove_entry(&probe),
                     None => m.remove_entry(key),
                 };
-                if out.is_some() && m.len() <= SPILL / 2 {
+                if out.is_some() && m.len() <= N / 2 {
                     let few = m.drain().collect();
                     self.0 = Repr::Few(few);
                 }
@@ -160,26 +163,67 @@ impl<V> IdMap<V> {
     pub fn values(&self) -> impl Iterator<Item = &V> {
         self.iter().map(|(_, v)| v)
     }
+
+    /// Keeps only the entries `keep` is true of (it may change their values).
+    pub fn retain(&mut self, mut keep: impl FnMut(&Id, &mut V) -> bool) {
+        match &mut self.0 {
+            Repr::Few(v) => v.retain_mut(|(k, v)| keep(k, v)),
+            Repr::Many(m) => {
+                m.retain(|k, v| keep(k, v));
+                if m.len() <= N / 2 {
+                    let few = m.drain().collect();
+                    self.0 = Repr::Few(few);
+                }
+            }
+        }
+    }
 }
 
-impl<V: PartialEq> PartialEq for IdMap<V> {
+impl<V, const N: usize> IntoIterator for IdMap<V, N> {
+    type Item = (Id, V);
+    type IntoIter = std::iter::Chain<
+        std::iter::Flatten<std::option::IntoIter<std::vec::IntoIter<(Id, V)>>>,
+        std::iter::Flatten<std::option::IntoIter<std::collections::hash_map::IntoIter<Id, V>>>,
+    >;
+
+    /// Every entry, in no order.
+    fn into_iter(self) -> Self::IntoIter {
+        let (few, many) = match self.0 {
+            Repr::Few(v) => (Some(v.into_iter()), None),
+            Repr::Many(m) => (None, Some(m.into_iter())),
+        };
+        few.into_iter().flatten().chain(many.into_iter().flatten())
+    }
+}
+
+impl<V: PartialEq, const N: usize> PartialEq for IdMap<V, N> {
     /// Same entries, whatever their order (as `HashMap`s compare).
     fn eq(&self, other: &Self) -> bool {
         self.len() == other.len() && self.iter().all(|(k, v)| other.get(k) == Some(v))
     }
 }
 
-impl<V: Eq> Eq for IdMap<V> {}
+impl<V: Eq, const N: usize> Eq for IdMap<V, N> {}
 
-impl<V: fmt::Debug> fmt::Debug for IdMap<V> {
+impl<V: fmt::Debug, const N: usize> fmt::Debug for IdMap<V, N> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_map().entries(self.iter()).finish()
     }
 }
 
-impl<V> FromIterator<(Id, V)> for IdMap<V> {
+impl<V, const N: usize> FromIterator<(Id, V)> for IdMap<V, N> {
+    /// Sized for what `iter` says it holds: no growth on the way.
     fn from_iter<I: IntoIterator<Item = (Id, V)>>(iter: I) -> Self {
-        let mut map = IdMap::new();
+        let iter = iter.into_iter();
+        let (least, _) = iter.size_hint();
+        let mut map = IdMap(if least > N {
+            Repr::Many(HashMap::with_capacity_and_hasher(
+                least,
+                RandomState::default(),
+            ))
+        } else {
+            Repr::Few(Vec::with_capacity(least))
+        });
         for (k, v) in iter {
             map.insert(k, v);
         }
@@ -200,7 +244,7 @@ mod tests {
         let mut map: IdMap<u32> = IdMap::new();
         let mut model: HashMap<String, u32> = HashMap::new();
         let key = |i: u32| {
-            if i % 3 == 0 {
+            if i.is_multiple_of(3) {
                 format!("{}-{i}", "long".repeat(8))
             } else {
                 format!("sb-{i:08}")
@@ -242,10 +286,37 @@ mod tests {
         assert_eq!(map.get(&key(2)), None);
     }
 
+    /// `retain` and `into_iter` see every entry once, on either side of the spill, and a
+    /// map given a larger vector holds that many before it spills.
+    #[test]
+    fn retain_and_into_iter_cover_every_entry() {
+        for n in [3u32, 2 * SPILL as u32] {
+            let mut map: IdMap<u32, 40> = (0..n).map(|i| (Id::new(&format!("s{i}")), i)).collect();
+            map.retain(|_, v| {
+                *v += 1;
+                v.is_multiple_of(2)
+            });
+            let mut got: Vec<u32> = map.into_iter().map(|(_, v)| v).collect();
+            got.sort_unstable();
+            let want: Vec<u32> = (1..=n).filter(|v| v.is_multiple_of(2)).collect();
+            assert_eq!(got, want);
+        }
+        let many: IdMap<u32> = (0..3 * SPILL as u32)
+            .map(|i| (Id::new(&format!("s{i}")), i))
+            .collect();
+        let mut left = many.clone();
+        left.retain(|_, v| *v < 2);
+        assert_eq!(left.len(), 2);
+        assert_eq!(many.into_iter().count(), 3 * SPILL);
+    }
+
     #[test]
     fn equal_maps_compare_equal_whatever_their_order() {
         let a: IdMap<u32> = (0..5).map(|i| (Id::new(&format!("n{i}")), i)).collect();
-        let b: IdMap<u32> = (0..5).rev().map(|i| (Id::new(&format!("n{i}")), i)).collect();
+        let b: IdMap<u32> = (0..5)
+            .rev()
+            .map(|i| (Id::new(&format!("n{i}")), i))
+            .collect();
         assert_eq!(a, b);
         let c: IdMap<u32> = (0..4).map(|i| (Id::new(&format!("n{i}")), i)).collect();
         assert_ne!(a, c);

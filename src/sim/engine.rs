@@ -455,7 +455,8 @@ impl<'a> Engine<'a> {
         self.open -= 1;
         let latency = self.now.saturating_sub(intended);
         let landed = (status == CreateStatus::Created).then_some(node);
-        self.tally.answered(status, latency, started, self.now, landed);
+        self.tally
+            .answered(status, latency, started, self.now, landed);
         if let (Some(ledger), Some(a)) = (
             &mut self.set_ledger,
             self.slots.get(slot as usize).and_then(Option::as_ref),
