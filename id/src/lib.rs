@@ -97,12 +97,6 @@ impl Id {
     pub fn is_inline(&self) -> bool {
         matches!(self.0, Repr::Inline { .. })
     }
-
-    /// `s` as an id when that needs no allocation: a lookup key that compares with
-    /// [`Id`]s as two fixed-size arrays rather than through `memcmp`.
-    pub(crate) fn probe(s: &str) -> Option<Self> {
-        (s.len() <= INLINE).then(|| Id::new(s))
-    }
 }
 
 /// A `fmt::Write` into an inline buffer that spills to a `String` when full.

@@ -5,7 +5,6 @@
 //! a table for each of those costs more than comparing it with a few ids in one vector;
 //! a burst of thousands on one node must stay O(1) per call, so past [`SPILL`] entries
 //! the map becomes a hash map (and a vector again once it shrinks back to half that).
-//! Lookups by a short `&str` compare it as an inline [`Id`]: two fixed-size arrays.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -20,7 +19,7 @@ use crate::Id;
 pub const SPILL: usize = 16;
 
 /// A map from [`Id`] to `V`, in no order: a vector searched linearly while it holds at
-/// most `N` entries (a fixed-size compare each), a hash map past that. A vector holds
+/// most `N` entries, a hash map past that. A vector holds
 /// an entry in its size, where a hash map at its load factor takes about twice that: a
 /// map that many nodes fill to a few dozen at once may be given a larger `N`.
 #[derive(Clone)]
@@ -38,12 +37,10 @@ impl<V, const N: usize> Default for IdMap<V, N> {
     }
 }
 
-/// Where `key` is among `entries`.
+/// Where `key` is among `entries`: a length compare per entry, and a byte compare
+/// only where the length matches.
 fn position<V>(entries: &[(Id, V)], key: &str) -> Option<usize> {
-    match Id::probe(key) {
-        Some(probe) => entries.iter().position(|(id, _)| *id == probe),
-        None => entries.iter().position(|(id, _)| id.as_str() == key),
-    }
+    entries.iter().position(|(id, _)| id.as_str() == key)
 }
 
 impl<V, const N: usize> IdMap<V, N> {
@@ -69,10 +66,7 @@ impl<V, const N: usize> IdMap<V, N> {
     pub fn get(&self, key: &str) -> Option<&V> {
         match &self.0 {
             Repr::Few(v) => position(v, key).map(|i| &v[i].1),
-            Repr::Many(m) => match Id::probe(key) {
-                Some(probe) => m.get(&probe),
-                None => m.get(key),
-            },
+            Repr::Many(m) => m.get(key),
         }
     }
 
@@ -80,10 +74,7 @@ impl<V, const N: usize> IdMap<V, N> {
     pub fn get_mut(&mut self, key: &str) -> Option<&mut V> {
         match &mut self.0 {
             Repr::Few(v) => position(v, key).map(|i| &mut v[i].1),
-            Repr::Many(m) => match Id::probe(key) {
-                Some(probe) => m.get_mut(&probe),
-                None => m.get_mut(key),
-            },
+            Repr::Many(m) => m.get_mut(key),
         }
     }
 
@@ -124,10 +115,7 @@ impl<V, const N: usize> IdMap<V, N> {
         match &mut self.0 {
             Repr::Few(v) => position(v, key).map(|i| v.swap_remove(i)),
             Repr::Many(m) => {
-                let out = match Id::probe(key) {
-                    Some(probe) => m.remove_entry(&probe),
-                    None => m.remove_entry(key),
-                };
+                let out = m.remove_entry(key);
                 if out.is_some() && m.len() <= N / 2 {
                     let few = m.drain().collect();
                     self.0 = Repr::Few(few);
