@@ -33,9 +33,9 @@ macro_rules! mutated {
 
 /// What one placement instance knows about one node's allocated vCPU.
 ///
-/// The id maps are in no order (hash maps, and an [`IdMap`] for the few creates in
-/// flight): only their sizes and vCPU sums are read, never their order, and a simulator
-/// updates them several times per placement.
+/// The id maps are in no order (hash maps, and [`IdMap`]s where a node holds a few
+/// entries at a time): only their sizes and vCPU sums are read, never their order, and
+/// a simulator updates them several times per placement.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeAccounting {
     /// `metric_cpu_allocated` of the last applied sync.
