@@ -315,6 +315,26 @@ mod tests {
     }
 
     #[test]
+    fn equal_texts_are_equal_ids_whichever_way_they_were_built() {
+        for text in ["", "node-03", &"x".repeat(INLINE), &"y".repeat(INLINE + 9)] {
+            let built = [
+                Id::new(text),
+                Id::from(text.to_string()),
+                format_id!("{text}"),
+                serde_json::from_str::<Id>(&format!("\"{text}\"")).unwrap(),
+            ];
+            for a in &built {
+                for b in &built {
+                    assert_eq!(a, b, "{text}");
+                }
+                assert_ne!(*a, Id::new("other"));
+            }
+        }
+        assert_ne!(Id::new("ab"), Id::new("abc"));
+        assert_ne!(Id::new("abc"), Id::new("abd"));
+    }
+
+    #[test]
     fn formatted_ids_match_format_and_spill_past_the_inline_length() {
         for req in [0u64, 7, 12_345_678, 10u64.pow(18) + 1] {
             let id = format_id!("sb-{req:08}");
