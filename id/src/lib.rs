@@ -19,6 +19,9 @@ use std::hash::{Hash, Hasher};
 use std::ops::Deref;
 use std::sync::Arc;
 
+mod map;
+pub use map::IdMap;
+
 /// Longest id held inline, in bytes.
 pub const INLINE: usize = 22;
 
@@ -163,7 +166,14 @@ impl Hash for Id {
 
 impl PartialEq for Id {
     fn eq(&self, other: &Self) -> bool {
-        self.as_str() == other.as_str()
+        match (&self.0, &other.0) {
+            // An id is inline exactly when it fits, and the bytes past an inline id's
+            // length are always zero (`Id::new`, `InlineWriter`): equal ids have equal
+            // buffers, compared as fixed-size arrays (no `memcmp` call).
+            (Repr::Inline { len: a, buf: x }, Repr::Inline { len: b, buf: y }) => a == b && x == y,
+            (Repr::Heap(x), Repr::Heap(y)) => x == y,
+            _ => false,
+        }
     }
 }
 
@@ -302,6 +312,26 @@ mod tests {
         assert_eq!(Id::new(&long).as_str(), long);
         assert_eq!(Id::from(long.clone()).as_str(), long);
         assert_eq!(std::mem::size_of::<Id>(), 24);
+    }
+
+    #[test]
+    fn equal_texts_are_equal_ids_whichever_way_they_were_built() {
+        for text in ["", "node-03", &"x".repeat(INLINE), &"y".repeat(INLINE + 9)] {
+            let built = [
+                Id::new(text),
+                Id::from(text.to_string()),
+                format_id!("{text}"),
+                serde_json::from_str::<Id>(&format!("\"{text}\"")).unwrap(),
+            ];
+            for a in &built {
+                for b in &built {
+                    assert_eq!(a, b, "{text}");
+                }
+                assert_ne!(*a, Id::new("other"));
+            }
+        }
+        assert_ne!(Id::new("ab"), Id::new("abc"));
+        assert_ne!(Id::new("abc"), Id::new("abd"));
     }
 
     #[test]

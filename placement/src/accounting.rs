@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet};
 
 // Randomly seeded per map (listed ids come from nodes); faster than SipHash on short ids.
 use foldhash::fast::RandomState;
-use stampede_id::Id;
+use stampede_id::{Id, IdMap};
 
 use super::mode::AccountingMode;
 
@@ -33,14 +33,15 @@ macro_rules! mutated {
 
 /// What one placement instance knows about one node's allocated vCPU.
 ///
-/// The id maps are hash maps: only their sizes and vCPU sums are read, never their
-/// order, and a simulator updates them several times per placement.
+/// The id maps are in no order (hash maps, and [`IdMap`]s where a node holds a few
+/// entries at a time): only their sizes and vCPU sums are read, never their order, and
+/// a simulator updates them several times per placement.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeAccounting {
     /// `metric_cpu_allocated` of the last applied sync.
     reported_vcpu: u64,
     /// This instance's creates in progress on the node: sandbox id -> vCPU.
-    in_flight: HashMap<Id, u32, RandomState>,
+    in_flight: IdMap<u32>,
     in_flight_vcpu: u64,
     /// `optimistic`: vCPU added on create success, removed on delete; zeroed by every sync.
     optimistic_delta: i64,
@@ -55,6 +56,11 @@ pub struct NodeAccounting {
     erased_vcpu: u64,
 }
 
+/// Deletes per node that [`Reconciled::unlisted_deletes`] holds in a vector before it
+/// spills into a hash map: a fleet of thousands of nodes sees a few dozen per node
+/// between two syncs.
+const UNLISTED_INLINE: usize = 64;
+
 /// What only `reconciled` reads: the creates and deletes of this instance that no sync
 /// has confirmed yet, and the ids the last sync listed.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -63,17 +69,19 @@ struct Reconciled {
     /// counts a starting sandbox): the figure counts them, so they are not added.
     in_flight_listed_vcpu: u64,
     /// Ids (and vCPU) listed by the last sync that carried an id list.
-    confirmed: HashMap<Id, u32, RandomState>,
+    confirmed: IdMap<u32>,
     /// Created here, not yet listed by a sync: id -> (vCPU, syncs missed).
     pending_adds: HashMap<Id, (u32, u32), RandomState>,
     pending_adds_vcpu: u64,
     /// Deleted here, still listed by the last sync: id -> vCPU.
-    pending_removes: HashMap<Id, u32, RandomState>,
+    pending_removes: IdMap<u32>,
     pending_removes_vcpu: u64,
     /// Deleted here before any sync listed it: id -> vCPU. Not counted; a sync whose
     /// (lagged) ids still name it turns it into a pending remove, and it is forgotten at
-    /// the first sync that does not name it.
-    unlisted_deletes: HashMap<Id, u32, RandomState>,
+    /// the first sync that does not name it. Every node fills it between two syncs and
+    /// a replica syncs them all at one instant, so their peaks add up: a vector up to
+    /// [`UNLISTED_INLINE`] entries holds them in half a hash map's memory.
+    unlisted_deletes: IdMap<u32, UNLISTED_INLINE>,
 }
 
 impl Default for NodeAccounting {
@@ -81,7 +89,7 @@ impl Default for NodeAccounting {
     fn default() -> Self {
         Self {
             reported_vcpu: 0,
-            in_flight: HashMap::default(),
+            in_flight: IdMap::new(),
             in_flight_vcpu: 0,
             optimistic_delta: 0,
             reconciled: Some(Box::default()),
@@ -223,13 +231,12 @@ impl NodeAccounting {
                     listed_now.map(|l| l.iter().map(String::as_str).collect());
                 r.pending_removes.retain(|id, _| confirmed.contains_key(id));
                 // A delete the new ids still name: their figure was taken before it.
-                for (id, vcpu) in r.unlisted_deletes.drain() {
+                for (id, vcpu) in std::mem::take(&mut r.unlisted_deletes) {
                     if let Some(&listed) = confirmed.get(&id) {
-                        r.pending_removes.entry(id).or_insert(if listed > 0 {
-                            listed
-                        } else {
-                            vcpu
-                        });
+                        if !r.pending_removes.contains_key(&id) {
+                            let vcpu = if listed > 0 { listed } else { vcpu };
+                            r.pending_removes.insert(id, vcpu);
+                        }
                     }
                 }
                 r.in_flight_listed_vcpu = self
@@ -358,7 +365,7 @@ impl NodeAccounting {
     /// flight (the node still starts them); only their vCPU leaves the count.
     #[cfg(feature = "mutations")]
     fn erase_in_flight_adds(&mut self) {
-        for (id, v) in &self.in_flight {
+        for (id, v) in self.in_flight.iter() {
             if self.erased_adds.insert(id.clone()) {
                 self.erased_vcpu += u64::from(*v);
             }

@@ -252,6 +252,19 @@ impl PlacementAttempt {
 
     /// The node a create is in flight on, if any.
     pub fn current(&self) -> Option<&str> {
-        self.current.as_ref().map(|(node, _)| node.as_str())
+        self.current_node().map(NodeId::as_str)
+    }
+
+    /// [`current`](Self::current), as the id it is held under.
+    pub fn current_node(&self) -> Option<&NodeId> {
+        self.current.as_ref().map(|(node, _)| node)
+    }
+
+    /// Where the node a create is in flight on was in the core's node table when it was
+    /// chosen (`None` when nothing is in flight or the position is unknown): a driver
+    /// that lists its nodes in the order it gave them to the core finds the node there
+    /// without hashing its id (checking the id, as the table may have moved since).
+    pub fn current_position(&self) -> Option<usize> {
+        self.current.as_ref().and_then(|&(_, at)| at)
     }
 }

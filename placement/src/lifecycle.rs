@@ -440,7 +440,7 @@ impl Placer {
     fn replied(&mut self, now: Duration, req: RequestId, reply: CreateReply) -> Option<Output> {
         let o = self.open.get_mut(&req)?;
         if reply != CreateReply::Refused && o.first_tried.is_none() {
-            o.first_tried = o.attempt.current().map(Id::new);
+            o.first_tried = o.attempt.current_node().cloned();
         }
         let decision = match &reply {
             CreateReply::Created => o.attempt.report(&mut self.core, CreateOutcome::Created),

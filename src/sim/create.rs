@@ -57,7 +57,17 @@ impl Engine<'_> {
     /// Send the create of `slot` to `node`, through the node's fault effect.
     fn send(&mut self, slot: u32, node: &str, deadline: Nanos) {
         let now = self.now;
-        let Some(&k) = self.node_index.get(node) else {
+        // The engine lists its nodes in the order its placers were given them: the
+        // position the draw found the node at names it without hashing its id.
+        let at = self
+            .slots
+            .get(slot as usize)
+            .and_then(Option::as_ref)
+            .and_then(|a| self.placers[a.replica as usize].attempt(a.req))
+            .and_then(|attempt| attempt.current_position())
+            .filter(|&i| self.nodes.get(i).is_some_and(|n| n.id == *node))
+            .map(|i| i as u32);
+        let Some(k) = at.or_else(|| self.node_index.get(node).copied()) else {
             let reply = CreateReply::Failed {
                 code: ErrorKind::Other,
                 message: format!("node '{node}' not found"),

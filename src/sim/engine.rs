@@ -440,19 +440,27 @@ impl<'a> Engine<'a> {
     /// The request in `slot` is answered: free its worker and start a waiting request
     /// (a resume has no worker: its sandbox's lifecycle goes on).
     pub(super) fn finish(&mut self, slot: u32, status: CreateStatus) {
-        let Some(a) = self.slots.get_mut(slot as usize).and_then(Option::take) else {
+        let Some(a) = self.slots.get(slot as usize).and_then(Option::as_ref) else {
             return;
         };
-        self.free_slots.push(slot);
         if a.kind != PlacementKind::Create {
+            let Some(a) = self.slots[slot as usize].take() else {
+                return;
+            };
+            self.free_slots.push(slot);
             return self.resume_finished(&a, status);
         }
+        // Read in place and dropped there: a create's slot is not moved out.
+        let (intended, started, user, node) = (a.intended, a.started, a.user, a.node);
         self.open -= 1;
-        let latency = self.now.saturating_sub(a.intended);
-        let landed = (status == CreateStatus::Created).then_some(a.node);
+        let latency = self.now.saturating_sub(intended);
+        let landed = (status == CreateStatus::Created).then_some(node);
         self.tally
-            .answered(status, latency, a.started, self.now, landed);
-        if let Some(ledger) = &mut self.set_ledger {
+            .answered(status, latency, started, self.now, landed);
+        if let (Some(ledger), Some(a)) = (
+            &mut self.set_ledger,
+            self.slots.get(slot as usize).and_then(Option::as_ref),
+        ) {
             let outcome = Outcome::from(status);
             let ms = |t: Nanos| t as f64 / 1e6;
             ledger.answered(EntryAnswer {
@@ -466,10 +474,12 @@ impl<'a> Engine<'a> {
                 node: &self.nodes[a.node as usize].id,
             });
         }
+        self.slots[slot as usize] = None;
+        self.free_slots.push(slot);
         if !self.backlog.is_empty() {
             self.deferred_starts += 1;
         }
-        if let Some(user) = a.user.filter(|&u| self.user_active(u)) {
+        if let Some(user) = user.filter(|&u| self.user_active(u)) {
             // The closed loop: the next request one client round trip later.
             self.user_sends += 1;
             let at = self.now.saturating_add(self.setup.rpc_round_trip);

@@ -8,14 +8,10 @@
 //! it ([`LabelCache`]), which is what a workload of one template and one team does.
 //! [`Sandbox`] values are built when asked for (`List`, a delete's answer).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-// foldhash: randomly seeded per map (ids come from clients), and several times faster
-// than SipHash on short ids.
-use foldhash::fast::RandomState;
-use stampede_id::Id;
+use stampede_id::{Id, IdMap};
 
 use super::Sandbox;
 
@@ -80,11 +76,13 @@ impl Held {
 
 /// Sandboxes by id, with the sum of their vCPU kept alongside.
 ///
-/// A hash map: every place its order reaches an answer sorts by id (`List`, the
-/// metrics' id list), and lookups by id are the hot path of a simulation.
+/// In no order (an [`IdMap`]: a short vector while the node holds a few, as its
+/// starting sandboxes mostly are, a hash map past that): every place its order reaches
+/// an answer sorts by id (`List`, the metrics' id list), and lookups by id are the hot
+/// path of a simulation.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Inventory {
-    by_id: HashMap<Id, Held, RandomState>,
+    by_id: IdMap<Held>,
     vcpu: u64,
 }
 
