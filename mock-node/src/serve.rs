@@ -6,10 +6,10 @@
 //! the request extensions), so a fleet of 10,000 nodes costs 10,000 listeners and one
 //! server task, not 10,000 servers. [`Stack`] adds and removes listeners at run time.
 //!
-//! Each accepted connection is wrapped so that killing its node incarnation
-//! ([`KillSwitch`]) makes its next read or write fail; hyper then drops it, and
-//! SO_LINGER 0 turns the close into a TCP reset. A killed node thus refuses new connections (its listener is
-//! dropped) and resets established ones. RPCs in flight at the kill are first answered
+//! Each accepted connection is wrapped so that killing its node incarnation makes its
+//! next read or write fail; hyper then drops it, and SO_LINGER 0 turns the close into
+//! a TCP reset. A killed node thus refuses new connections (its listener is dropped)
+//! and resets established ones. RPCs in flight at the kill are first answered
 //! UNAVAILABLE: every gRPC stack reports a broken connection as UNAVAILABLE except
 //! tonic, which says UNKNOWN for a reset stream, and callers must see the same code
 //! whatever their client.
