@@ -11,7 +11,7 @@
 //! Hostile input gets InvalidArgument, never a panic or a stored megabyte: ids longer
 //! than [`MAX_ID_BYTES`], sandboxes larger than the node, and an `end_time` that is not
 //! after `start_time`. Oversized messages are refused earlier, by
-//! [`MessageLimitLayer`](crate::limit::MessageLimitLayer).
+//! [`IntakeLayer`](crate::intake::IntakeLayer).
 
 use std::sync::Arc;
 use std::task::Poll;
@@ -86,7 +86,7 @@ impl NodeRpcs {
 
     /// The gate of one RPC as it is sent ([`on_send`]): the faults in force once it
     /// reaches the node (a hang is mostly held earlier, by the
-    /// [`HangLayer`](crate::hang::HangLayer)).
+    /// [`IntakeLayer`](crate::intake::IntakeLayer)).
     async fn send(&self) -> Result<FaultEffect, Status> {
         let eff = self.node.effect();
         match on_send(&eff) {
@@ -381,51 +381,62 @@ impl NodeRpcs {
         &self,
         _request: Request<()>,
     ) -> Result<Response<ServiceInfoResponse>, Status> {
-        self.guarded(async move {
+        // Without a fault in force there is no gate to wait at and nothing to race a kill
+        // against: the reply is made at once. The wait is boxed, so the future every
+        // call moves stays small.
+        if !self.node.is_faulted() {
+            return self.service_info_now(&FaultEffect::default());
+        }
+        Box::pin(self.guarded(async move {
             let eff = self.send().await?;
-            let clock = self.node.clock;
-            let (snap, status, service_id, started) = {
-                // The gate and the reading under one lock of the model.
-                let mut m = self.node.model();
-                if let Arrival::Failed(code) = m.gate(&eff, RpcKind::ServiceInfo) {
-                    return Err(injected(code));
-                }
-                let snap = m.metrics(clock.now());
-                (snap, m.status(), m.service_id().to_string(), m.started_at())
-            };
-            let status = status.wire();
-            Ok(Response::new(ServiceInfoResponse {
-                node_id: self.node.id.clone(),
-                service_id,
-                service_version: env!("CARGO_PKG_VERSION").to_string(),
-                service_commit: "mock-node".to_string(),
-                service_status: status as i32,
-                service_roles: vec![ServiceInfoRole::Orchestrator as i32],
-                service_startup: Some(clock.timestamp(started)),
-                machine_info: Some({
-                    let cpu = crate::machine::host_cpu();
-                    MachineInfo {
-                        cpu_architecture: cpu.architecture.clone(),
-                        cpu_family: cpu.family.clone(),
-                        cpu_model: cpu.model.clone(),
-                        cpu_model_name: cpu.model_name.clone(),
-                    }
-                }),
-                labels: self.node.labels.clone(),
-                metric_sandboxes_running: snap.sandboxes_running,
-                metric_cpu_percent: snap.cpu_percent,
-                metric_memory_used_bytes: snap.memory_used_bytes,
-                metric_cpu_count: snap.cpu_count,
-                metric_memory_total_bytes: snap.memory_total_bytes,
-                metric_cpu_allocated: snap.allocated_vcpu,
-                metric_memory_allocated_bytes: snap.memory_allocated_bytes,
-                metric_disk_allocated_bytes: 0,
-                stampede_sandbox_ids: Some(SandboxIdList {
-                    ids: snap.sandbox_ids,
-                }),
-            }))
-        })
+            self.service_info_now(&eff)
+        }))
         .await
+    }
+
+    /// The reply of a ServiceInfo that reached the node under `eff`.
+    fn service_info_now(&self, eff: &FaultEffect) -> Result<Response<ServiceInfoResponse>, Status> {
+        let clock = self.node.clock;
+        let (snap, status, service_id, started) = {
+            // The gate and the reading under one lock of the model.
+            let mut m = self.node.model();
+            if let Arrival::Failed(code) = m.gate(eff, RpcKind::ServiceInfo) {
+                return Err(injected(code));
+            }
+            let snap = m.metrics(clock.now());
+            (snap, m.status(), m.service_id().to_string(), m.started_at())
+        };
+        let status = status.wire();
+        Ok(Response::new(ServiceInfoResponse {
+            node_id: self.node.id.clone(),
+            service_id,
+            service_version: env!("CARGO_PKG_VERSION").to_string(),
+            service_commit: "mock-node".to_string(),
+            service_status: status as i32,
+            service_roles: vec![ServiceInfoRole::Orchestrator as i32],
+            service_startup: Some(clock.timestamp(started)),
+            machine_info: Some({
+                let cpu = crate::machine::host_cpu();
+                MachineInfo {
+                    cpu_architecture: cpu.architecture.clone(),
+                    cpu_family: cpu.family.clone(),
+                    cpu_model: cpu.model.clone(),
+                    cpu_model_name: cpu.model_name.clone(),
+                }
+            }),
+            labels: self.node.labels.clone(),
+            metric_sandboxes_running: snap.sandboxes_running,
+            metric_cpu_percent: snap.cpu_percent,
+            metric_memory_used_bytes: snap.memory_used_bytes,
+            metric_cpu_count: snap.cpu_count,
+            metric_memory_total_bytes: snap.memory_total_bytes,
+            metric_cpu_allocated: snap.allocated_vcpu,
+            metric_memory_allocated_bytes: snap.memory_allocated_bytes,
+            metric_disk_allocated_bytes: 0,
+            stampede_sandbox_ids: Some(SandboxIdList {
+                ids: snap.sandbox_ids,
+            }),
+        }))
     }
 }
 

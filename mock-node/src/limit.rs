@@ -3,18 +3,18 @@
 //! tonic answers a message over its decoding limit with OUT_OF_RANGE. The gRPC status
 //! code spec says a receiver refusing a message for its size answers RESOURCE_EXHAUSTED
 //! (grpc-go, the orchestrator's stack, does), so callers written against E2B must see that.
-//! [`MessageLimitLayer`] reads the 5-byte prefix of every gRPC message (flag, then
+//! [`Limited`] reads the 5-byte prefix of every gRPC message (flag, then
 //! big-endian length) of a request body as it streams past, and fails the body with
 //! RESOURCE_EXHAUSTED as soon as a prefix announces more than the limit: before tonic
 //! sees that prefix, and before anything of the message is buffered. tonic turns a body
-//! error that is a [`Status`] into the RPC's status.
+//! error that is a [`Status`] into the RPC's status. The
+//! [`IntakeLayer`](crate::intake::IntakeLayer) wraps every request body in one.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use http_body::Frame;
 use tonic::body::Body;
-use tonic::codegen::http;
 use tonic::codegen::Bytes;
 use tonic::Status;
 
@@ -64,59 +64,6 @@ impl FrameScanner {
     }
 }
 
-/// Layer refusing request messages longer than its limit with RESOURCE_EXHAUSTED.
-#[derive(Debug, Clone, Copy)]
-pub struct MessageLimitLayer {
-    limit: usize,
-}
-
-impl MessageLimitLayer {
-    /// Refuses messages of more than `limit` bytes.
-    pub fn new(limit: usize) -> Self {
-        Self { limit }
-    }
-}
-
-impl<S> tower::Layer<S> for MessageLimitLayer {
-    type Service = MessageLimit<S>;
-    fn layer(&self, inner: S) -> MessageLimit<S> {
-        MessageLimit {
-            inner,
-            limit: self.limit,
-        }
-    }
-}
-
-/// Service produced by [`MessageLimitLayer`].
-#[derive(Debug, Clone)]
-pub struct MessageLimit<S> {
-    inner: S,
-    limit: usize,
-}
-
-impl<S> tower::Service<http::Request<Body>> for MessageLimit<S>
-where
-    S: tower::Service<http::Request<Limited>>,
-{
-    type Response = S::Response;
-    type Error = S::Error;
-    type Future = S::Future;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: http::Request<Body>) -> Self::Future {
-        let limit = self.limit;
-        // Handed on as it is, not boxed again: the router boxes every body once anyway.
-        self.inner.call(req.map(|inner| Limited {
-            inner,
-            scanner: FrameScanner::default(),
-            limit,
-        }))
-    }
-}
-
 /// A request body whose data frames pass through a [`FrameScanner`]: every message
 /// prefix is checked against the limit, frames are passed on as they come.
 #[derive(Debug)]
@@ -124,6 +71,17 @@ pub struct Limited {
     inner: Body,
     scanner: FrameScanner,
     limit: usize,
+}
+
+impl Limited {
+    /// `inner`, whose messages may be at most `limit` bytes long.
+    pub fn new(inner: Body, limit: usize) -> Self {
+        Self {
+            inner,
+            scanner: FrameScanner::default(),
+            limit,
+        }
+    }
 }
 
 impl http_body::Body for Limited {

@@ -94,6 +94,12 @@ impl NodeRuntime {
             .clone()
     }
 
+    /// Whether any fault is in force now (one atomic load). While none is, an RPC has no
+    /// gate to wait at: [`effect`](Self::effect) is the default one.
+    pub fn is_faulted(&self) -> bool {
+        self.faulted.load(Ordering::Acquire)
+    }
+
     /// Whether the node is killed now (the effect's flag, without copying the effect).
     pub fn is_killed(&self) -> bool {
         self.effect.lock().unwrap_or_else(|p| p.into_inner()).killed

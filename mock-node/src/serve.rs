@@ -6,18 +6,19 @@
 //! the request extensions), so a fleet of 10,000 nodes costs 10,000 listeners and one
 //! server task, not 10,000 servers. [`Stack`] adds and removes listeners at run time.
 //!
-//! Each accepted connection is wrapped so that cancelling its node incarnation's token
-//! makes its next read or write fail; hyper then drops it, and SO_LINGER 0 turns the
-//! close into a TCP reset. A killed node thus refuses new connections (its listener is
-//! dropped) and resets established ones. RPCs in flight at the kill are first answered
+//! Each accepted connection is wrapped so that killing its node incarnation makes its
+//! next read or write fail; hyper then drops it, and SO_LINGER 0 turns the close into
+//! a TCP reset. A killed node thus refuses new connections (its listener is dropped)
+//! and resets established ones. RPCs in flight at the kill are first answered
 //! UNAVAILABLE: every gRPC stack reports a broken connection as UNAVAILABLE except
 //! tonic, which says UNKNOWN for a reset stream, and callers must see the same code
 //! whatever their client.
 
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use futures::stream::{BoxStream, SelectAll};
@@ -32,8 +33,8 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tonic::transport::server::{Connected, TcpConnectInfo};
 
 use crate::grpc::NodeService;
-use crate::hang::HangLayer;
-use crate::limit::{MessageLimitLayer, MAX_MESSAGE_BYTES};
+use crate::intake::IntakeLayer;
+use crate::limit::MAX_MESSAGE_BYTES;
 use crate::node::NodeRuntime;
 
 /// Largest header block (gRPC metadata included) a call may send: 16 MiB, grpc-go's
@@ -57,11 +58,33 @@ pub struct NodeConnInfo {
     pub tcp: TcpConnectInfo,
 }
 
+/// The kill of one node incarnation: its listener and every connection it accepted.
+///
+/// A connection reads the flag, one atomic load, on each read and write; the token only
+/// wakes connections waiting for I/O when the kill comes (see [`KillableStream`]).
+#[derive(Debug, Default)]
+struct KillSwitch {
+    fired: AtomicBool,
+    token: CancellationToken,
+}
+
+impl KillSwitch {
+    fn fire(&self) {
+        // The flag first: a connection woken by the token must find it set.
+        self.fired.store(true, Ordering::Release);
+        self.token.cancel();
+    }
+
+    fn fired(&self) -> bool {
+        self.fired.load(Ordering::Acquire)
+    }
+}
+
 /// One node's listener joining the stack.
 struct Joining {
     node: Arc<NodeRuntime>,
     listener: TcpListener,
-    cancel: CancellationToken,
+    kill: Arc<KillSwitch>,
     /// Dropped with the listener, which tells [`ServerTask::stop`] the address is free.
     _closed: oneshot::Sender<()>,
 }
@@ -98,7 +121,7 @@ impl StackTask {
 #[derive(Debug)]
 pub struct ServerTask {
     rpcs: CancellationToken,
-    cancel: CancellationToken,
+    kill: Arc<KillSwitch>,
     closed: oneshot::Receiver<()>,
 }
 
@@ -108,7 +131,7 @@ impl ServerTask {
     pub async fn stop(self) {
         self.rpcs.cancel();
         tokio::time::sleep(LAST_WORDS).await;
-        self.cancel.cancel();
+        self.kill.fire();
         // The sender drops with the listener; an error is that drop.
         let _ = tokio::time::timeout(Duration::from_secs(2), self.closed).await;
     }
@@ -142,8 +165,7 @@ pub async fn start() -> (Stack, StackTask) {
     let router = tonic::transport::Server::builder()
         .accept_http1(true)
         .http2_max_header_list_size(MAX_HEADER_LIST_BYTES)
-        .layer(MessageLimitLayer::new(MAX_MESSAGE_BYTES))
-        .layer(HangLayer)
+        .layer(IntakeLayer::new(MAX_MESSAGE_BYTES))
         .add_routes(routes);
     let incoming = Incoming {
         joining: rx,
@@ -164,24 +186,20 @@ pub async fn start() -> (Stack, StackTask) {
 impl Stack {
     /// Serves `node` on `listener` until the returned task is stopped.
     pub fn serve(&self, node: Arc<NodeRuntime>, listener: TcpListener) -> ServerTask {
-        let cancel = CancellationToken::new();
+        let kill = Arc::new(KillSwitch::default());
         let rpcs = CancellationToken::new();
         node.set_rpc_cancel(rpcs.clone());
         let (closed_tx, closed) = oneshot::channel();
         let joined = self.tx.send(Joining {
             node,
             listener,
-            cancel: cancel.clone(),
+            kill: kill.clone(),
             _closed: closed_tx,
         });
         if joined.is_err() {
             tracing::warn!("gRPC server is gone: the node does not serve");
         }
-        ServerTask {
-            rpcs,
-            cancel,
-            closed,
-        }
+        ServerTask { rpcs, kill, closed }
     }
 }
 
@@ -213,17 +231,17 @@ impl Stream for Incoming {
     }
 }
 
-/// One listener's connections until its node's token is cancelled; the listener (and
+/// One listener's connections until its node incarnation is killed; the listener (and
 /// with it `closed`) drops when the stream ends.
 fn accepting(j: Joining) -> impl Stream<Item = io::Result<KillableStream>> + Send + 'static {
     futures::stream::unfold(j, |j| async move {
         loop {
             tokio::select! {
-                _ = j.cancel.cancelled() => return None,
+                _ = j.kill.token.cancelled() => return None,
                 r = j.listener.accept() => match r {
                     Ok((s, _)) => {
                         let _ = s.set_nodelay(true);
-                        let s = KillableStream::new(s, j.node.clone(), j.cancel.child_token());
+                        let s = KillableStream::new(s, j.node.clone(), j.kill.clone());
                         return Some((Ok(s), j));
                     }
                     Err(e) => {
@@ -237,26 +255,38 @@ fn accepting(j: Joining) -> impl Stream<Item = io::Result<KillableStream>> + Sen
     })
 }
 
-/// A TCP connection that fails all I/O once its token is cancelled.
+/// A TCP connection that fails all I/O once its node incarnation is killed.
+///
+/// Each read and write loads the kill flag; the kill token's wait, whose poll takes two
+/// locks, is polled only when the connection's task polls with a waker the wait does
+/// not hold yet (hyper polls a connection from one task, so about once per
+/// connection). That wait is what wakes a connection idle in a read when the kill
+/// comes; the flag, set before the token is cancelled, is what the woken read finds.
 pub struct KillableStream {
     inner: TcpStream,
     node: Arc<NodeRuntime>,
+    kill: Arc<KillSwitch>,
     killed: Pin<Box<WaitForCancellationFutureOwned>>,
+    /// The waker `killed` was last polled with.
+    registered: Option<Waker>,
     dead: bool,
 }
 
 impl KillableStream {
-    fn new(inner: TcpStream, node: Arc<NodeRuntime>, token: CancellationToken) -> Self {
+    fn new(inner: TcpStream, node: Arc<NodeRuntime>, kill: Arc<KillSwitch>) -> Self {
+        let killed = Box::pin(kill.token.clone().cancelled_owned());
         Self {
             inner,
             node,
-            killed: Box::pin(token.cancelled_owned()),
+            kill,
+            killed,
+            registered: None,
             dead: false,
         }
     }
 
     fn check(&mut self, cx: &mut Context<'_>) -> io::Result<()> {
-        if !self.dead && self.killed.as_mut().poll(cx).is_ready() {
+        if !self.dead && self.fired(cx) {
             self.dead = true;
             // Reset rather than close politely: callers must see the node die.
             let _ = socket2::SockRef::from(&self.inner).set_linger(Some(Duration::ZERO));
@@ -269,6 +299,25 @@ impl KillableStream {
         } else {
             Ok(())
         }
+    }
+
+    /// Whether the kill came; registers `cx`'s waker with the kill token if it is new.
+    fn fired(&mut self, cx: &mut Context<'_>) -> bool {
+        if self.kill.fired() {
+            return true;
+        }
+        if self
+            .registered
+            .as_ref()
+            .is_some_and(|w| w.will_wake(cx.waker()))
+        {
+            return false;
+        }
+        if self.killed.as_mut().poll(cx).is_ready() {
+            return true;
+        }
+        self.registered = Some(cx.waker().clone());
+        false
     }
 }
 
