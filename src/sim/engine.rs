@@ -450,17 +450,15 @@ impl<'a> Engine<'a> {
             self.free_slots.push(slot);
             return self.resume_finished(&a, status);
         }
-        // Read in place and dropped there: a create's slot is not moved out.
-        let (intended, started, user, node) = (a.intended, a.started, a.user, a.node);
+        // Read in place (the fields below are disjoint from `slots`) and cleared after:
+        // a create's slot is not moved out.
+        let user = a.user;
         self.open -= 1;
-        let latency = self.now.saturating_sub(intended);
-        let landed = (status == CreateStatus::Created).then_some(node);
+        let latency = self.now.saturating_sub(a.intended);
+        let landed = (status == CreateStatus::Created).then_some(a.node);
         self.tally
-            .answered(status, latency, started, self.now, landed);
-        if let (Some(ledger), Some(a)) = (
-            &mut self.set_ledger,
-            self.slots.get(slot as usize).and_then(Option::as_ref),
-        ) {
+            .answered(status, latency, a.started, self.now, landed);
+        if let Some(ledger) = &mut self.set_ledger {
             let outcome = Outcome::from(status);
             let ms = |t: Nanos| t as f64 / 1e6;
             ledger.answered(EntryAnswer {
