@@ -145,6 +145,10 @@ pub enum Command {
     },
     /// Simulate a profile in virtual time (deterministic).
     Sim(crate::sim::SimArgs),
+    /// E2B's own API: build a revision of an e2b-dev/infra checkout (in a named
+    /// variant), run a profile against it on mock-node's fleet with the twin beside
+    /// each run, or A/B two builds.
+    E2b(crate::e2b::E2bArgs),
 }
 
 /// The API a verb talks to and the env var holding its key: `run` (optional, it then
@@ -406,6 +410,13 @@ pub async fn dispatch(
         }
         // Printed here with `{e}` like `run` and `validate` do: through anyhow's `{:#}`
         // chain each profile problem would be printed once per wrapping error.
+        Command::E2b(args) => match crate::e2b::run(args, cancel).await {
+            Ok(code) => Ok(code),
+            Err(e) => {
+                eprintln!("error: {}", crate::error_chain::chain_text(&e));
+                Ok(ExitCode::from(2))
+            }
+        },
         Command::Sim(args) => match crate::sim::run_sim_cli(args) {
             Ok(true) => Ok(ExitCode::SUCCESS),
             Ok(false) => Ok(ExitCode::from(1)),

@@ -7,6 +7,7 @@ pub mod chaos;
 pub mod cli;
 pub mod collect;
 pub mod collect_cmd;
+pub mod e2b;
 pub mod error_chain;
 mod goose_glue;
 pub mod profile;

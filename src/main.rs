@@ -45,6 +45,8 @@ fn main() -> ExitCode {
     // dispositions, so that SIGTERM still ends `serve` or `mock-node`.
     if matches!(cli.command, Command::Run { .. }) {
         install_run_signals(cancel.clone(), abort.clone(), runtime.handle().clone());
+    } else if matches!(cli.command, Command::E2b(_)) {
+        install_stop_signals(cancel.clone());
     }
     let code = match runtime.block_on(stampede::cli::dispatch(cli, cancel, abort)) {
         Ok(code) => code,
@@ -57,6 +59,23 @@ fn main() -> ExitCode {
     // a worker thread): do not wait for it.
     runtime.shutdown_timeout(RUNTIME_SHUTDOWN);
     code
+}
+
+/// `stampede e2b`: the first SIGINT, SIGTERM or SIGHUP stops what the verb started and
+/// ends it (exit 2); a second one exits at once (130), and the kernel then kills every
+/// process the verb started (each has the harness as its parent-death signal's owner).
+fn install_stop_signals(cancel: CancellationToken) {
+    let installed = ctrlc::set_handler(move || {
+        if cancel.is_cancelled() {
+            eprintln!("second signal: exiting now");
+            std::process::exit(ABORT_EXIT);
+        }
+        eprintln!("interrupted: stopping the API, mock-node, Redis and PostgreSQL");
+        cancel.cancel();
+    });
+    if let Err(e) = installed {
+        eprintln!("warning: cannot install the signal handler: {e}");
+    }
 }
 
 /// SIGINT, SIGTERM and SIGHUP: the first stops the run (it heals its faults and writes a

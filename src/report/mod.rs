@@ -7,7 +7,7 @@ mod compare;
 mod distribution;
 pub mod format;
 mod html;
-mod junit;
+pub(crate) mod junit;
 mod markdown;
 mod model;
 mod output;

@@ -1,0 +1,423 @@
+//! What `stampede e2b run` and `ab` report: per run E2B's counts beside the twin's and
+//! their difference, per build the distribution, the twin over many phases, and for an
+//! A/B the verdict. Rendering is a pure function of the summary into a writer.
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+use super::build::Built;
+use super::trial::TrialResult;
+use super::twin::TwinRun;
+
+/// Mean and sample standard deviation, min and max of a series.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Spread {
+    /// Values.
+    pub n: usize,
+    /// Mean.
+    pub mean: f64,
+    /// Sample standard deviation (n - 1); 0 for one value.
+    pub sd: f64,
+    /// Least value.
+    pub min: f64,
+    /// Greatest value.
+    pub max: f64,
+}
+
+impl Spread {
+    /// The spread of `xs`.
+    pub fn of(xs: &[f64]) -> Spread {
+        let n = xs.len();
+        if n == 0 {
+            return Spread::default();
+        }
+        let mean = xs.iter().sum::<f64>() / n as f64;
+        let sd = if n > 1 {
+            (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
+        } else {
+            0.0
+        };
+        Spread {
+            n,
+            mean,
+            sd,
+            min: xs.iter().copied().fold(f64::INFINITY, f64::min),
+            max: xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        }
+    }
+}
+
+/// One real run and its matched twin.
+#[derive(Debug, Clone, Serialize)]
+pub struct MatchedRun {
+    /// The build (`REV:VARIANT`) or command.
+    pub label: String,
+    /// Index of the run within its build.
+    pub run: usize,
+    /// The real run.
+    pub real: TrialResult,
+    /// The twin at the phase the real run met (or asked, when not measured).
+    pub twin: Option<TwinRun>,
+    /// Sum over nodes of |real - twin| placements.
+    pub diff: Option<u64>,
+}
+
+impl MatchedRun {
+    /// Pairs a real run with its twin.
+    pub fn new(label: String, run: usize, real: TrialResult, twin: Option<TwinRun>) -> Self {
+        let diff = twin.as_ref().and_then(|t| {
+            (t.placed.len() == real.nodes.len()).then(|| {
+                t.placed
+                    .iter()
+                    .zip(real.placed())
+                    .map(|(a, b)| a.abs_diff(b))
+                    .sum()
+            })
+        });
+        MatchedRun {
+            label,
+            run,
+            real,
+            twin,
+            diff,
+        }
+    }
+}
+
+/// One build's runs, summarised.
+#[derive(Debug, Clone, Serialize)]
+pub struct BuildSummary {
+    /// The build (`REV:VARIANT`) or command.
+    pub label: String,
+    /// The stampede mode it behaves as.
+    pub mode: String,
+    /// CV of per-node placements over its real runs.
+    pub cv: Spread,
+    /// Least per-node placements over its runs.
+    pub placed_min: u64,
+    /// Most per-node placements over its runs.
+    pub placed_max: u64,
+    /// Node refusals per run.
+    pub refusals: Spread,
+    /// Latency p50 per run, ms.
+    pub p50_ms: Spread,
+    /// Latency p99 per run, ms.
+    pub p99_ms: Spread,
+    /// The matched twins' CV.
+    pub twin_cv: Spread,
+    /// The matched twins' refusals.
+    pub twin_refusals: Spread,
+    /// Sum of per-node differences to the twin, per run.
+    pub diff: Spread,
+    /// The twin over phases spread evenly across the sync cycle.
+    pub twin_over_phases: Spread,
+}
+
+impl BuildSummary {
+    /// Summarises `runs` (all of one build) and the twin's phase sweep.
+    pub fn new(label: &str, mode: &str, runs: &[&MatchedRun], phases: &[TwinRun]) -> Self {
+        let real = |f: &dyn Fn(&TrialResult) -> f64| {
+            Spread::of(&runs.iter().map(|r| f(&r.real)).collect::<Vec<_>>())
+        };
+        let twins: Vec<&TwinRun> = runs.iter().filter_map(|r| r.twin.as_ref()).collect();
+        BuildSummary {
+            label: label.to_string(),
+            mode: mode.to_string(),
+            cv: real(&|r| r.cv),
+            placed_min: runs.iter().flat_map(|r| r.real.placed()).min().unwrap_or(0),
+            placed_max: runs.iter().flat_map(|r| r.real.placed()).max().unwrap_or(0),
+            refusals: real(&|r| r.refusals() as f64),
+            p50_ms: real(&|r| r.p50_ms),
+            p99_ms: real(&|r| r.p99_ms),
+            twin_cv: Spread::of(&twins.iter().map(|t| t.cv).collect::<Vec<_>>()),
+            twin_refusals: Spread::of(&twins.iter().map(|t| t.refusals as f64).collect::<Vec<_>>()),
+            diff: Spread::of(
+                &runs
+                    .iter()
+                    .filter_map(|r| r.diff)
+                    .map(|d| d as f64)
+                    .collect::<Vec<_>>(),
+            ),
+            twin_over_phases: Spread::of(&phases.iter().map(|t| t.cv).collect::<Vec<_>>()),
+        }
+    }
+}
+
+/// The A/B verdict: head regressed when its mean CV exceeds base's mean by more than
+/// three of base's sample standard deviations plus 0.01 (the 0.01 keeps a base whose
+/// runs agree exactly from failing on noise).
+#[derive(Debug, Clone, Serialize)]
+pub struct AbVerdict {
+    /// Base's label.
+    pub base: String,
+    /// Head's label.
+    pub head: String,
+    /// Base's mean CV.
+    pub base_cv: f64,
+    /// Base's CV standard deviation.
+    pub base_sd: f64,
+    /// Head's mean CV.
+    pub head_cv: f64,
+    /// The bound head's mean is held to.
+    pub bound: f64,
+    /// Whether head regressed.
+    pub regressed: bool,
+    /// How the bound is made, in words.
+    pub rule: String,
+}
+
+/// Standard deviations of base's spread the bound allows.
+pub const AB_SIGMAS: f64 = 3.0;
+/// Absolute CV added to the bound.
+pub const AB_FLOOR: f64 = 0.01;
+
+impl AbVerdict {
+    /// Judges `head` against `base`.
+    pub fn judge(base: &BuildSummary, head: &BuildSummary) -> Self {
+        let bound = base.cv.mean + AB_SIGMAS * base.cv.sd + AB_FLOOR;
+        AbVerdict {
+            base: base.label.clone(),
+            head: head.label.clone(),
+            base_cv: base.cv.mean,
+            base_sd: base.cv.sd,
+            head_cv: head.cv.mean,
+            bound,
+            regressed: head.cv.mean > bound,
+            rule: format!(
+                "head's mean CV of per-node placements <= base's mean + {AB_SIGMAS} x base's sample sd + {AB_FLOOR} (base over {} runs)",
+                base.cv.n
+            ),
+        }
+    }
+}
+
+/// Everything a `stampede e2b` verb measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct E2bSummary {
+    /// The profile.
+    pub profile: String,
+    /// The fleet seed mock-node and the twin used.
+    pub fleet_seed: u64,
+    /// When the verb started (UTC).
+    pub started_at: String,
+    /// The builds.
+    pub builds: Vec<Built>,
+    /// Every run with its twin, in run order.
+    pub runs: Vec<MatchedRun>,
+    /// Per build.
+    pub summaries: Vec<BuildSummary>,
+    /// The A/B verdict, for `ab`.
+    pub verdict: Option<AbVerdict>,
+}
+
+fn f3(x: f64) -> String {
+    format!("{x:.3}")
+}
+
+fn spread3(s: &Spread) -> String {
+    if s.n == 0 {
+        return "-".into();
+    }
+    format!("{:.3} ± {:.3} ({:.3}..{:.3})", s.mean, s.sd, s.min, s.max)
+}
+
+fn spread0(s: &Spread) -> String {
+    if s.n == 0 {
+        return "-".into();
+    }
+    format!("{:.0} ({:.0}..{:.0})", s.mean, s.min, s.max)
+}
+
+fn counts(xs: &[u64]) -> String {
+    xs.iter().map(u64::to_string).collect::<Vec<_>>().join(" ")
+}
+
+/// The summary as Markdown.
+pub fn write_markdown(s: &E2bSummary, mut w: impl Write) -> io::Result<()> {
+    writeln!(w, "# stampede e2b: {}\n", s.profile)?;
+    writeln!(
+        w,
+        "Started {}; fleet seed {}.\n",
+        s.started_at, s.fleet_seed
+    )?;
+    if !s.builds.is_empty() {
+        writeln!(
+            w,
+            "| build | commit | as committed | built | mode | stand-ins |"
+        )?;
+        writeln!(w, "|---|---|---|---|---|---|")?;
+        for b in &s.builds {
+            writeln!(
+                w,
+                "| {} | {} | {} | {} | {} | {} |",
+                b.label(),
+                &b.commit[..12.min(b.commit.len())],
+                b.committed,
+                b.built,
+                b.mode,
+                if b.stand_ins.is_empty() {
+                    "none".into()
+                } else {
+                    b.stand_ins.join(", ")
+                }
+            )?;
+        }
+        writeln!(w)?;
+    }
+    writeln!(
+        w,
+        "## Runs: the API's placements (mock-node's `creates_ok`) beside the twin's\n"
+    )?;
+    writeln!(w, "| build | run | phase s (asked / met) | real per node | twin per node | sum of differences | real CV | twin CV | refusals real / twin | p50 / p99 ms |")?;
+    writeln!(w, "|---|---|---|---|---|---|---|---|---|---|")?;
+    for r in &s.runs {
+        let t = r.twin.as_ref();
+        writeln!(
+            w,
+            "| {} | {} | {:.1} / {} | {} | {} | {} | {} | {} | {} / {} | {:.0} / {:.0} |",
+            r.label,
+            r.run + 1,
+            r.real.target_phase_s,
+            r.real
+                .phase_s
+                .map(|p| format!("{p:.1}"))
+                .unwrap_or_else(|| "not measured".into()),
+            counts(&r.real.placed()),
+            t.map(|t| counts(&t.placed)).unwrap_or_else(|| "-".into()),
+            r.diff.map(|d| d.to_string()).unwrap_or_else(|| "-".into()),
+            f3(r.real.cv),
+            t.map(|t| f3(t.cv)).unwrap_or_else(|| "-".into()),
+            r.real.refusals(),
+            t.map(|t| t.refusals.to_string())
+                .unwrap_or_else(|| "-".into()),
+            r.real.p50_ms,
+            r.real.p99_ms,
+        )?;
+    }
+    writeln!(w, "\n## Per build\n")?;
+    writeln!(w, "| build | mode | runs | CV mean ± sd (min..max) | per node min..max | refusals per run | p50 ms | p99 ms | matched twin CV | sum of differences | twin CV over 20 phases |")?;
+    writeln!(w, "|---|---|---|---|---|---|---|---|---|---|---|")?;
+    for b in &s.summaries {
+        writeln!(
+            w,
+            "| {} | {} | {} | {} | {}..{} | {} | {} | {} | {} | {} | {} |",
+            b.label,
+            b.mode,
+            b.cv.n,
+            spread3(&b.cv),
+            b.placed_min,
+            b.placed_max,
+            spread0(&b.refusals),
+            spread0(&b.p50_ms),
+            spread0(&b.p99_ms),
+            spread3(&b.twin_cv),
+            spread0(&b.diff),
+            spread3(&b.twin_over_phases),
+        )?;
+    }
+    if let Some(v) = &s.verdict {
+        writeln!(w, "\n## Verdict\n")?;
+        writeln!(
+            w,
+            "{}: head `{}` mean CV {:.3} against base `{}` {:.3} ± {:.3}; bound {:.3}. Rule: {}.",
+            if v.regressed {
+                "REGRESSED"
+            } else {
+                "NO REGRESSION"
+            },
+            v.head,
+            v.head_cv,
+            v.base,
+            v.base_cv,
+            v.base_sd,
+            v.bound,
+            v.rule
+        )?;
+    }
+    Ok(())
+}
+
+/// The A/B verdict as JUnit XML (one suite, one case).
+pub fn write_junit(v: &AbVerdict, mut w: impl Write) -> io::Result<()> {
+    use crate::report::junit::{attr, text};
+    writeln!(w, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
+    writeln!(
+        w,
+        r#"<testsuites name="stampede e2b ab" tests="1" failures="{}">"#,
+        u8::from(v.regressed)
+    )?;
+    writeln!(
+        w,
+        r#"  <testsuite name="{}" tests="1" failures="{}">"#,
+        attr(&format!("{} vs {}", v.head, v.base)),
+        u8::from(v.regressed)
+    )?;
+    writeln!(
+        w,
+        r#"    <testcase classname="e2b.ab" name="cv_of_placements">"#
+    )?;
+    if v.regressed {
+        writeln!(
+            w,
+            r#"      <failure message="{}">{}</failure>"#,
+            attr(&format!(
+                "head mean CV {:.3} > bound {:.3}",
+                v.head_cv, v.bound
+            )),
+            text(&v.rule)
+        )?;
+    }
+    writeln!(w, "    </testcase>\n  </testsuite>\n</testsuites>")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn build(label: &str, cvs: &[f64]) -> BuildSummary {
+        BuildSummary {
+            label: label.into(),
+            mode: "x".into(),
+            cv: Spread::of(cvs),
+            placed_min: 0,
+            placed_max: 0,
+            refusals: Spread::default(),
+            p50_ms: Spread::default(),
+            p99_ms: Spread::default(),
+            twin_cv: Spread::default(),
+            twin_refusals: Spread::default(),
+            diff: Spread::default(),
+            twin_over_phases: Spread::default(),
+        }
+    }
+
+    #[test]
+    fn a_herd_regresses_against_a_spread_base() {
+        let base = build("base", &[0.05, 0.04, 0.06]);
+        let herd = build("head", &[0.31, 0.29, 0.33]);
+        let v = AbVerdict::judge(&base, &herd);
+        assert!(v.regressed);
+        assert!(
+            (v.bound - (0.05 + 3.0 * 0.01 + 0.01)).abs() < 1e-9,
+            "{}",
+            v.bound
+        );
+        let same = build("head", &[0.05, 0.06, 0.05]);
+        assert!(!AbVerdict::judge(&base, &same).regressed);
+        let mut xml = Vec::new();
+        write_junit(&v, &mut xml).unwrap();
+        let xml = String::from_utf8(xml).unwrap();
+        assert!(
+            xml.contains(r#"failures="1""#) && xml.contains("<failure"),
+            "{xml}"
+        );
+    }
+
+    #[test]
+    fn spread_of_one_value_has_no_deviation() {
+        let s = Spread::of(&[0.3]);
+        assert_eq!((s.n, s.mean, s.sd, s.min, s.max), (1, 0.3, 0.0, 0.3, 0.3));
+        assert_eq!(Spread::of(&[]).n, 0);
+    }
+}
