@@ -38,6 +38,10 @@ pub struct Registry {
     pub owner_start: u64,
     /// The processes, in start order.
     pub children: Vec<Listed>,
+    /// Folders outside the run folder that belong to it (PostgreSQL's data, when it
+    /// runs as another user), removed with it.
+    #[serde(default)]
+    pub dirs: Vec<PathBuf>,
 }
 
 /// Errors of starting or stopping a process.
@@ -98,6 +102,7 @@ impl Procs {
                 owner: me,
                 owner_start: start_time(me).unwrap_or(0),
                 children: Vec::new(),
+                dirs: Vec::new(),
             },
             procs: Vec::new(),
         };
@@ -150,6 +155,12 @@ impl Procs {
         Ok(self.procs.last_mut().expect("just pushed"))
     }
 
+    /// Registers a folder outside the run folder, removed when the stack stops.
+    pub fn own_dir(&mut self, dir: &Path) -> Result<(), ChildError> {
+        self.registry.dirs.push(dir.to_path_buf());
+        self.save()
+    }
+
     /// A role whose process has exited, with its status.
     pub fn exited(&mut self) -> Option<(String, std::process::ExitStatus)> {
         for p in &mut self.procs {
@@ -168,6 +179,9 @@ impl Procs {
             lines.push(stop(&mut p).await);
             self.registry.children.retain(|c| c.pid != p.pid);
             let _ = self.save();
+        }
+        for d in std::mem::take(&mut self.registry.dirs) {
+            let _ = std::fs::remove_dir_all(d);
         }
         let _ = std::fs::remove_file(self.dir.join(REGISTRY));
         lines
@@ -255,6 +269,9 @@ pub fn reap(runs: &Path) -> Vec<String> {
                 signal_group(c.pid, libc::SIGKILL);
                 killed.push(format!("{} (pid {})", c.role, c.pid));
             }
+        }
+        for d in reg.iter().flat_map(|r| r.dirs.iter()) {
+            let _ = std::fs::remove_dir_all(d);
         }
         let _ = std::fs::remove_dir_all(&dir);
         lines.push(if killed.is_empty() {

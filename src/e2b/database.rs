@@ -155,27 +155,37 @@ fn chown_tree(dir: &Path, uid: u32, gid: u32) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Starts PostgreSQL in `dir/pg` on a free loopback port; returns its connection string.
+/// Starts PostgreSQL on a free loopback port (its logs in `dir`); returns its
+/// connection string.
 pub async fn start_postgres(
     procs: &mut Procs,
     dir: &Path,
     pg_bin: Option<&Path>,
 ) -> Result<String, StoreError> {
     let bin = postgres_bin(pg_bin)?;
-    let root = dir.join("pg");
-    let data = root.join("data");
     let io = |what: &str| {
         let what = what.to_string();
         move |source| StoreError::Io { what, source }
     };
-    std::fs::create_dir_all(&root).map_err(io("creating the PostgreSQL folder"))?;
     let user = postgres_user();
+    // initdb refuses root: PostgreSQL then runs as its own user, in a folder of its own
+    // under the system's temp folder (the run folder's parents, e.g. a home folder,
+    // need not be open to it), registered with the run so that it is removed with it.
+    let root = match user {
+        None => dir.join("pg"),
+        Some(_) => {
+            static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+            let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            std::env::temp_dir().join(format!("stampede-e2b-pg-{}-{n}", std::process::id()))
+        }
+    };
+    let data = root.join("data");
+    std::fs::create_dir_all(&root).map_err(io("creating the PostgreSQL folder"))?;
     if let Some((uid, gid)) = user {
-        // The run folder's parents must be traversable by that user.
+        procs.own_dir(&root)?;
         chown_tree(&root, uid, gid).map_err(io("handing the PostgreSQL folder to its user"))?;
-        allow_traverse(dir);
     }
-    let log = root.join("initdb.log");
+    let log = dir.join("initdb.log");
     let mut initdb = Command::new(bin.join("initdb"));
     initdb
         .arg("-D")
@@ -184,7 +194,7 @@ pub async fn start_postgres(
     as_user(&mut initdb, user);
     run_logged(initdb, &log, "initdb").await?;
     let port = free_port().map_err(io("finding a free port"))?;
-    let log = root.join("postgres.log");
+    let log = dir.join("postgres.log");
     let out = std::fs::File::create(&log).map_err(io("creating postgres.log"))?;
     let err = out.try_clone().map_err(io("creating postgres.log"))?;
     if let Some((uid, gid)) = user {
@@ -212,7 +222,7 @@ pub async fn start_postgres(
     let url = format!("postgresql://postgres@127.0.0.1:{port}/postgres?sslmode=disable");
     let deadline = tokio::time::Instant::now() + READY_DEADLINE;
     loop {
-        if psql(&url, "select 1", &root.join("ready.log"))
+        if psql(&url, "select 1", &dir.join("pg-ready.log"))
             .await
             .is_ok()
         {
@@ -225,20 +235,6 @@ pub async fn start_postgres(
             });
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
-/// Lets other users traverse `dir` and its parents (mode o+x), so that PostgreSQL run
-/// as its own user reaches its folder inside a root-owned cache.
-fn allow_traverse(dir: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    for d in dir.ancestors() {
-        if let Ok(m) = std::fs::metadata(d) {
-            let mode = m.permissions().mode();
-            if mode & 0o001 == 0 {
-                let _ = std::fs::set_permissions(d, std::fs::Permissions::from_mode(mode | 0o001));
-            }
-        }
     }
 }
 

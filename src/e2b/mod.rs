@@ -191,11 +191,11 @@ async fn measure(
         }),
         _ => None,
     };
-    let session = cache.join("runs").join(format!(
+    let session = format!(
         "{}-{}",
         crate::report::compact_utc(&crate::report::now_rfc3339()).unwrap_or_default(),
         std::process::id()
-    ));
+    );
     let started_at = crate::report::now_rfc3339();
     let mut runs = Vec::new();
     for i in 0..stack.runs {
@@ -215,7 +215,7 @@ async fn measure(
                 target_phase: phase,
                 stores: stores.clone(),
                 pg_bin: stack.pg_bin.clone(),
-                dir: session.join(format!("{b}-{i}")),
+                dir: cache.join("runs").join(format!("{session}-{b}-{i}")),
                 exe: exe.clone(),
                 cycle: stack.sync_cycle,
             };
@@ -233,7 +233,6 @@ async fn measure(
             runs.push(MatchedRun::new(label, i, real, Some(twin)));
         }
     }
-    let _ = std::fs::remove_dir_all(&session);
     let mut summaries = Vec::new();
     for api in apis {
         let label = label_of(api);
