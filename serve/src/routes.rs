@@ -18,7 +18,7 @@ use super::nodes_api::{change_status, node_detail, nodes, require_admin};
 use super::params::{
     metadata_matches, parse_date_time, parse_metadata_filter, unix_nanos, validate_template_id,
 };
-use super::place::{create_sandbox, delete_sandbox, CLIENT_ID};
+use super::place::{create_sandbox, CLIENT_ID};
 use super::rest::{EvictedIds, ListedSandbox, NewSandbox};
 use super::state::{lock, SandboxRecord, Shared};
 
@@ -145,11 +145,8 @@ async fn delete(
     Path(sandbox_id): Path<String>,
 ) -> ApiResult<StatusCode> {
     require_key(&shared, &headers)?;
-    // A paused sandbox is a snapshot only: killing it deletes the snapshot (E2B).
-    if lock(&shared.paused).remove(&sandbox_id).is_some() {
-        return Ok(StatusCode::NO_CONTENT);
-    }
-    let task = tokio::spawn(delete_sandbox(shared, sandbox_id));
+    // In its own task: a kill carries on when the client hangs up.
+    let task = tokio::spawn(super::kill::kill(shared, sandbox_id));
     match task.await {
         Ok(Ok(())) => Ok(StatusCode::NO_CONTENT),
         Ok(Err(e)) => Err(e),
