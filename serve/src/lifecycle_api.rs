@@ -481,21 +481,48 @@ async fn connect_for(
         )));
     }
     let timeout = Duration::from_secs(t as u64);
-    match after_pause(&shared, &id).await? {
-        Whereabouts::Running(_) => {
-            let r = keep_alive(&shared, &id, timeout, false).await?;
-            Ok((StatusCode::OK, Json(api_sandbox(&shared, &id, &r))).into_response())
+    // A sandbox paused between the look and the keep-alive is resumed on the next try,
+    // as E2B's connect retries (`maxConnectRetries`), never answered 404.
+    for _ in 0..CONNECT_TRIES {
+        match after_pause(&shared, &id).await? {
+            Whereabouts::Running(_) => match keep_alive(&shared, &id, timeout, false).await {
+                Ok(r) => {
+                    return Ok((StatusCode::OK, Json(api_sandbox(&shared, &id, &r))).into_response())
+                }
+                Err(e) if e.code == StatusCode::NOT_FOUND.as_u16() && moved_on(&shared, &id) => {
+                    continue
+                }
+                Err(e) => return Err(e),
+            },
+            Whereabouts::Moving(_) => return Err(changing_state(&id)),
+            Whereabouts::Unknown => return Err(not_found(&id)),
+            // A resume needs a lifetime: the node refuses an end time not after the start.
+            Whereabouts::Paused if t == 0 => {
+                return Err(bad_request("Timeout must be greater than 0"))
+            }
+            Whereabouts::Paused => {
+                return Ok(created(
+                    &shared,
+                    resume_paused(&shared, &id, timeout).await?,
+                ))
+            }
         }
-        Whereabouts::Moving(_) => Err(changing_state(&id)),
-        Whereabouts::Unknown => Err(not_found(&id)),
-        // A resume needs a lifetime: the node refuses an end time not after the start.
-        Whereabouts::Paused if t == 0 => Err(bad_request("Timeout must be greater than 0")),
-        Whereabouts::Paused => Ok(created(
-            &shared,
-            resume_paused(&shared, &id, timeout).await?,
-        )),
     }
+    Err(changing_state(&id))
 }
+
+/// Whether `id` left the running store for a pause or a snapshot since it was seen
+/// running.
+fn moved_on(shared: &Shared, id: &str) -> bool {
+    matches!(
+        transition::locate(shared, id),
+        Whereabouts::Paused | Whereabouts::Moving(_)
+    )
+}
+
+/// Looks a connect takes before it answers 409: 3, E2B's `maxConnectRetries`
+/// (`handlers/sandbox_connect.go`).
+const CONNECT_TRIES: usize = 3;
 
 /// One entry of a fork's answer (E2B `SandboxForkResult`): exactly one of the two.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
