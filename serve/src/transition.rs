@@ -40,6 +40,7 @@ pub struct Transitions {
 #[derive(Debug)]
 struct InFlight {
     what: Move,
+    record: SandboxRecord,
     ended: watch::Receiver<Option<bool>>,
 }
 
@@ -61,6 +62,8 @@ pub enum Whereabouts {
 pub struct Settling {
     /// The move.
     pub what: Move,
+    /// The sandbox as it was when the move began.
+    pub record: Box<SandboxRecord>,
     ended: watch::Receiver<Option<bool>>,
 }
 
@@ -109,6 +112,7 @@ fn look(shared: &Shared, moving: &HashMap<String, InFlight>, id: &str) -> Wherea
     if let Some(m) = moving.get(id) {
         return Whereabouts::Moving(Settling {
             what: m.what,
+            record: Box::new(m.record.clone()),
             ended: m.ended.clone(),
         });
     }
@@ -126,9 +130,18 @@ fn register(
     moving: &mut HashMap<String, InFlight>,
     id: &str,
     what: Move,
+    record: &SandboxRecord,
 ) -> MoveGuard {
     let (tx, rx) = watch::channel(None);
-    moving.insert(id.to_string(), InFlight { what, ended: rx });
+    let record = record.clone();
+    moving.insert(
+        id.to_string(),
+        InFlight {
+            what,
+            record,
+            ended: rx,
+        },
+    );
     MoveGuard {
         shared: shared.clone(),
         id: id.to_string(),
@@ -157,7 +170,7 @@ pub fn begin_from_running(
         r
     };
     match taken {
-        Some(record) => Ok((register(shared, &mut moving, id, what), record)),
+        Some(record) => Ok((register(shared, &mut moving, id, what, &record), record)),
         None => Err(look(shared, &moving, id)),
     }
 }
@@ -176,7 +189,10 @@ pub fn begin_resume(
     match taken {
         Some(record) => {
             lock(&shared.placing).insert(id.to_string());
-            Ok((register(shared, &mut moving, id, Move::Resume), record))
+            Ok((
+                register(shared, &mut moving, id, Move::Resume, &record),
+                record,
+            ))
         }
         None => Err(look(shared, &moving, id)),
     }

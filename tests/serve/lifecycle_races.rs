@@ -94,6 +94,9 @@ async fn delete_during_a_pause_is_204_and_leaves_no_snapshot() {
         tokio::spawn(async move { rig.post(&format!("/sandboxes/{id}/pause"), None).await })
     };
     assert!(eventually(|| in_a_move(&rig, &id)).await, "the pause began");
+    // E2B's `sandbox_get.go`: a sandbox being paused reads as paused.
+    let (s, body) = rig.get_json(&format!("/sandboxes/{id}")).await;
+    assert_eq!((s, body["state"].as_str()), (200, Some("paused")), "{body}");
     assert_eq!(rig.delete(&id).await, 204, "a kill during a pause");
     let (s, body) = pause.await.expect("pause task");
     assert_eq!(s, 204, "{body}");
