@@ -13,7 +13,7 @@ use std::time::SystemTime;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::place::delete_sandbox;
+use super::kill::delete_sandbox;
 use super::state::{lock, Shared};
 use stampede_placement::evict::{due_evictions, EVICT_POLL};
 

@@ -25,6 +25,7 @@ pub mod config;
 pub mod counters;
 pub mod error;
 pub mod evictor;
+pub mod kill;
 pub mod lifecycle_api;
 pub mod limits;
 pub mod listen;
@@ -42,6 +43,7 @@ pub mod storm;
 pub mod sync;
 pub mod telemetry;
 pub mod telemetry_kind;
+pub mod transition;
 pub mod usage;
 
 pub use args::{run, ServeArgs};

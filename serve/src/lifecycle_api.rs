@@ -20,6 +20,12 @@
 //!
 //! A paused sandbox is not in the running store, so a timeout or a refresh of it is a
 //! 404, as in E2B; a pause of it a 409; a fork of it a 409.
+//!
+//! Where a sandbox is comes from one look ([`transition::locate`](crate::transition::locate)),
+//! and a pause or a resume begins in one step with taking it from its store, so a
+//! sandbox in a move is answered 409 "changing state" (or waited for: a resume or a
+//! connect waits out a pause, as E2B's `sandbox_resume.go` and `sandbox_connect.go`
+//! do), never 404.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -41,6 +47,7 @@ use super::place::{place_from_snapshot, FromSnapshot, CLIENT_ID};
 use super::rest::{NewSandbox, Sandbox};
 use super::routes::{require_key, ApiResult};
 use super::state::{lock, SandboxRecord, Shared};
+use super::transition::{self, begin_from_running, begin_resume, Move, MoveGuard, Whereabouts};
 use super::usage::{self, SandboxMetric};
 use super::NODE_HEADER;
 use stampede_placement::{DeleteOutcome, PlacementKind};
@@ -85,32 +92,11 @@ fn conflict(message: impl Into<String>) -> ApiError {
     ApiError::new(StatusCode::CONFLICT, message)
 }
 
-fn changing_state(id: &str) -> ApiError {
+/// E2B's answer for a sandbox in a move (`utils.SandboxChangingStateMsg`'s meaning).
+pub fn changing_state(id: &str) -> ApiError {
     conflict(format!(
         "Sandbox '{id}' is changing state, please retry once it settles"
     ))
-}
-
-/// Where a sandbox is now.
-enum Where {
-    Running(SandboxRecord),
-    Paused,
-    /// Being paused, killed or started from a snapshot.
-    Moving,
-    Unknown,
-}
-
-fn locate(shared: &Shared, id: &str) -> Where {
-    if let Some(r) = lock(&shared.sandboxes).get(id) {
-        return Where::Running(r.clone());
-    }
-    if lock(&shared.paused).contains_key(id) {
-        return Where::Paused;
-    }
-    if lock(&shared.removing).contains(id) || lock(&shared.placing).contains(id) {
-        return Where::Moving;
-    }
-    Where::Unknown
 }
 
 /// A JSON object body; `required`: an absent (empty) body is a 400, else `{}`.
@@ -194,9 +180,9 @@ async fn keep_alive(
         let mut running = lock(&shared.sandboxes);
         let Some(r) = running.get_mut(id) else {
             drop(running);
-            return Err(match locate(shared, id) {
-                Where::Moving => changing_state(id),
-                _ => not_found(id),
+            return Err(match transition::locate(shared, id) {
+                Whereabouts::Moving(_) | Whereabouts::Running(_) => changing_state(id),
+                Whereabouts::Paused | Whereabouts::Unknown => not_found(id),
             });
         };
         let lived = now.duration_since(r.started_at).unwrap_or_default();
@@ -284,31 +270,36 @@ async fn pause(
     require_key(&shared, &headers)?;
     let m = object_body(&body, false)?;
     bool_field(&m, "memory")?;
-    let taken = lock(&shared.sandboxes).remove(&id);
-    let Some(record) = taken else {
-        return Err(match locate(&shared, &id) {
-            Where::Paused => conflict(format!(
-                "Error pausing sandbox - sandbox '{id}' is already paused"
-            )),
-            Where::Moving => changing_state(&id),
-            _ => not_found(&id),
-        });
-    };
-    lock(&shared.removing).insert(id.clone());
-    let task = tokio::spawn(pause_on_node(shared.clone(), id.clone(), record));
+    // In its own task: a pause carries on when the client hangs up.
+    let task = tokio::spawn(pause_task(shared.clone(), id));
     let result = task.await.unwrap_or_else(|e| {
         Err(ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("pause task failed: {e}"),
         ))
     });
-    lock(&shared.removing).remove(&id);
     result.map(|()| StatusCode::NO_CONTENT)
+}
+
+async fn pause_task(shared: Arc<Shared>, id: String) -> ApiResult<()> {
+    match begin_from_running(&shared, &id, Move::Pause) {
+        Ok((guard, record)) => pause_on_node(&shared, guard, id, record).await,
+        Err(Whereabouts::Paused) => Err(conflict(format!(
+            "Error pausing sandbox - sandbox '{id}' is already paused"
+        ))),
+        Err(Whereabouts::Moving(_) | Whereabouts::Running(_)) => Err(changing_state(&id)),
+        Err(Whereabouts::Unknown) => Err(not_found(&id)),
+    }
 }
 
 /// The `Pause` RPC; the node lets the sandbox go whatever the answer (E2B removes it
 /// from the store either way), so its vCPU is released as for a kill.
-async fn pause_on_node(shared: Arc<Shared>, id: String, record: SandboxRecord) -> ApiResult<()> {
+async fn pause_on_node(
+    shared: &Shared,
+    mut guard: MoveGuard,
+    id: String,
+    record: SandboxRecord,
+) -> ApiResult<()> {
     let outcome = match shared.nodes.get(&record.node) {
         None => Err(None),
         Some(node) => node
@@ -328,11 +319,15 @@ async fn pause_on_node(shared: Arc<Shared>, id: String, record: SandboxRecord) -
         vcpu: record.vcpu,
         released: delete.releases_vcpu(),
     });
+    if outcome.is_ok() {
+        // Into the paused store before the move ends: never nowhere.
+        lock(&shared.paused).insert(id.clone(), record);
+        guard.succeeded();
+    }
+    lock(&shared.removing).remove(&id);
+    drop(guard);
     match outcome {
-        Ok(()) => {
-            lock(&shared.paused).insert(id, record);
-            Ok(())
-        }
+        Ok(()) => Ok(()),
         Err(Some(s)) if s.code() == Code::NotFound => Err(not_found(&id)),
         Err(e) => {
             tracing::debug!(sandbox = %id, error = ?e, "pause failed");
@@ -347,10 +342,14 @@ async fn pause_on_node(shared: Arc<Shared>, id: String, record: SandboxRecord) -
 /// Resume the paused sandbox `id` for `timeout`: out of the paused set while it is
 /// placed, back in it (its origin perhaps remapped) if the placement fails.
 async fn resume_paused(shared: &Arc<Shared>, id: &str, timeout: Duration) -> ApiResult<Sandbox> {
-    let Some(record) = lock(&shared.paused).remove(id) else {
-        return Err(changing_state(id));
+    let (mut guard, record) = match begin_resume(shared, id) {
+        Ok(begun) => begun,
+        Err(Whereabouts::Running(_)) => {
+            return Err(conflict(format!("Sandbox {id} is already running")))
+        }
+        Err(Whereabouts::Unknown) => return Err(not_found(id)),
+        Err(Whereabouts::Moving(_) | Whereabouts::Paused) => return Err(changing_state(id)),
     };
-    lock(&shared.placing).insert(id.to_string());
     let (body, from) = from_snapshot_of(&record, timeout, PlacementKind::Resume);
     let gone = CancellationToken::new();
     let _hung_up = gone.clone().drop_guard();
@@ -359,6 +358,9 @@ async fn resume_paused(shared: &Arc<Shared>, id: &str, timeout: Duration) -> Api
         let id = id.to_string();
         tokio::spawn(async move {
             let r = place_from_snapshot(&shared, &id, body, from, &gone).await;
+            if r.is_ok() {
+                guard.succeeded();
+            }
             if let Err((_, warmed)) = &r {
                 let mut back = record;
                 if shared.cfg.resume_origin_remap {
@@ -369,6 +371,7 @@ async fn resume_paused(shared: &Arc<Shared>, id: &str, timeout: Duration) -> Api
                 lock(&shared.paused).insert(id.clone(), back);
             }
             lock(&shared.placing).remove(&id);
+            drop(guard);
             r.map_err(|(e, _)| e)
         })
     };
@@ -378,6 +381,24 @@ async fn resume_paused(shared: &Arc<Shared>, id: &str, timeout: Duration) -> Api
             format!("resume task failed: {e}"),
         ))
     })
+}
+
+/// Where `id` is, a pause in flight waited out first, as E2B's resume and connect do
+/// (`handlers/sandbox_resume.go`, `handlers/sandbox_connect.go`: `WaitForStateChange`);
+/// a pause that failed is a 500, as there.
+async fn after_pause(shared: &Shared, id: &str) -> ApiResult<Whereabouts> {
+    match transition::locate(shared, id) {
+        Whereabouts::Moving(m) if m.what == Move::Pause => {
+            if !m.settled().await {
+                return Err(ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "Error waiting for sandbox to pause",
+                ));
+            }
+            Ok(transition::locate(shared, id))
+        }
+        w => Ok(w),
+    }
 }
 
 /// A 201 for a created or resumed sandbox, naming the node it landed on in
@@ -404,11 +425,11 @@ async fn resume(
     let timeout = resume_timeout(&shared, int_field(&m, "timeout", 0, INT32_MAX)?)?;
     bool_field(&m, "autoPause")?;
     bool_field(&m, "memory")?;
-    match locate(&shared, &id) {
-        Where::Running(_) => Err(conflict(format!("Sandbox {id} is already running"))),
-        Where::Moving => Err(changing_state(&id)),
-        Where::Unknown => Err(not_found(&id)),
-        Where::Paused => Ok(created(
+    match after_pause(&shared, &id).await? {
+        Whereabouts::Running(_) => Err(conflict(format!("Sandbox {id} is already running"))),
+        Whereabouts::Moving(_) => Err(changing_state(&id)),
+        Whereabouts::Unknown => Err(not_found(&id)),
+        Whereabouts::Paused => Ok(created(
             &shared,
             resume_paused(&shared, &id, timeout).await?,
         )),
@@ -460,21 +481,48 @@ async fn connect_for(
         )));
     }
     let timeout = Duration::from_secs(t as u64);
-    match locate(&shared, &id) {
-        Where::Running(_) => {
-            let r = keep_alive(&shared, &id, timeout, false).await?;
-            Ok((StatusCode::OK, Json(api_sandbox(&shared, &id, &r))).into_response())
+    // A sandbox paused between the look and the keep-alive is resumed on the next try,
+    // as E2B's connect retries (`maxConnectRetries`), never answered 404.
+    for _ in 0..CONNECT_TRIES {
+        match after_pause(&shared, &id).await? {
+            Whereabouts::Running(_) => match keep_alive(&shared, &id, timeout, false).await {
+                Ok(r) => {
+                    return Ok((StatusCode::OK, Json(api_sandbox(&shared, &id, &r))).into_response())
+                }
+                Err(e) if e.code == StatusCode::NOT_FOUND.as_u16() && moved_on(&shared, &id) => {
+                    continue
+                }
+                Err(e) => return Err(e),
+            },
+            Whereabouts::Moving(_) => return Err(changing_state(&id)),
+            Whereabouts::Unknown => return Err(not_found(&id)),
+            // A resume needs a lifetime: the node refuses an end time not after the start.
+            Whereabouts::Paused if t == 0 => {
+                return Err(bad_request("Timeout must be greater than 0"))
+            }
+            Whereabouts::Paused => {
+                return Ok(created(
+                    &shared,
+                    resume_paused(&shared, &id, timeout).await?,
+                ))
+            }
         }
-        Where::Moving => Err(changing_state(&id)),
-        Where::Unknown => Err(not_found(&id)),
-        // A resume needs a lifetime: the node refuses an end time not after the start.
-        Where::Paused if t == 0 => Err(bad_request("Timeout must be greater than 0")),
-        Where::Paused => Ok(created(
-            &shared,
-            resume_paused(&shared, &id, timeout).await?,
-        )),
     }
+    Err(changing_state(&id))
 }
+
+/// Whether `id` left the running store for a pause or a snapshot since it was seen
+/// running.
+fn moved_on(shared: &Shared, id: &str) -> bool {
+    matches!(
+        transition::locate(shared, id),
+        Whereabouts::Paused | Whereabouts::Moving(_)
+    )
+}
+
+/// Looks a connect takes before it answers 409: 3, E2B's `maxConnectRetries`
+/// (`handlers/sandbox_connect.go`).
+const CONNECT_TRIES: usize = 3;
 
 /// One entry of a fork's answer (E2B `SandboxForkResult`): exactly one of the two.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -514,15 +562,15 @@ async fn fork(
             "Count cannot be greater than {MAX_FORK_COUNT}"
         )));
     }
-    let record = match locate(&shared, &id) {
-        Where::Running(r) => r,
-        Where::Paused => {
+    let record = match transition::locate(&shared, &id) {
+        Whereabouts::Running(r) => *r,
+        Whereabouts::Paused => {
             return Err(conflict(format!(
                 "Sandbox '{id}' is paused and cannot be forked; resume it first"
             )))
         }
-        Where::Moving => return Err(changing_state(&id)),
-        Where::Unknown => return Err(not_found(&id)),
+        Whereabouts::Moving(_) => return Err(changing_state(&id)),
+        Whereabouts::Unknown => return Err(not_found(&id)),
     };
     let task = tokio::spawn(fork_all(
         shared.clone(),
@@ -635,8 +683,8 @@ async fn metrics_one(
     let Query(q) = query.map_err(|e| bad_request(e.body_text()))?;
     let from = unix_param("start", q.start.as_deref())?;
     let to = unix_param("end", q.end.as_deref())?;
-    match locate(&shared, &id) {
-        Where::Running(r) => Ok(Json(usage::samples(
+    match transition::locate(&shared, &id) {
+        Whereabouts::Running(r) => Ok(Json(usage::samples(
             shared.cfg.seed,
             &id,
             &r,
@@ -644,8 +692,8 @@ async fn metrics_one(
             from,
             to,
         ))),
-        Where::Paused | Where::Moving => Ok(Json(Vec::new())),
-        Where::Unknown => Err(not_found(&id)),
+        Whereabouts::Paused | Whereabouts::Moving(_) => Ok(Json(Vec::new())),
+        Whereabouts::Unknown => Err(not_found(&id)),
     }
 }
 

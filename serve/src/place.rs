@@ -1,4 +1,4 @@
-//! The create and delete drivers: the RPCs and the waiting of E2B's placement loop,
+//! The create driver: the RPCs and the waiting of E2B's placement loop,
 //! whose every decision is the sans-IO [`Placer`](stampede_placement::Placer)'s. What a failure answers is the core's decision
 //! ([`FailureAnswers::answer`](stampede_placement::FailureAnswers::answer)).
 
@@ -16,7 +16,7 @@ use super::node_client::CreateSpec;
 use super::rest::{NewSandbox, Sandbox};
 use super::state::{lock, SandboxRecord, Shared};
 use stampede_placement::{
-    Answered, CreateReply, DeleteOutcome, ErrorKind, FailureKind, Input, Output, PlacementKind,
+    Answered, CreateReply, ErrorKind, FailureKind, Input, Output, PlacementKind,
 };
 
 /// E2B's `clientID` of every sandbox (`packages/shared/pkg/consts/sandboxes.go`).
@@ -370,59 +370,4 @@ fn answered(shared: &Shared, spec: CreateSpec, a: Answered) -> Result<Sandbox, A
         error_code: f.error_code.map(|c| c.as_str()),
         ..ApiError::new(status, f.message)
     })
-}
-
-/// Kill one sandbox as E2B does: 404 when this instance does not know it; otherwise the
-/// entry is removed whatever the node answers, and a node's NotFound is a 204.
-pub async fn delete_sandbox(shared: Arc<Shared>, sandbox_id: String) -> Result<(), ApiError> {
-    let removed = lock(&shared.sandboxes).remove(&sandbox_id);
-    let Some(record) = removed else {
-        lock(&shared.removing).remove(&sandbox_id);
-        shared.telemetry.deletes_not_found.fetch_add(1, Relaxed);
-        return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            format!("sandbox \"{sandbox_id}\" doesn't exist or you don't have access to it"),
-        ));
-    };
-    lock(&shared.removing).insert(sandbox_id.clone());
-    let result = kill_on_node(&shared, &sandbox_id, &record).await;
-    lock(&shared.removing).remove(&sandbox_id);
-    result
-}
-
-async fn kill_on_node(
-    shared: &Shared,
-    sandbox_id: &str,
-    record: &SandboxRecord,
-) -> Result<(), ApiError> {
-    let (outcome, why) = match shared.nodes.get(&record.node) {
-        None => (
-            DeleteOutcome::Failed,
-            format!("node '{}' not found", record.node),
-        ),
-        Some(node) => match node.client.delete(sandbox_id, shared.cfg.rpc_timeout).await {
-            Ok(()) => (DeleteOutcome::Deleted, String::new()),
-            Err(s) if s.code() == Code::NotFound => (DeleteOutcome::NotOnNode, String::new()),
-            Err(s) => (DeleteOutcome::Failed, s.message().to_string()),
-        },
-    };
-    shared.handle(Input::DeleteEnded {
-        node: record.node.as_str().into(),
-        sandbox_id: sandbox_id.into(),
-        vcpu: record.vcpu,
-        released: outcome.releases_vcpu(),
-    });
-    let status = outcome.status();
-    match outcome {
-        DeleteOutcome::Deleted => shared.telemetry.deletes_ok.fetch_add(1, Relaxed),
-        DeleteOutcome::NotOnNode => shared.telemetry.deletes_not_found.fetch_add(1, Relaxed),
-        DeleteOutcome::Failed => 0,
-    };
-    if status == StatusCode::NO_CONTENT.as_u16() {
-        return Ok(());
-    }
-    Err(ApiError::new(
-        StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-        format!("Error killing sandbox: {why}"),
-    ))
 }

@@ -13,14 +13,16 @@ use mock_node::secret::constant_time_eq;
 use serde::Deserialize;
 
 use super::error::ApiError;
+use super::lifecycle_api;
 use super::limits::{validate_metadata, validate_size, LargestNode};
 use super::nodes_api::{change_status, node_detail, nodes, require_admin};
 use super::params::{
     metadata_matches, parse_date_time, parse_metadata_filter, unix_nanos, validate_template_id,
 };
-use super::place::{create_sandbox, delete_sandbox, CLIENT_ID};
+use super::place::{create_sandbox, CLIENT_ID};
 use super::rest::{EvictedIds, ListedSandbox, NewSandbox};
 use super::state::{lock, SandboxRecord, Shared};
+use super::transition::{locate, Move, Whereabouts};
 
 /// The router of one instance.
 pub fn router(shared: Arc<Shared>) -> Router {
@@ -145,11 +147,8 @@ async fn delete(
     Path(sandbox_id): Path<String>,
 ) -> ApiResult<StatusCode> {
     require_key(&shared, &headers)?;
-    // A paused sandbox is a snapshot only: killing it deletes the snapshot (E2B).
-    if lock(&shared.paused).remove(&sandbox_id).is_some() {
-        return Ok(StatusCode::NO_CONTENT);
-    }
-    let task = tokio::spawn(delete_sandbox(shared, sandbox_id));
+    // In its own task: a kill carries on when the client hangs up.
+    let task = tokio::spawn(super::kill::kill(shared, sandbox_id));
     match task.await {
         Ok(Ok(())) => Ok(StatusCode::NO_CONTENT),
         Ok(Err(e)) => Err(e),
@@ -331,16 +330,17 @@ async fn get_sandbox(
     Path(sandbox_id): Path<String>,
 ) -> ApiResult<Json<ListedSandbox>> {
     require_key(&shared, &headers)?;
-    if let Some(r) = lock(&shared.paused).get(&sandbox_id) {
-        return Ok(Json(listed_as(&shared, &sandbox_id, r, "paused")));
+    // E2B's `handlers/sandbox_get.go`: a sandbox being paused reads as paused, one
+    // being killed as gone; one being resumed is still its snapshot there.
+    match locate(&shared, &sandbox_id) {
+        Whereabouts::Running(r) => Ok(Json(listed(&shared, &sandbox_id, &r))),
+        Whereabouts::Moving(m) if m.what != Move::Kill => {
+            Ok(Json(listed_as(&shared, &sandbox_id, &m.record, "paused")))
+        }
+        Whereabouts::Paused => match lock(&shared.paused).get(&sandbox_id) {
+            Some(r) => Ok(Json(listed_as(&shared, &sandbox_id, r, "paused"))),
+            None => Err(lifecycle_api::not_found(&sandbox_id)),
+        },
+        Whereabouts::Moving(_) | Whereabouts::Unknown => Err(lifecycle_api::not_found(&sandbox_id)),
     }
-    let all = lock(&shared.sandboxes);
-    all.get(&sandbox_id)
-        .map(|r| Json(listed(&shared, &sandbox_id, r)))
-        .ok_or_else(|| {
-            ApiError::new(
-                StatusCode::NOT_FOUND,
-                format!("sandbox \"{sandbox_id}\" doesn't exist or you don't have access to it"),
-            )
-        })
 }

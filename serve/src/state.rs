@@ -119,6 +119,8 @@ pub struct Shared {
     /// Paused sandboxes (E2B's snapshots): the record as it was when paused, its `node`
     /// the origin a resume tries first.
     pub paused: Mutex<BTreeMap<String, SandboxRecord>>,
+    /// The pauses, resumes and kills in flight ([`crate::transition`]).
+    pub transitions: crate::transition::Transitions,
     /// Counters.
     pub telemetry: Telemetry,
     /// Serializes syncs so that two never interleave on one node.
@@ -155,6 +157,7 @@ impl Shared {
             removing: Mutex::new(BTreeSet::new()),
             evicted: Mutex::new(Vec::new()),
             paused: Mutex::new(BTreeMap::new()),
+            transitions: crate::transition::Transitions::default(),
             telemetry: Telemetry::default(),
             sync_lock: tokio::sync::Mutex::new(()),
         }

@@ -9,6 +9,7 @@ mod faults;
 mod hostile;
 mod kill;
 mod lifecycle;
+mod lifecycle_races;
 mod many_nodes;
 mod mock_admin_client;
 mod node_channel;

@@ -123,6 +123,32 @@ impl Rig {
         (status, r.json().await.unwrap_or(Value::Null))
     }
 
+    /// POST `path` with the API key and `body` (none: no body); (status, JSON body).
+    pub async fn post(&self, path: &str, body: Option<Value>) -> (u16, Value) {
+        let mut r = self
+            .http
+            .post(self.url(path))
+            .header("X-API-Key", DEFAULT_API_KEY);
+        if let Some(b) = body {
+            r = r.json(&b);
+        }
+        let r = r.send().await.expect("request sent");
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    /// Every node slowed by `latency` per RPC (mock-node's `slow` fault).
+    pub async fn slow_all(&self, latency: Duration) {
+        self.fleet
+            .apply_fault(FaultRequest {
+                kind: FaultKind::Slow { latency },
+                nodes: self.fleet.nodes().iter().map(|n| n.id.clone()).collect(),
+                duration: None,
+            })
+            .await
+            .expect("fault applied");
+    }
+
     pub async fn delete(&self, id: &str) -> u16 {
         self.http
             .delete(self.url(&format!("/sandboxes/{id}")))
