@@ -323,8 +323,13 @@ pub async fn dispatch(
         Command::Validate { profiles } => {
             let mut bad = false;
             for p in profiles {
-                match crate::profile::load_and_validate(&p) {
-                    Ok(_) => println!("{}: ok", p.display()),
+                match crate::profile::load_checked(&p) {
+                    Ok((_, warnings)) => {
+                        for w in warnings {
+                            eprintln!("warning: {w}");
+                        }
+                        println!("{}: ok", p.display());
+                    }
                     Err(e) => {
                         bad = true;
                         eprintln!("{e}");

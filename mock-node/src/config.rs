@@ -8,6 +8,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+/// The seeded latency distributions (node create and delete latencies), shared with the
+/// placement core's API stage.
+pub use stampede_dist::LatencyDist;
+
 /// A fleet of virtual orchestrator nodes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
@@ -314,46 +318,6 @@ pub struct VcpuRange {
     pub max: u32,
 }
 
-/// A seeded latency distribution. YAML: `{dist: uniform, min: 0ms, max: 2ms}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "dist", rename_all = "lowercase", deny_unknown_fields)]
-pub enum LatencyDist {
-    /// Always `value`.
-    Constant {
-        /// The latency.
-        #[serde(with = "humantime_serde")]
-        #[schemars(with = "String")]
-        value: Duration,
-    },
-    /// Uniform in `[min, max]`.
-    Uniform {
-        /// Lower bound.
-        #[serde(with = "humantime_serde")]
-        #[schemars(with = "String")]
-        min: Duration,
-        /// Upper bound.
-        #[serde(with = "humantime_serde")]
-        #[schemars(with = "String")]
-        max: Duration,
-    },
-    /// Exponential with the given mean.
-    Exponential {
-        /// Mean latency.
-        #[serde(with = "humantime_serde")]
-        #[schemars(with = "String")]
-        mean: Duration,
-    },
-    /// Log-normal with the given median and shape `sigma` (of the underlying normal).
-    Lognormal {
-        /// Median latency (`exp(mu)`).
-        #[serde(with = "humantime_serde")]
-        #[schemars(with = "String")]
-        median: Duration,
-        /// Standard deviation of the underlying normal.
-        sigma: f64,
-    },
-}
-
 /// Which RPC a failure rule applies to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -525,19 +489,6 @@ impl NodeSpec {
                     "must be in [0, 1]",
                 ));
             }
-        }
-    }
-}
-
-impl LatencyDist {
-    /// Whether the parameters describe a real distribution.
-    pub fn check(&self) -> Result<(), String> {
-        match self {
-            LatencyDist::Uniform { min, max } if min > max => Err("min must be <= max".into()),
-            LatencyDist::Lognormal { sigma, .. } if !(*sigma >= 0.0 && sigma.is_finite()) => {
-                Err("sigma must be a finite number >= 0".into())
-            }
-            _ => Ok(()),
         }
     }
 }

@@ -16,7 +16,6 @@ pub mod grpc;
 pub mod health_http;
 pub mod http_guard;
 pub mod intake;
-pub mod latency;
 pub mod limit;
 pub mod machine;
 pub mod model;

@@ -7,6 +7,7 @@
 
 pub mod accounting;
 pub mod answer;
+pub mod api_stage;
 pub mod attempt;
 pub mod candidates;
 pub mod channel;
@@ -31,6 +32,7 @@ pub use accounting::NodeAccounting;
 pub use answer::{
     CreateStatus, DeleteOutcome, ErrorCode, FailureAnswer, FailureAnswers, FAILED_TO_PLACE,
 };
+pub use api_stage::{ApiStage, StageQueue, MAX_STAGE_WORKERS};
 pub use attempt::{CreateErrorCode, CreateOutcome, Decision, PlacementAttempt, PlacementFailure};
 pub use channel::{node_status, routable, ChannelCell, ChannelState};
 pub use config::{PlacementConfig, PlacementConfigError, REQUEST_TIMEOUT, SYNC_INTERVAL};

@@ -17,6 +17,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::answer::{CreateStatus, ErrorCode, FailureAnswer};
+use super::api_stage::{ApiStage, StageQueue};
 use super::attempt::{
     CreateErrorCode, CreateOutcome, Decision, PlacementAttempt, PlacementFailure,
 };
@@ -48,6 +49,10 @@ pub struct PlacerConfig {
     /// can prove refused without deciding them). Off: a refusal without backoff is
     /// retried at once.
     pub defer_retries: bool,
+    /// Time each request spends in the API before its first decision, and how many the
+    /// API works on at once. Default none ([`ApiStage::default`]).
+    #[serde(default, skip_serializing_if = "ApiStage::is_off")]
+    pub api_stage: ApiStage,
 }
 
 /// How a Create RPC ended, as the driver saw it.
@@ -126,6 +131,11 @@ pub enum Input {
         /// The request.
         req: RequestId,
     },
+    /// The time of an [`Output::DecideAt`] for `req` came: it leaves the API stage.
+    DecideDue {
+        /// The request.
+        req: RequestId,
+    },
     /// A retry of `req` the driver proved refused whatever node a draw returns (the
     /// simulator's settled retries): its round trip's node is a Best-of-K draw as any
     /// retry's, from an RNG seeded by `seed` rather than the placer's own (whose
@@ -197,6 +207,14 @@ pub enum Output {
     },
     /// Feed [`Input::RetryDue`] for `req` at `at` (never past its deadline).
     RetryAt {
+        /// The request.
+        req: RequestId,
+        /// When.
+        at: Duration,
+    },
+    /// The request is in the API stage ([`ApiStage`]): feed [`Input::DecideDue`] for
+    /// `req` at `at` (never past its deadline), when its first decision is made.
+    DecideAt {
         /// The request.
         req: RequestId,
         /// When.
@@ -277,6 +295,8 @@ pub struct Placer {
     cfg: PlacerConfig,
     core: PlacementCore,
     rng: ChaCha8Rng,
+    /// The API stage's queue, when the stage is on.
+    stage: Option<StageQueue>,
     open: HashMap<RequestId, Open, foldhash::fast::RandomState>,
     trace: Option<TraceSink>,
 }
@@ -300,6 +320,7 @@ impl Placer {
         }
         Self {
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
+            stage: StageQueue::new(&cfg.api_stage, cfg.seed),
             core,
             cfg,
             open: HashMap::default(),
@@ -359,7 +380,7 @@ impl Placer {
                 vcpu,
             } => {
                 self.open_request(now, req, sandbox_id, vcpu, None);
-                self.decide(now, req)
+                self.staged(now, req)
             }
             Input::Resume {
                 req,
@@ -368,10 +389,10 @@ impl Placer {
                 origin,
             } => {
                 self.open_request(now, req, sandbox_id, vcpu, origin);
-                self.decide(now, req)
+                self.staged(now, req)
             }
             Input::CreateReplied { req, reply } => self.replied(now, req, reply),
-            Input::RetryDue { req } => self.decide(now, req),
+            Input::RetryDue { req } | Input::DecideDue { req } => self.decide(now, req),
             Input::SettledRetry { req, seed } => {
                 let o = self.open.get_mut(&req)?;
                 o.attempt
@@ -435,6 +456,16 @@ impl Placer {
             first_tried: None,
         };
         self.open.insert(req, open);
+    }
+
+    /// A request just opened: through the API stage when it is on, else decided now.
+    fn staged(&mut self, now: Duration, req: RequestId) -> Option<Output> {
+        let Some(stage) = &mut self.stage else {
+            return self.decide(now, req);
+        };
+        let deadline = self.open.get(&req)?.deadline;
+        let at = stage.admit(now).min(deadline);
+        Some(Output::DecideAt { req, at })
     }
 
     fn replied(&mut self, now: Duration, req: RequestId, reply: CreateReply) -> Option<Output> {

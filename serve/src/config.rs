@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use mock_node::secret::validate_not_blank;
-use stampede_placement::PlacementConfig;
+use stampede_placement::{ApiStage, PlacementConfig};
 
 use super::error::ServeError;
 
@@ -59,6 +59,10 @@ pub struct ServeConfig {
     /// Pause before retrying a create a node refused with ResourceExhausted; none = at
     /// once, as E2B. Default [`DEFAULT_RETRY_BACKOFF`].
     pub retry_backoff: Option<Duration>,
+    /// Time each create spends in the API before its placement decision, and how many
+    /// the API works on at once (the placer's schedule, waited for on the service's
+    /// clock). Default none ([`ApiStage::default`]).
+    pub api_stage: ApiStage,
     /// Deadline of the other RPCs (ServiceInfo, List, Delete).
     pub rpc_timeout: Duration,
     /// Value clients must send in `X-API-Key`.
@@ -119,6 +123,7 @@ impl Default for ServeConfig {
             sync_interval: stampede_placement::SYNC_INTERVAL,
             request_timeout: stampede_placement::REQUEST_TIMEOUT,
             retry_backoff: DEFAULT_RETRY_BACKOFF,
+            api_stage: ApiStage::default(),
             rpc_timeout: Duration::from_secs(5),
             api_key: DEFAULT_API_KEY.to_string(),
             admin_token: None,

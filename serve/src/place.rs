@@ -184,6 +184,17 @@ async fn place_loop(
                 next = decide(shared, Input::RetryDue { req });
                 continue;
             }
+            // The API stage: the placer's schedule says when this request's workers are
+            // done with it; the wait is the service's share of that work.
+            Some(Output::DecideAt { at, .. }) => {
+                let pause = at.saturating_sub(shared.now());
+                tokio::select! {
+                    () = tokio::time::sleep(pause) => {}
+                    () = hung_up(gone) => return client_gone(&mut open, spec, warmed),
+                }
+                next = decide(shared, Input::DecideDue { req });
+                continue;
+            }
             Some(Output::SendCreate {
                 node,
                 deadline,

@@ -207,6 +207,7 @@ pub fn placer_config(cfg: &ServeConfig) -> PlacerConfig {
         request_timeout: cfg.request_timeout,
         retry_backoff: cfg.retry_backoff,
         defer_retries: false,
+        api_stage: cfg.api_stage.clone(),
     }
 }
 

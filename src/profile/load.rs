@@ -213,11 +213,18 @@ fn line_col(prefix: &[u8]) -> (usize, usize) {
 
 /// Load, type-check and validate `path`, returning every problem at once.
 pub fn load_and_validate(path: &Path) -> Result<Profile, ProfileErrors> {
+    load_checked(path).map(|(profile, _)| profile)
+}
+
+/// [`load_and_validate`], with the profile's [`warnings`](super::warnings) (problems
+/// that do not stop a run).
+pub fn load_checked(path: &Path) -> Result<(Profile, Vec<ProfileIssue>), ProfileErrors> {
     let source = Source::read(path)?;
     let profile = parse(&source)?;
     let issues = validate(&profile, &source);
     if issues.is_empty() {
-        Ok(profile)
+        let warnings = super::warn::warnings(&profile, &source);
+        Ok((profile, warnings))
     } else {
         Err(ProfileErrors::Invalid(issues))
     }

@@ -19,19 +19,21 @@ mod test_plan;
 mod types;
 mod validate;
 mod variants;
+mod warn;
 
 pub use chaos_step::{ChaosFault, ChaosStep, StepError};
 pub use check_table::{CheckDef, CheckId, SetBound, CHECKS};
 pub use command_action::{CommandAction, DEFAULT_COMMAND_TIMEOUT, MAX_COMMAND_TIMEOUT};
 pub use issue::{ProfileError, ProfileErrors, ProfileIssue};
 pub use lifecycle::{Lifecycle, LifecycleStep, PlannedStep};
-pub use load::{load, load_and_validate, parse, Source};
+pub use load::{load, load_and_validate, load_checked, parse, Source};
 pub use locate::{Locator, Position, ShapeProblem};
 pub use targets::{host_of_address, is_loopback_host, validate_targets, validate_targets_in};
 pub use test_plan::{parse_test_plan, PlanStep};
 pub use types::*;
 pub use validate::validate;
 pub use variants::RunVariant;
+pub use warn::{warnings, IDLE_ABOVE_HOST_CAP};
 
 /// JSON Schema (draft 2020-12) of the profile format, for editors (`stampede schema`).
 pub fn json_schema() -> serde_json::Value {

@@ -121,6 +121,13 @@ pub struct EmbeddedPlacement {
     #[serde(with = "humantime_serde")]
     #[schemars(with = "String")]
     pub rpc_round_trip: Duration,
+    /// The API's own time before each placement decision, in the simulator and the
+    /// embedded service alike: `time`, a distribution each request holds one of
+    /// `workers` for (`{time: {dist: uniform, min: 100ms, max: 400ms}, workers: 8}`).
+    /// Default none: every request is decided the instant it arrives, until E2B's API
+    /// is measured (see [`ApiStage`](crate::placement::ApiStage)).
+    #[serde(skip_serializing_if = "crate::placement::ApiStage::is_off")]
+    pub api_stage: crate::placement::ApiStage,
     /// Run the embedded service's evictor, which kills each sandbox at its end time as
     /// E2B's API does. `false` leaves expired sandboxes on their nodes (`stampede serve
     /// --no-evictor`), so that a drill shows what a service without one leaves behind.
@@ -143,6 +150,7 @@ impl Default for EmbeddedPlacement {
             failure_answers: FailureAnswers::default(),
             retry_backoff: crate::serve::DEFAULT_RETRY_BACKOFF,
             rpc_round_trip: crate::sim::RPC_ROUND_TRIP,
+            api_stage: crate::placement::ApiStage::default(),
             evictor: true,
         }
     }

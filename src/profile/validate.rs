@@ -364,6 +364,9 @@ fn embedded_placement(v: &mut Problems, e: &EmbeddedPlacement, nodes: usize) {
             REMOVED_CREATE_RPC_TIMEOUT,
         );
     }
+    for (field, message) in e.api_stage.validate() {
+        v.add(&format!("{p}.api_stage.{field}"), &message);
+    }
     within(
         v,
         &format!("{p}.rpc_round_trip"),

@@ -102,6 +102,7 @@ pub(super) async fn start_replicas(
         sync_interval: e.sync_interval,
         request_timeout: e.request_timeout,
         retry_backoff: e.retry_backoff,
+        api_stage: e.api_stage.clone(),
         api_key: key.expose().to_string(),
         admin_token: Some(admin_token.expose().to_string()),
         seed: profile.seed,

@@ -156,11 +156,24 @@ impl SimSetup {
                 LifecycleStep::Pause | LifecycleStep::Kill => (t, e + 1),
             })
         });
+        // The API stage: one event more per request (passes it through) and, with a bound
+        // on its workers, the time a burst takes to drain through them.
+        let (stage_span, stage_events) = match &self.api_stage.time {
+            Some(t) if self.api_stage.is_active() => {
+                let rounds = self
+                    .api_stage
+                    .workers
+                    .map_or(1, |w| div_ceil(requests, u64::from(w.max(1))));
+                (typical(t).saturating_mul(rounds), 1)
+            }
+            _ => (0, 0),
+        };
         let span = sending
+            .saturating_add(stage_span)
             .saturating_add(create)
             .saturating_add(lifetime.unwrap_or(0))
             .saturating_add(life_span);
-        let per_request = 3 + u64::from(lifetime.is_some()) + life_events;
+        let per_request = 3 + u64::from(lifetime.is_some()) + life_events + stage_events;
         let samples = div_ceil(span, self.collect_interval).saturating_add(1);
         let syncs = div_ceil(span, self.sync_interval).saturating_add(1);
         let events = vec![

@@ -33,6 +33,16 @@ impl Engine<'_> {
         self.act(slot, out);
     }
 
+    /// The request in `slot` leaves the API stage: its first decision.
+    pub(super) fn decide_first(&mut self, slot: u32) {
+        let Some(a) = self.slots.get(slot as usize).and_then(Option::as_ref) else {
+            return;
+        };
+        let (replica, req) = (a.replica as usize, a.req);
+        let out = self.placers[replica].handle(to_duration(self.now), Input::DecideDue { req });
+        self.act(slot, out);
+    }
+
     /// Carry out what the placer said for the request in `slot`.
     pub(super) fn act(&mut self, slot: u32, out: Option<Output>) {
         match out {
@@ -48,6 +58,9 @@ impl Engine<'_> {
                 self.send(slot, &node, to_nanos(deadline));
             }
             Some(Output::RetryAt { at, .. }) => self.retry_at(slot, to_nanos(at)),
+            Some(Output::DecideAt { at, .. }) => {
+                self.queue.push(to_nanos(at), Event::Decide { slot });
+            }
             Some(Output::Answer(a)) => self.answered(slot, &a),
             // The placer lost the request: cannot happen with one driver per placer.
             None => self.finish(slot, CreateStatus::InternalServerError),

@@ -58,6 +58,8 @@ pub(super) enum Event {
     UserSend { user: u32 },
     /// Timeline sample.
     Sample,
+    /// The request in `slot` leaves the API stage for its first decision.
+    Decide { slot: u32 },
     /// Retry tick `gen` of the refused request in `slot` (see `retry.rs`); a late event.
     Retry { slot: u32, gen: u32 },
     /// Sandbox `req` takes the next step of its lifecycle (see `lifecycle.rs`).
@@ -219,6 +221,7 @@ impl<'a> Engine<'a> {
                     request_timeout: to_duration(setup.request_timeout),
                     retry_backoff: Some(to_duration(setup.retry_backoff)),
                     defer_retries: true,
+                    api_stage: setup.api_stage.clone(),
                 };
                 let mut placer = Placer::new(cfg, nodes.iter().map(|n| n.id.clone()));
                 // A simulated report shows the configured mode's figures only.
@@ -378,6 +381,7 @@ impl<'a> Engine<'a> {
                 self.queue.push(next, Event::Sample);
             }
             Event::Retry { slot, gen } => self.retry_event(slot, gen),
+            Event::Decide { slot } => self.decide_first(slot),
             Event::Step { req } => self.step(req),
             Event::WaitEnd { slot, serial } => self.wait_end(slot, serial),
         }

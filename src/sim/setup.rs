@@ -8,7 +8,7 @@ use super::error::SimError;
 use super::faults::{plan_faults, PlannedFault};
 use super::queue::Nanos;
 use crate::aggregate::needs_set_audit;
-use crate::placement::{AccountingMode, PlacementConfig};
+use crate::placement::{AccountingMode, ApiStage, PlacementConfig};
 use crate::profile::limits::{MAX_PLAN_STARTED_USERS, MAX_PLAN_USERS};
 use crate::profile::{
     parse_test_plan, Lifecycle, PlacementSection, Profile, ProfileErrors, RunVariant, SandboxSpec,
@@ -108,6 +108,9 @@ pub struct SimSetup {
     /// Pause before retrying a ResourceExhausted refusal (`retry_backoff`; 0: none, as
     /// E2B).
     pub retry_backoff: Nanos,
+    /// Time before each request's first decision (`placement.embedded.api_stage`),
+    /// applied by every replica's placer in virtual time.
+    pub api_stage: ApiStage,
     /// Step every retry tick of a refused request as an event instead of parking it
     /// until a state change: the slow reference the parked path is tested against.
     pub step_retries: bool,
@@ -198,6 +201,7 @@ impl SimSetup {
             faults,
             rpc_round_trip: to_nanos(p.rpc_round_trip),
             retry_backoff: p.retry_backoff.map_or(0, to_nanos),
+            api_stage: p.api_stage.clone(),
             step_retries: false,
             evictor: p.evictor,
         })

@@ -255,3 +255,58 @@ fn unknown_accounting_mode_is_named_where_it_is_written() {
     };
     assert_eq!(e.accounting.to_vec().len(), 2);
 }
+
+/// A profile with `api_stage` and node-load problems: `(errors, warnings)` fields.
+fn stage_and_idle(text: &str) -> (Vec<String>, Vec<String>) {
+    let source = Source::inline("p.yaml", text);
+    let profile = stampede::profile::parse(&source).expect("parses");
+    let fields = |v: Vec<ProfileIssue>| v.into_iter().map(|i| i.field).collect::<Vec<_>>();
+    (
+        fields(stampede::profile::validate(&profile, &source)),
+        fields(stampede::profile::warnings(&profile, &source)),
+    )
+}
+
+const STAGE_AND_IDLE: &str = "name: p
+cluster:
+  nodes: 3
+  node:
+    idle_cpu_percent: {min: 90, max: 150}
+  overrides:
+    node-01: {cpu_percent: per_sandbox}
+    node-02: {idle_cpu_percent: {min: 120, max: 130}}
+placement:
+  embedded:
+    api_stage:
+      time: {dist: uniform, min: 9ms, max: 1ms}
+      workers: 0
+workload:
+  shape:
+    burst: {count: 1}
+";
+
+#[test]
+fn api_stage_problems_and_host_idle_above_100_are_named() {
+    let (errors, warnings) = stage_and_idle(STAGE_AND_IDLE);
+    assert_eq!(
+        errors,
+        vec![
+            "placement.embedded.api_stage.time",
+            "placement.embedded.api_stage.workers"
+        ]
+    );
+    // node-01 reports per sandbox (no cap); node-02's own range is above the cap.
+    assert_eq!(
+        warnings,
+        vec![
+            "cluster.node.idle_cpu_percent",
+            "cluster.overrides.node-02.idle_cpu_percent"
+        ]
+    );
+    let fine = STAGE_AND_IDLE
+        .replace("max: 150", "max: 100")
+        .replace("min: 120, max: 130", "min: 20, max: 30")
+        .replace("max: 1ms", "max: 20ms")
+        .replace("workers: 0", "workers: 8");
+    assert_eq!(stage_and_idle(&fine), (vec![], vec![]));
+}

@@ -1,9 +1,10 @@
-//! The simulator: determinism, answers, chaos, eviction, sweeps, the retry model, lifecycles, fidelity against the closed form and against real runs, hostile input.
+//! The simulator: determinism, answers, the API stage, chaos, eviction, sweeps, the retry model, lifecycles, fidelity against the closed form and against real runs, hostile input.
 
 #[path = "../support/mod.rs"]
 mod support;
 
 mod answers;
+mod api_stage;
 mod chaos;
 mod determinism;
 mod evict;

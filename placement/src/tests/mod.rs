@@ -2,6 +2,7 @@
 //! world, and property tests of its invariants.
 
 mod answers;
+mod api_stage;
 mod channel;
 mod core;
 mod evict;

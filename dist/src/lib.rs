@@ -1,10 +1,65 @@
-//! Sampling of the seeded latency distributions a node follows.
+//! The seeded latency distributions of the project: how long a node takes to create or
+//! delete a sandbox (the node model), and how long a request spends in the API before its
+//! placement decision (the placement core's API stage). One type, one sampler, one check.
+#![deny(missing_docs)]
 
 use std::time::Duration;
 
 use rand_distr::{Distribution, Exp, LogNormal};
+use serde::{Deserialize, Serialize};
 
-use crate::config::LatencyDist;
+/// A seeded latency distribution. YAML: `{dist: uniform, min: 0ms, max: 2ms}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "dist", rename_all = "lowercase", deny_unknown_fields)]
+pub enum LatencyDist {
+    /// Always `value`.
+    Constant {
+        /// The latency.
+        #[serde(with = "humantime_serde")]
+        #[schemars(with = "String")]
+        value: Duration,
+    },
+    /// Uniform in `[min, max]`.
+    Uniform {
+        /// Lower bound.
+        #[serde(with = "humantime_serde")]
+        #[schemars(with = "String")]
+        min: Duration,
+        /// Upper bound.
+        #[serde(with = "humantime_serde")]
+        #[schemars(with = "String")]
+        max: Duration,
+    },
+    /// Exponential with the given mean.
+    Exponential {
+        /// Mean latency.
+        #[serde(with = "humantime_serde")]
+        #[schemars(with = "String")]
+        mean: Duration,
+    },
+    /// Log-normal with the given median and shape `sigma` (of the underlying normal).
+    Lognormal {
+        /// Median latency (`exp(mu)`).
+        #[serde(with = "humantime_serde")]
+        #[schemars(with = "String")]
+        median: Duration,
+        /// Standard deviation of the underlying normal.
+        sigma: f64,
+    },
+}
+
+impl LatencyDist {
+    /// Whether the parameters describe a real distribution.
+    pub fn check(&self) -> Result<(), String> {
+        match self {
+            LatencyDist::Uniform { min, max } if min > max => Err("min must be <= max".into()),
+            LatencyDist::Lognormal { sigma, .. } if !(*sigma >= 0.0 && sigma.is_finite()) => {
+                Err("sigma must be a finite number >= 0".into())
+            }
+            _ => Ok(()),
+        }
+    }
+}
 
 impl LatencyDist {
     /// One latency drawn from the distribution with `rng`.
