@@ -201,7 +201,7 @@ pub async fn template_and_limits(
     let tpl = q(template);
     let sql = format!(
         "with t as (select team_id as id from team_api_keys limit 1), \
-         e as (insert into envs (id, public, team_id, updated_at) select '{tpl}', true, id, now() from t returning id), \
+         e as (insert into envs (id, public, team_id, updated_at) select '{tpl}', true, id, now() from t on conflict (id) do nothing returning id), \
          b as (insert into env_builds (id, {cols}) select {id_col}, {vals} from e returning id, env_id), \
          a as (insert into env_build_assignments (env_id, build_id, tag) select env_id, id, 'default' from b returning env_id) \
          insert into env_aliases (alias, env_id, is_renamable) select '{tpl}', env_id, false from a; \
