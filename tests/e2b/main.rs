@@ -249,6 +249,8 @@ fn an_ab_of_a_herd_against_optimistic_says_regressed_and_the_reverse_does_not() 
     if !stores_available() {
         return;
     }
+    // One run each: the twin gives reported CV 1.00 and optimistic 0.03 on this fixture
+    // (stampede sim, 5 seeds x 3 phases), far beyond the bound's 0.01 floor either way.
     let s = Scratch::new("ab-herd");
     let (code, err) = finish(e2b(
         &s,
@@ -259,7 +261,7 @@ fn an_ab_of_a_herd_against_optimistic_says_regressed_and_the_reverse_does_not() 
             "--head",
             "x:reported",
             "--runs",
-            "2",
+            "1",
         ],
     ));
     assert_eq!(code, Some(1), "{err}");
@@ -284,7 +286,7 @@ fn an_ab_of_a_herd_against_optimistic_says_regressed_and_the_reverse_does_not() 
             "--head",
             "x:optimistic",
             "--runs",
-            "2",
+            "1",
         ],
     ));
     assert_eq!(code, Some(0), "{err}");
