@@ -25,6 +25,10 @@ pub struct Report {
     pub description: String,
     /// The profile's `seed`.
     pub seed: u64,
+    /// The seed the node fleet was built from (`cluster.seed`, else `seed`), when
+    /// known: an external run reads it from its mock-node fleet's admin API.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet_seed: Option<u64>,
     /// True when produced by the simulator (virtual time).
     pub simulated: bool,
     /// True when the run was interrupted or a part crashed: figures cover what ran.
@@ -52,6 +56,7 @@ impl Report {
             profile: profile.to_string(),
             description: description.to_string(),
             seed,
+            fleet_seed: None,
             simulated: false,
             incomplete: false,
             incomplete_reason: None,

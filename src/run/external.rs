@@ -46,6 +46,7 @@ pub(super) async fn run(
     let first = crate::collect::fetch_truth(&reqwest::Client::new(), &truth)
         .await
         .map_err(|e| StageError::Collect(chain_text(&e)))?;
+    report.fleet_seed = fleet_seed(&x.mock_admin).await;
     let node_ids = first.nodes.iter().map(|n| n.id.clone()).collect();
     let tag = cleanup::run_tag(&profile.name);
     // Printed first, so that a run killed before its cleanup can still be cleaned up.
@@ -122,6 +123,13 @@ pub(super) async fn run(
         .runs
         .push(d.aggregate.finish("external".into(), settings, wall_ms));
     Ok(())
+}
+
+/// The seed of the mock-node fleet behind the first `--mock-admin` URL, when it says.
+async fn fleet_seed(mock_admin: &[String]) -> Option<u64> {
+    let base = mock_admin.first()?;
+    let admin = crate::mock_admin::MockAdmin::new(reqwest::Client::new(), base, None);
+    admin.nodes().await.ok()?.fleet_seed
 }
 
 /// One line on what cleanup did, for a run that has no report entry to hold it.

@@ -131,7 +131,10 @@ pub async fn run_profile(path: &Path, opts: RunOptions) -> Result<RunOutcome, Ru
     tracing::info!(profile = %profile.name, seed = profile.seed, "run starting");
     let scratch = GooseScratch::new(&report_parent(&profile, &opts), &opts.abort);
     let outcome = match &profile.placement {
-        PlacementSection::Embedded(e) => embedded::run_all(&profile, e, &opts, &mut report).await,
+        PlacementSection::Embedded(e) => {
+            report.fleet_seed = Some(profile.cluster.fleet_seed(profile.seed));
+            embedded::run_all(&profile, e, &opts, &mut report).await
+        }
         PlacementSection::External(x) => external::run(&profile, x, &opts, &mut report).await,
     };
     let unhealed = unhealed_faults(&report);
