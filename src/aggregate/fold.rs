@@ -64,6 +64,9 @@ struct LateFacts {
     set_audit: Option<SetAudit>,
     staging: Option<StagingFacts>,
     cleanup: Option<CleanupReport>,
+    /// Whether `refusals` were counted by the nodes themselves (an external run whose
+    /// truth source counts them).
+    node_refusals: bool,
 }
 
 fn histogram() -> Histogram<u64> {
@@ -180,6 +183,14 @@ impl RunAggregate {
         }
     }
 
+    /// The creates the nodes refused during the run, counted by the nodes (a run
+    /// against an external API whose truth source counts refusals): its `refusals`, the
+    /// storm's bins fed through [`refused`](Self::refused).
+    pub fn node_refusals(&mut self, total: u64) {
+        self.refusals += total;
+        self.late.node_refusals = true;
+    }
+
     /// Final figures of node `id`: its truth and each replica's belief of its vCPU.
     pub fn final_node(
         &mut self,
@@ -274,12 +285,18 @@ impl RunAggregate {
             s
         });
         // An external API (a run with staging facts) exposes no retry or refusal
-        // counters, and its beliefs only to an admin token.
-        let not_measured = match &staging {
-            None => Vec::new(),
-            Some(_) if self.err_samples > 0 => vec![Figure::Retries, Figure::Refusals],
-            Some(_) => vec![Figure::Retries, Figure::Refusals, Figure::AccountingError],
-        };
+        // counters (refusals are known when its nodes count them), and its beliefs only
+        // to an admin token.
+        let mut not_measured = Vec::new();
+        if staging.is_some() {
+            not_measured.push(Figure::Retries);
+            if !late.node_refusals {
+                not_measured.push(Figure::Refusals);
+            }
+            if self.err_samples == 0 {
+                not_measured.push(Figure::AccountingError);
+            }
+        }
         RunResult {
             label,
             settings,

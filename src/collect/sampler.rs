@@ -199,6 +199,7 @@ mod tests {
             ids: None,
             status: "ready".into(),
             service_id: None,
+            refused: None,
         };
         Sample {
             t_ms: 0.0,

@@ -42,6 +42,10 @@ pub struct NodeSample {
     pub status: String,
     /// Incarnation id (changes when a node restarts), when known.
     pub service_id: Option<String>,
+    /// Creates the node refused so far (mock-node's `creates_rejected`, every reason),
+    /// when the source counts them.
+    #[serde(default)]
+    pub refused: Option<u64>,
 }
 
 /// Every node's truth at one instant, in node order.
@@ -76,6 +80,7 @@ pub async fn fetch_truth(
                         ids: None,
                         status: n.status,
                         service_id: None,
+                        refused: None,
                     })
                     .collect(),
             })
@@ -102,6 +107,7 @@ async fn fetch_mock(client: &reqwest::Client, base: &str) -> Result<Vec<NodeSamp
             ids: Some(n.sandbox_ids),
             status: n.status,
             service_id: Some(n.service_id),
+            refused: Some(n.creates_rejected.values().sum()),
         })
         .collect())
 }
@@ -130,5 +136,6 @@ pub async fn list_over_grpc(addr: &str) -> Result<NodeSample, CollectError> {
         ids: Some(list.sandboxes.into_iter().map(|s| s.sandbox_id).collect()),
         status: "ready".into(),
         service_id: None,
+        refused: None,
     })
 }

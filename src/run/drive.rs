@@ -232,6 +232,9 @@ pub(crate) async fn drive(
         shape,
         counters: &counters,
     });
+    if target.staging.is_some() {
+        super::result::node_refusals(&mut agg, &samples);
+    }
     agg.release_realtime(workload.release_realtime);
     if profile.workload.lifecycle.is_some() {
         let by_kind = workload.ledger.placements_by_kind();

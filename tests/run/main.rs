@@ -7,6 +7,7 @@ mod cli;
 mod collect_cli;
 mod lifecycle;
 mod metrics;
+mod node_refusals;
 mod placement_replay;
 mod plan;
 mod progress;
