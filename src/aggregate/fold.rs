@@ -296,6 +296,10 @@ impl RunAggregate {
             if self.err_samples == 0 {
                 not_measured.push(Figure::AccountingError);
             }
+            let placed: u64 = self.outcomes.placed().iter().sum();
+            if self.outcomes.created() > 0 && placed == 0 {
+                not_measured.push(Figure::Placements);
+            }
         }
         RunResult {
             label,
@@ -399,6 +403,47 @@ mod tests {
             [0.0, 1000.0]
         );
         assert!((bins[1].p99_ms - 0.8).abs() <= 0.008, "{:?}", bins[1]);
+    }
+
+    /// An external run against an API whose 201s name no node printed its placements
+    /// as `0.000` and `0 / 0.00 / 0`, and an API without beliefs an accounting error.
+    #[test]
+    fn an_external_run_whose_answers_name_no_node_has_no_placements() {
+        let external = |name_node: bool, node_refusals: bool| {
+            let mut agg = RunAggregate::new(ids(), RunShape::Burst);
+            agg.answered(&Outcome::Status(201), 0.0, 1000);
+            if name_node {
+                agg.landed(0);
+            }
+            agg.sample(1.0, vec![1, 0], []);
+            agg.final_node("a", 1, 1.0, []);
+            agg.final_node("b", 0, 0.0, []);
+            if node_refusals {
+                agg.node_refusals(0);
+            }
+            agg.staging(StagingFacts::default());
+            agg.finish("external".into(), BTreeMap::new(), 1.0)
+        };
+        let r = external(false, false);
+        assert_eq!(
+            r.not_measured,
+            [
+                Figure::Retries,
+                Figure::Refusals,
+                Figure::AccountingError,
+                Figure::Placements
+            ]
+        );
+        assert_eq!(r.shown(Figure::Placements, 0), crate::report::NOT_MEASURED);
+        let r = external(true, true);
+        assert_eq!(r.not_measured, [Figure::Retries, Figure::AccountingError]);
+        // An embedded run measures everything, whatever it placed.
+        let mut agg = RunAggregate::new(ids(), RunShape::Burst);
+        agg.answered(&Outcome::Status(201), 0.0, 1000);
+        assert!(agg
+            .finish("reported".into(), BTreeMap::new(), 1.0)
+            .not_measured
+            .is_empty());
     }
 
     #[test]

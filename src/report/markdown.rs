@@ -149,6 +149,7 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
             .skew_over_time
             .as_ref()
             .filter(|_| run.nodes.len() > super::MAX_NODE_BARS)
+            .filter(|_| run.measured(Figure::Placements))
         {
             let ids: Vec<&str> = run.nodes.iter().map(|n| n.id.as_str()).collect();
             writeln!(w, "Placements per node:")?;

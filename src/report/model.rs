@@ -135,9 +135,11 @@ pub struct RunResult {
     /// ResourceExhausted answers the service received from nodes (0 and listed in
     /// `not_measured` when the run could not observe it).
     pub refusals: u64,
-    /// Figures this run could not observe (an external API exposes no retry or refusal
-    /// counters, nor its beliefs without an admin token): their fields carry no
-    /// information and every reporter shows them as not measured, never as 0.
+    /// Figures this run could not observe (an external API exposes no retry counter,
+    /// no refusals unless its nodes count them, no beliefs without an admin token or
+    /// when its `GET /nodes` is also the truth, no placements when its answers do not
+    /// name the node): their fields carry no information and every reporter shows them
+    /// as not measured, never as 0.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_measured: Vec<Figure>,
     /// How precisely the workload kept its schedule.
@@ -173,6 +175,9 @@ pub enum Figure {
     Refusals,
     /// `accounting_error`.
     AccountingError,
+    /// `skew_over_time.placements` (creates that landed per node, and their skew):
+    /// known only when the API's answers name the node a sandbox landed on.
+    Placements,
 }
 
 /// What reporters print in place of a figure the run could not observe.

@@ -167,7 +167,7 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
         writeln!(w, "  {line}")?;
     }
     if let Some(o) = run.skew_over_time.as_ref() {
-        if run.nodes.len() > super::MAX_NODE_BARS {
+        if run.nodes.len() > super::MAX_NODE_BARS && run.measured(Figure::Placements) {
             let ids: Vec<&str> = run.nodes.iter().map(|n| n.id.as_str()).collect();
             writeln!(w, "Placements per node:")?;
             for line in super::compact(&ids, &o.placements.counts) {
