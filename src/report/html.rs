@@ -5,7 +5,7 @@ use std::io::{self, Write};
 
 use super::format::*;
 use super::markdown::set_audit_rows;
-use super::model::{Figure, Report, RunResult};
+use super::model::{Figure, Report, RunResult, SetAudit};
 use super::svg::{bars, esc, legend, lines, TimeChart, YScale};
 
 const CSS: &str = "body{font-family:system-ui,sans-serif;margin:2em;max-width:72em;color:#222}\
@@ -284,6 +284,9 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
             .map(|(name, f)| vec![name.to_string(), f.count.to_string(), f.ids.join(", ")])
             .collect();
         table(w, &["finding", "count", "ids (first 20)"], &rows)?;
+        if c.evictions_unknown {
+            writeln!(w, "<p>{}</p>", esc(SetAudit::EVICTIONS_UNKNOWN))?;
+        }
     }
     Ok(())
 }

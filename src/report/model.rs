@@ -378,6 +378,17 @@ pub struct SetAudit {
     pub orphaned: Finding,
     /// Unknown outcome for the client, but the sandbox exists.
     pub recovered: Finding,
+    /// True when the placement service's evictions are not known (an API without
+    /// stampede's `GET /admin/evicted`, or no admin token): a sandbox it evicted then
+    /// counts as lost.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub evictions_unknown: bool,
+}
+
+impl SetAudit {
+    /// What reporters print beside the findings when the evictions are not known.
+    pub const EVICTIONS_UNKNOWN: &'static str =
+        "evictions not known (the API lists none): a sandbox it evicted counts as lost";
 }
 
 /// A count and the first ids behind it.

@@ -14,6 +14,7 @@ use crate::chaos::{fault_windows, run_schedule, AppliedFault, CallProbe, ChaosCl
 use crate::collect::Sample;
 use crate::error_chain::chain_text;
 use crate::profile::Profile;
+use crate::report::SetAudit;
 use crate::workload::WorkloadOutput;
 
 /// A fault schedule running alongside the workload.
@@ -158,17 +159,43 @@ pub(crate) async fn judge(
     inv.note_restarts(applied);
     // Only the ids the service's evictor did delete are forgiven; a sandbox merely past
     // its timeout that is on no node is lost (nodes never drop one by themselves).
-    let client = reqwest::Client::new();
-    match read_evicted(&client, &target.believers, target.admin_token.as_ref()).await {
-        Ok(ids) => inv.note_evicted(ids),
-        Err(e) => eprintln!(
-            "set audit: the service's evictions cannot be observed ({}): a sandbox it evicted counts as lost",
-            chain_text(&e)
-        ),
-    }
+    // Only stampede's service lists its evictions, and only it names the node in a 201:
+    // an external API whose answers named none is not asked.
+    let names_nodes = workload.ledger.entries.iter().any(|e| e.node.is_some());
+    let evicted = if target.staging.is_some() && !names_nodes {
+        eprintln!(
+            "set audit: {} (the API's answers name no node: not stampede's service)",
+            SetAudit::EVICTIONS_UNKNOWN
+        );
+        None
+    } else {
+        let client = reqwest::Client::new();
+        match read_evicted(&client, &target.believers, target.admin_token.as_ref()).await {
+            Ok(Some(ids)) => Some(ids),
+            Ok(None) => {
+                eprintln!(
+                    "set audit: {} (GET /admin/evicted: 404)",
+                    SetAudit::EVICTIONS_UNKNOWN
+                );
+                None
+            }
+            Err(e) => {
+                eprintln!(
+                    "set audit: {} ({})",
+                    SetAudit::EVICTIONS_UNKNOWN,
+                    chain_text(&e)
+                );
+                None
+            }
+        }
+    };
+    let known = evicted.is_some();
+    inv.note_evicted(evicted.into_iter().flatten());
     if let Some(b) = before {
         inv.note_preexisting(b);
     }
-    agg.set_audit(audit(&workload.ledger, &inv));
+    let mut findings = audit(&workload.ledger, &inv);
+    findings.evictions_unknown = !known;
+    agg.set_audit(findings);
     Ok(())
 }

@@ -249,3 +249,25 @@ fn every_reporter_shows_unmeasured_placements_and_accounting_error_as_not_measur
         serde_json::json!(["retries", "accounting_error", "placements"])
     );
 }
+
+/// A set audit whose evictions are not known says so in every reporter.
+#[test]
+fn every_reporter_says_when_the_evictions_are_not_known() {
+    let mut r = two_mode_report();
+    r.runs[0].set_audit = Some(SetAudit {
+        evictions_unknown: true,
+        ..SetAudit::default()
+    });
+    for out in [
+        render(|r, w| write_terminal(r, w), &r),
+        render(|r, w| write_markdown(r, w), &r),
+        render(|r, w| write_html(r, w), &r),
+    ] {
+        assert!(out.contains("victions not known"), "{out}");
+    }
+    let json = serde_json::to_value(&r).expect("json");
+    assert_eq!(json["runs"][0]["checker"]["evictions_unknown"], true);
+    assert!(json["runs"][1]["checker"]
+        .get("evictions_unknown")
+        .is_none());
+}
