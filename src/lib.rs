@@ -9,6 +9,7 @@ pub mod collect;
 pub mod collect_cmd;
 pub mod error_chain;
 mod goose_glue;
+pub mod http_client;
 pub mod profile;
 pub mod report;
 pub mod run;

@@ -173,7 +173,7 @@ impl Sampler {
     }
 
     async fn run_keeping(self, start: Instant, stop: CancellationToken, ids: bool) -> Vec<Sample> {
-        let client = reqwest::Client::new();
+        let client = crate::http_client::client();
         let mut out = Vec::new();
         let mut tick = tokio::time::interval(self.interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);

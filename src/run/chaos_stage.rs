@@ -129,7 +129,7 @@ pub(crate) async fn spawn(
 /// Reads the nodes' inventory before the gate, so that sandboxes already there are not
 /// taken for this run's orphans.
 pub(crate) async fn inventory_before(target: &Target) -> Option<Inventory> {
-    collect_inventory(&reqwest::Client::new(), &target.truth, None)
+    collect_inventory(&crate::http_client::client(), &target.truth, None)
         .await
         .ok()
 }
@@ -145,7 +145,8 @@ pub(crate) async fn judge(
     before: Option<&Inventory>,
 ) -> Result<(), StageError> {
     agg.faults(fault_windows(applied, &workload.ledger, samples));
-    let mut inv = match collect_inventory(&reqwest::Client::new(), &target.truth, None).await {
+    let mut inv = match collect_inventory(&crate::http_client::client(), &target.truth, None).await
+    {
         Ok(inv) => inv,
         // A drill whose truth is the API's `GET /nodes` keeps its fault windows; a
         // `lost` or `duplicated` check then fails for want of a set audit.
@@ -169,7 +170,7 @@ pub(crate) async fn judge(
         );
         None
     } else {
-        let client = reqwest::Client::new();
+        let client = crate::http_client::client();
         match read_evicted(&client, &target.believers, target.admin_token.as_ref()).await {
             Ok(Some(ids)) => Some(ids),
             Ok(None) => {

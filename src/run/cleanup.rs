@@ -96,7 +96,7 @@ pub(crate) async fn clean(
     left: &Leftovers,
     abort: &AbortState,
 ) -> CleanupReport {
-    let client = reqwest::Client::new();
+    let client = crate::http_client::client();
     let known: BTreeSet<String> = left.live.iter().cloned().collect();
     let mut report = CleanupReport {
         created: left.created,

@@ -188,7 +188,7 @@ pub(crate) async fn drive(
         // Let the service see the healed cluster before the inventory is read.
         tokio::time::sleep(target.settle).await;
     }
-    let client = reqwest::Client::new();
+    let client = crate::http_client::client();
     let leftovers = leftovers_of(&workload.ledger);
     let baseline = target.staging.as_ref().map(|s| &s.before);
     let (last, final_read) = super::final_read::read(

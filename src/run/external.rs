@@ -43,7 +43,7 @@ pub(super) async fn run(
             admin_token: admin_token.clone(),
         }
     };
-    let first = crate::collect::fetch_truth(&reqwest::Client::new(), &truth)
+    let first = crate::collect::fetch_truth(&crate::http_client::client(), &truth)
         .await
         .map_err(|e| StageError::Collect(chain_text(&e)))?;
     report.fleet_seed = fleet_seed(&x.mock_admin).await;
@@ -128,7 +128,7 @@ pub(super) async fn run(
 /// The seed of the mock-node fleet behind the first `--mock-admin` URL, when it says.
 async fn fleet_seed(mock_admin: &[String]) -> Option<u64> {
     let base = mock_admin.first()?;
-    let admin = crate::mock_admin::MockAdmin::new(reqwest::Client::new(), base, None);
+    let admin = crate::mock_admin::MockAdmin::new(crate::http_client::client(), base, None);
     admin.nodes().await.ok()?.fleet_seed
 }
 

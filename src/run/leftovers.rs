@@ -207,7 +207,7 @@ pub enum CleanupError {
 pub async fn cleanup_leftovers(req: &CleanupRequest) -> Result<CleanupSummary, CleanupError> {
     let key = ApiKey::from_env(&req.api_key_env)
         .ok_or_else(|| CleanupError::MissingKey(req.api_key_env.clone()))?;
-    let client = reqwest::Client::new();
+    let client = crate::http_client::client();
     let filter = match &req.selector {
         Selector::Tag(t) => Some((RUN_TAG_KEY, t.as_str())),
         Selector::OlderThan(_) => None,
@@ -273,7 +273,7 @@ pub(crate) async fn others_left(
     key: &ApiKey,
     own_tag: &str,
 ) -> Result<BTreeMap<String, usize>, String> {
-    let listed = list(&reqwest::Client::new(), api, key, None).await?;
+    let listed = list(&crate::http_client::client(), api, key, None).await?;
     let mut by_tag = BTreeMap::new();
     for s in &listed {
         if let Some(t) = s.run_tag().filter(|t| *t != own_tag) {

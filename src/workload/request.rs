@@ -65,6 +65,8 @@ pub(crate) fn prepare_create(
     let rb = user
         .get_request_builder(&GooseMethod::Post, &url)
         .map_err(|e| format!("building request: {e}"))?
+        // Replaces goose's own `User-Agent` default.
+        .header("User-Agent", crate::http_client::USER_AGENT)
         .header("X-API-Key", key.expose())
         .json(body);
     Ok(GooseRequest::builder()

@@ -20,3 +20,4 @@ mod setup_exit;
 mod short_nightly;
 mod signals;
 mod staging_rehearsal;
+mod user_agent;
