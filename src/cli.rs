@@ -62,6 +62,11 @@ pub enum Command {
         /// With `--api`: mock-node admin URL to read per-node truth from (repeatable).
         #[arg(long, value_name = "URL", requires = "api")]
         mock_admin: Vec<String>,
+        /// With `--mock-admin`: env var holding the bearer token those admin APIs
+        /// require (`mock-node --admin-token`). The token itself is never taken on the
+        /// command line.
+        #[arg(long, value_name = "VAR", requires = "mock_admin")]
+        mock_admin_token_env: Option<String>,
         /// External runs: leave the sandboxes the run created running (no cleanup).
         #[arg(long)]
         keep: bool,
@@ -214,6 +219,7 @@ pub async fn dispatch(
             allow_target,
             admin_token_env,
             mock_admin,
+            mock_admin_token_env,
             keep,
             placement_trace,
         } => {
@@ -222,6 +228,7 @@ pub async fn dispatch(
                 api_key_env: target.api_key_env,
                 admin_token_env,
                 mock_admin,
+                mock_admin_token_env,
             });
             let metrics = match metrics_addr {
                 None => None,

@@ -80,7 +80,7 @@ fn source_of(args: &CollectArgs) -> Result<TruthSource, CollectCmdError> {
             admin_token: ApiKey::from_env(&args.admin_token_env),
         }
     } else if !args.mock_admin.is_empty() {
-        TruthSource::MockAdmin(args.mock_admin.clone())
+        TruthSource::MockAdmin(args.mock_admin.clone(), None)
     } else {
         TruthSource::Orchestrators(args.orchestrators.clone())
     })

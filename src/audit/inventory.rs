@@ -135,11 +135,10 @@ pub async fn collect_inventory(
 ) -> Result<Inventory, InventoryError> {
     let mut inv = Inventory::default();
     match source {
-        TruthSource::MockAdmin(urls) => {
+        TruthSource::MockAdmin(urls, token) => {
+            let token = admin_token.or(token.as_ref().map(ApiKey::expose));
             for base in urls {
-                let nodes = MockAdmin::new(client.clone(), base, admin_token)
-                    .nodes()
-                    .await?;
+                let nodes = MockAdmin::new(client.clone(), base, token).nodes().await?;
                 for n in nodes.nodes {
                     let mut ids = n.sandbox_ids;
                     match list_ids(&n.grpc_addr.to_string()).await {

@@ -15,7 +15,7 @@ impl TruthSource {
     /// What the source is, as the report names it.
     pub fn name(&self) -> &'static str {
         match self {
-            TruthSource::MockAdmin(_) => "mock-node admin GET /nodes (counts and ids)",
+            TruthSource::MockAdmin(..) => "mock-node admin GET /nodes (counts and ids)",
             TruthSource::E2bApi { .. } => "E2B API GET /nodes sandboxCount (counts, no ids)",
             TruthSource::Orchestrators(_) => "orchestrator SandboxService/List (counts and ids)",
         }
@@ -25,7 +25,7 @@ impl TruthSource {
     pub fn lag(&self) -> Option<Duration> {
         match self {
             TruthSource::E2bApi { .. } => Some(E2B_NODE_SYNC),
-            TruthSource::MockAdmin(_) | TruthSource::Orchestrators(_) => None,
+            TruthSource::MockAdmin(..) | TruthSource::Orchestrators(_) => None,
         }
     }
 

@@ -254,7 +254,10 @@ mod tests {
             admin_token: None,
         });
         assert!(same.belief_is_truth(&url));
-        let other = sampler(TruthSource::MockAdmin(vec!["http://127.0.0.1:4000".into()]));
+        let other = sampler(TruthSource::MockAdmin(
+            vec!["http://127.0.0.1:4000".into()],
+            None,
+        ));
         assert!(!other.belief_is_truth(&url));
     }
 

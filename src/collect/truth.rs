@@ -14,8 +14,9 @@ use crate::workload::ApiKey;
 /// Where node truth comes from.
 #[derive(Debug, Clone)]
 pub enum TruthSource {
-    /// mock-node admin base URLs (`GET /nodes`): exact counts, allocations and ids.
-    MockAdmin(Vec<String>),
+    /// mock-node admin base URLs (`GET /nodes`): exact counts, allocations and ids; and
+    /// the bearer token they require (`mock-node --admin-token`), if any.
+    MockAdmin(Vec<String>, Option<ApiKey>),
     /// An E2B API's `GET /nodes` with an admin token: counts and allocations, no ids.
     E2bApi {
         /// API base URL.
@@ -55,16 +56,26 @@ pub struct Truth {
     pub nodes: Vec<NodeSample>,
 }
 
+impl TruthSource {
+    /// The mock-node fleets' admin URLs and token, when the truth comes from them.
+    pub fn mock_admin(&self) -> Option<(&[String], Option<&ApiKey>)> {
+        match self {
+            TruthSource::MockAdmin(urls, token) => Some((urls, token.as_ref())),
+            _ => None,
+        }
+    }
+}
+
 /// Reads the truth once. `client` is reused across calls.
 pub async fn fetch_truth(
     client: &reqwest::Client,
     source: &TruthSource,
 ) -> Result<Truth, CollectError> {
     match source {
-        TruthSource::MockAdmin(urls) => {
+        TruthSource::MockAdmin(urls, token) => {
             let mut nodes = Vec::new();
             for base in urls {
-                nodes.extend(fetch_mock(client, base).await?);
+                nodes.extend(fetch_mock(client, base, token.as_ref()).await?);
             }
             Ok(Truth { nodes })
         }
@@ -95,8 +106,14 @@ pub async fn fetch_truth(
     }
 }
 
-async fn fetch_mock(client: &reqwest::Client, base: &str) -> Result<Vec<NodeSample>, CollectError> {
-    let body = MockAdmin::new(client.clone(), base, None).nodes().await?;
+async fn fetch_mock(
+    client: &reqwest::Client,
+    base: &str,
+    token: Option<&ApiKey>,
+) -> Result<Vec<NodeSample>, CollectError> {
+    let body = MockAdmin::new(client.clone(), base, token.map(ApiKey::expose))
+        .nodes()
+        .await?;
     Ok(body
         .nodes
         .into_iter()

@@ -95,12 +95,17 @@ pub(crate) async fn spawn(
             (f.at, lasts.map(|d| f.at.saturating_add(d)))
         })
         .collect();
+    let token = target
+        .truth
+        .mock_admin()
+        .and_then(|(_, t)| t)
+        .map(|t| t.expose().to_string());
     let client = if admin.is_empty() {
         ChaosClient::without_fleet()
     } else if admin.len() == 1 {
-        ChaosClient::new(&admin[0], None)
+        ChaosClient::new(&admin[0], token)
     } else {
-        ChaosClient::discover(admin, None)
+        ChaosClient::discover(admin, token)
             .await
             .map_err(|e| StageError::Chaos(e.to_string()))?
     };

@@ -99,7 +99,7 @@ async fn run_one(
         label: run.label(),
         urls: replicas.urls(),
         key,
-        truth: TruthSource::MockAdmin(vec![fleet.admin_url()]),
+        truth: TruthSource::MockAdmin(vec![fleet.admin_url()], None),
         believers: replicas.urls(),
         admin_token: Some(admin),
         chaos_admin: vec![fleet.admin_url()],

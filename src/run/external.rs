@@ -33,8 +33,14 @@ pub(super) async fn run(
         }
         None => None,
     };
+    let mock_admin_token = match &x.mock_admin_token_env {
+        Some(var) => {
+            Some(ApiKey::from_env(var).ok_or_else(|| StageError::MissingKey(var.clone()))?)
+        }
+        None => None,
+    };
     let truth = if !x.mock_admin.is_empty() {
-        TruthSource::MockAdmin(x.mock_admin.clone())
+        TruthSource::MockAdmin(x.mock_admin.clone(), mock_admin_token)
     } else if !x.orchestrators.is_empty() {
         TruthSource::Orchestrators(x.orchestrators.clone())
     } else {
@@ -46,7 +52,7 @@ pub(super) async fn run(
     let first = crate::collect::fetch_truth(&crate::http_client::client(), &truth)
         .await
         .map_err(|e| StageError::Collect(chain_text(&e)))?;
-    report.fleet_seed = fleet_seed(&x.mock_admin).await;
+    report.fleet_seed = fleet_seed(&truth).await;
     let node_ids = first.nodes.iter().map(|n| n.id.clone()).collect();
     let tag = cleanup::run_tag(&profile.name);
     // Printed first, so that a run killed before its cleanup can still be cleaned up.
@@ -126,9 +132,11 @@ pub(super) async fn run(
 }
 
 /// The seed of the mock-node fleet behind the first `--mock-admin` URL, when it says.
-async fn fleet_seed(mock_admin: &[String]) -> Option<u64> {
-    let base = mock_admin.first()?;
-    let admin = crate::mock_admin::MockAdmin::new(crate::http_client::client(), base, None);
+async fn fleet_seed(truth: &TruthSource) -> Option<u64> {
+    let (urls, token) = truth.mock_admin()?;
+    let token = token.map(ApiKey::expose);
+    let admin =
+        crate::mock_admin::MockAdmin::new(crate::http_client::client(), urls.first()?, token);
     admin.nodes().await.ok()?.fleet_seed
 }
 
