@@ -154,3 +154,43 @@ fn allow_target_admits_a_host_the_profile_does_not_list() {
         "{stderr}"
     );
 }
+
+/// A `--report-dir` that cannot be written is found before the run starts (exit 2,
+/// the directory named), not after its workload, when the report is all there is.
+#[test]
+fn an_unwritable_report_dir_stops_the_run_before_it_starts() {
+    let dir = tempdir("setup-report-dir");
+    let file = dir.join("a-file");
+    std::fs::write(&file, "not a directory").expect("file");
+    // Nothing listens there: a workload that started would fail on it instead.
+    let held = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
+    let api = format!("http://{}", held.local_addr().expect("addr"));
+    drop(held);
+    let profile = dir.join("p.yaml");
+    std::fs::write(
+        &profile,
+        format!(
+            "name: rd\nseed: 1\nplacement:\n  external:\n    url: {api}\n\
+             workload:\n  shape:\n    burst: {{count: 1}}\n"
+        ),
+    )
+    .expect("profile");
+    for report_dir in [file.clone(), file.join("under-a-file")] {
+        let out = stampede()
+            .args(["run", "--report-dir"])
+            .arg(&report_dir)
+            .arg(&profile)
+            .env("STAMPEDE_API_KEY", KEY)
+            .output()
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains("report directory cannot be written")
+                && stderr.contains(&report_dir.display().to_string()),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("run tag"), "the run started: {stderr}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
