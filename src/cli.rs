@@ -1,5 +1,6 @@
 //! The `stampede` command line: verbs parsed with clap, each calling the library.
 
+use crate::redact::redact_userinfo;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -269,6 +270,7 @@ pub async fn dispatch(
             }
             match out {
                 Ok(o) if o.report.incomplete => {
+                    // The report was redacted before it was written.
                     eprintln!(
                         "run incomplete: {}",
                         o.report.incomplete_reason.as_deref().unwrap_or("unknown")
@@ -283,7 +285,7 @@ pub async fn dispatch(
                 }
                 Ok(_) => Ok(ExitCode::SUCCESS),
                 Err(e) => {
-                    eprintln!("error: {e}");
+                    eprintln!("error: {}", redact_userinfo(&e.to_string()));
                     Ok(ExitCode::from(2))
                 }
             }
@@ -318,7 +320,7 @@ pub async fn dispatch(
                     })
                 }
                 Err(e) => {
-                    eprintln!("error: {e}");
+                    eprintln!("error: {}", redact_userinfo(&e.to_string()));
                     Ok(ExitCode::from(2))
                 }
             }
@@ -435,14 +437,14 @@ fn print_cleanup(
         writeln!(out, "{verb} {id} (stampede-run={tag})")?;
     }
     for (id, why) in &s.failed {
-        writeln!(out, "could not delete {id}: {why}")?;
+        writeln!(out, "could not delete {id}: {}", redact_userinfo(why))?;
     }
     if req.dry_run {
         writeln!(
             out,
             "dry run: {} sandboxes on {}, none deleted",
             s.found.len(),
-            req.api
+            redact_userinfo(&req.api)
         )
     } else {
         writeln!(
@@ -450,7 +452,7 @@ fn print_cleanup(
             "deleted {} of {} sandboxes on {}",
             s.deleted,
             s.found.len(),
-            req.api
+            redact_userinfo(&req.api)
         )
     }
 }

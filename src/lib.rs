@@ -11,6 +11,7 @@ pub mod error_chain;
 mod goose_glue;
 pub mod http_client;
 pub mod profile;
+pub mod redact;
 pub mod report;
 pub mod run;
 pub mod sim;

@@ -189,7 +189,7 @@ pub(crate) async fn judge(
                 eprintln!(
                     "set audit: {} ({})",
                     SetAudit::EVICTIONS_UNKNOWN,
-                    chain_text(&e)
+                    crate::redact::redact_userinfo(&chain_text(&e))
                 );
                 None
             }

@@ -13,6 +13,7 @@ use crate::collect::{Before, TruthSource};
 use crate::error_chain::chain_text;
 use crate::placement::{REQUEST_TIMEOUT, SYNC_INTERVAL};
 use crate::profile::{ExternalPlacement, Profile};
+use crate::redact::redact_userinfo;
 use crate::report::{CleanupReport, Report};
 use crate::workload::{ApiKey, RUN_TAG_KEY};
 
@@ -58,11 +59,11 @@ pub(super) async fn run(
     // Printed first, so that a run killed before its cleanup can still be cleaned up.
     eprintln!(
         "run tag: {RUN_TAG_KEY}={tag} (if this run dies before its cleanup: stampede cleanup --api {} --tag {tag})",
-        x.url
+        redact_userinfo(&x.url)
     );
     warn_of_leftovers(&x.url, &key, &tag).await;
     let mut settings = BTreeMap::new();
-    settings.insert("target".to_string(), x.url.clone());
+    settings.insert("target".to_string(), redact_userinfo(&x.url).into_owned());
     let target = Target {
         label: "external".into(),
         urls: vec![x.url.clone()],
@@ -160,8 +161,9 @@ fn cleanup_text(c: &CleanupReport) -> String {
 
 /// Warns on stderr when earlier runs left tagged sandboxes on `api` (they weigh on the
 /// nodes this run measures). A listing that fails is only logged: the run goes on.
-async fn warn_of_leftovers(api: &str, key: &ApiKey, own_tag: &str) {
-    match super::leftovers::others_left(api, key, own_tag).await {
+async fn warn_of_leftovers(url: &str, key: &ApiKey, own_tag: &str) {
+    let api = redact_userinfo(url);
+    match super::leftovers::others_left(url, key, own_tag).await {
         Ok(by_tag) if !by_tag.is_empty() => {
             let total: usize = by_tag.values().sum();
             let tags: Vec<String> = by_tag.iter().map(|(t, n)| format!("{t} ({n})")).collect();
@@ -172,6 +174,8 @@ async fn warn_of_leftovers(api: &str, key: &ApiKey, own_tag: &str) {
             );
         }
         Ok(_) => {}
-        Err(e) => tracing::warn!(api, error = %e, "cannot list earlier runs' sandboxes"),
+        Err(e) => {
+            tracing::warn!(%api, error = %redact_userinfo(&e.to_string()), "cannot list earlier runs' sandboxes")
+        }
     }
 }

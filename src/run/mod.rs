@@ -220,6 +220,7 @@ fn finish(
     if report.incomplete {
         report.passed = false;
     }
+    let report = redacted(report);
     let parent = report_parent(profile, opts);
     let dir = match report::write_report_dir(&report, &parent) {
         Ok(dir) => dir,
@@ -240,6 +241,29 @@ fn finish(
         }
     }
     Ok(RunOutcome { report, dir })
+}
+
+/// `report` with the userinfo of every URL in it redacted (`--api
+/// http://user:PASSWORD@host`): nothing written or printed from it carries a credential.
+fn redacted(report: Report) -> Report {
+    let Ok(original) = serde_json::to_value(&report) else {
+        return report;
+    };
+    let mut v = original.clone();
+    crate::redact::redact_json(&mut v);
+    if v == original {
+        return report;
+    }
+    match serde_json::from_value::<Report>(v) {
+        Ok(mut r) => {
+            // Not in report.json: carried over.
+            for (run, was) in r.runs.iter_mut().zip(&report.runs) {
+                run.accounting = was.accounting;
+            }
+            r
+        }
+        Err(_) => report,
+    }
 }
 
 /// What is left to say when the report could not be written: why, and the verdict.

@@ -11,6 +11,7 @@ mod node_refusals;
 mod placement_replay;
 mod plan;
 mod progress;
+mod redaction;
 mod reliability;
 mod restart_drill;
 mod retry_storm;
