@@ -449,10 +449,19 @@ fn print_cleanup(
     } else {
         writeln!(
             out,
-            "deleted {} of {} sandboxes on {}",
+            "deleted {} of {} sandboxes on {} ({} already gone, {} could not be deleted)",
             s.deleted,
             s.found.len(),
-            redact_userinfo(&req.api)
+            redact_userinfo(&req.api),
+            s.already_gone,
+            s.failed.len()
+        )?;
+        // A killed run's ledger is gone with it: how many of its creates were still
+        // unanswered is not known here.
+        writeln!(
+            out,
+            "creates still unanswered when a run was killed may never have been recorded by \
+             the API, so no listing finds them: the API's orphan sweep removes them"
         )
     }
 }

@@ -3,6 +3,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod cleanup_hostile;
 mod cli;
 mod collect_cli;
 mod lifecycle;

@@ -26,12 +26,8 @@ async fn a_password_in_the_api_or_mock_admin_url_is_in_no_output() {
     .expect("profile");
     let reports = dir.join("reports");
     let (api, admin) = (with_password(&c.api), with_password(&c.admin));
-    let (status, report, stderr) = run_to_end(
-        &["--api", &api, "--mock-admin", &admin],
-        &profile,
-        &reports,
-    )
-    .await;
+    let (status, report, stderr) =
+        run_to_end(&["--api", &api, "--mock-admin", &admin], &profile, &reports).await;
     assert_eq!(status.code(), Some(1), "the p99 check fails: {stderr}");
     assert_eq!(node_sum(&report["runs"][0]), 4, "the run reached both URLs");
     assert!(
@@ -62,8 +58,14 @@ async fn a_password_in_the_api_or_mock_admin_url_is_in_no_output() {
         String::from_utf8_lossy(&out.stderr),
     );
     assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
-    assert!(stderr.contains("***@127.0.0.1"), "the URL is named: {stderr}");
-    assert!(!stdout.contains(PASSWORD) && !stderr.contains(PASSWORD), "{stderr}");
+    assert!(
+        stderr.contains("***@127.0.0.1"),
+        "the URL is named: {stderr}"
+    );
+    assert!(
+        !stdout.contains(PASSWORD) && !stderr.contains(PASSWORD),
+        "{stderr}"
+    );
     let out = stampede()
         .args(["cleanup", "--api", &dead, "--tag", "t"])
         .env("STAMPEDE_API_KEY", KEY)
