@@ -1,5 +1,6 @@
 //! The `stampede` command line: verbs parsed with clap, each calling the library.
 
+use crate::redact::redact_userinfo;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -62,6 +63,11 @@ pub enum Command {
         /// With `--api`: mock-node admin URL to read per-node truth from (repeatable).
         #[arg(long, value_name = "URL", requires = "api")]
         mock_admin: Vec<String>,
+        /// With `--mock-admin`: env var holding the bearer token those admin APIs
+        /// require (`mock-node --admin-token`). The token itself is never taken on the
+        /// command line.
+        #[arg(long, value_name = "VAR", requires = "mock_admin")]
+        mock_admin_token_env: Option<String>,
         /// External runs: leave the sandboxes the run created running (no cleanup).
         #[arg(long)]
         keep: bool,
@@ -218,6 +224,7 @@ pub async fn dispatch(
             allow_target,
             admin_token_env,
             mock_admin,
+            mock_admin_token_env,
             keep,
             placement_trace,
         } => {
@@ -226,6 +233,7 @@ pub async fn dispatch(
                 api_key_env: target.api_key_env,
                 admin_token_env,
                 mock_admin,
+                mock_admin_token_env,
             });
             let metrics = match metrics_addr {
                 None => None,
@@ -266,6 +274,7 @@ pub async fn dispatch(
             }
             match out {
                 Ok(o) if o.report.incomplete => {
+                    // The report was redacted before it was written.
                     eprintln!(
                         "run incomplete: {}",
                         o.report.incomplete_reason.as_deref().unwrap_or("unknown")
@@ -280,7 +289,7 @@ pub async fn dispatch(
                 }
                 Ok(_) => Ok(ExitCode::SUCCESS),
                 Err(e) => {
-                    eprintln!("error: {e}");
+                    eprintln!("error: {}", redact_userinfo(&e.to_string()));
                     Ok(ExitCode::from(2))
                 }
             }
@@ -315,7 +324,7 @@ pub async fn dispatch(
                     })
                 }
                 Err(e) => {
-                    eprintln!("error: {e}");
+                    eprintln!("error: {}", redact_userinfo(&e.to_string()));
                     Ok(ExitCode::from(2))
                 }
             }
@@ -444,22 +453,31 @@ fn print_cleanup(
         writeln!(out, "{verb} {id} (stampede-run={tag})")?;
     }
     for (id, why) in &s.failed {
-        writeln!(out, "could not delete {id}: {why}")?;
+        writeln!(out, "could not delete {id}: {}", redact_userinfo(why))?;
     }
     if req.dry_run {
         writeln!(
             out,
             "dry run: {} sandboxes on {}, none deleted",
             s.found.len(),
-            req.api
+            redact_userinfo(&req.api)
         )
     } else {
         writeln!(
             out,
-            "deleted {} of {} sandboxes on {}",
+            "deleted {} of {} sandboxes on {} ({} already gone, {} could not be deleted)",
             s.deleted,
             s.found.len(),
-            req.api
+            redact_userinfo(&req.api),
+            s.already_gone,
+            s.failed.len()
+        )?;
+        // A killed run's ledger is gone with it: how many of its creates were still
+        // unanswered is not known here.
+        writeln!(
+            out,
+            "creates still unanswered when a run was killed may never have been recorded by \
+             the API, so no listing finds them: the API's orphan sweep removes them"
         )
     }
 }

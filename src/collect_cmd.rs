@@ -80,7 +80,7 @@ fn source_of(args: &CollectArgs) -> Result<TruthSource, CollectCmdError> {
             admin_token: ApiKey::from_env(&args.admin_token_env),
         }
     } else if !args.mock_admin.is_empty() {
-        TruthSource::MockAdmin(args.mock_admin.clone())
+        TruthSource::MockAdmin(args.mock_admin.clone(), None)
     } else {
         TruthSource::Orchestrators(args.orchestrators.clone())
     })
@@ -89,7 +89,7 @@ fn source_of(args: &CollectArgs) -> Result<TruthSource, CollectCmdError> {
 /// Reads the cluster once and prints per-node counts, bars and skew figures.
 pub async fn run(args: CollectArgs) -> Result<ExitCode, CollectCmdError> {
     let source = source_of(&args)?;
-    let truth = fetch_truth(&reqwest::Client::new(), &source).await?;
+    let truth = fetch_truth(&crate::http_client::client(), &source).await?;
     let counts: Vec<u64> = truth.nodes.iter().map(|n| n.sandboxes).collect();
     let max = counts.iter().copied().max().unwrap_or(0);
     for n in &truth.nodes {

@@ -29,7 +29,7 @@ fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
-        .with_writer(std::io::stderr)
+        .with_writer(|| stampede::redact::RedactingWriter(std::io::stderr()))
         .init();
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Runtime::new() {
@@ -51,7 +51,8 @@ fn main() -> ExitCode {
     let code = match runtime.block_on(stampede::cli::dispatch(cli, cancel, abort)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {:#}", anyhow::Error::from(e));
+            let text = format!("{:#}", anyhow::Error::from(e));
+            eprintln!("error: {}", stampede::redact::redact_userinfo(&text));
             ExitCode::from(2)
         }
     };
@@ -112,7 +113,10 @@ fn install_run_signals(
         });
         // This handler runs on its own thread, outside the runtime.
         let summary = runtime.block_on(abort.abort());
-        eprint!("{summary}");
+        eprint!(
+            "{}",
+            stampede::redact::redact_userinfo(&summary.to_string())
+        );
         std::process::exit(ABORT_EXIT);
     });
     if let Err(e) = installed {

@@ -388,6 +388,10 @@ pub struct FaultsResponse {
 pub struct NodesResponse {
     /// One entry per node, in node order.
     pub nodes: Vec<NodeTruth>,
+    /// The seed the fleet was built from ([`crate::config::ClusterConfig::fleet_seed`]);
+    /// absent from older fleets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet_seed: Option<u64>,
 }
 
 /// The ground truth of one node (never lagged, never frozen).

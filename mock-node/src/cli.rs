@@ -168,7 +168,8 @@ impl MockNodeArgs {
     }
 }
 
-/// The one line printed when the fleet is ready, for scripts to wait on.
+/// The one line printed when the fleet is ready, for scripts to wait on. Fields are
+/// space-separated `key=value`; new ones are appended at the end.
 pub fn ready_line(fleet: &FleetHandle) -> String {
     let nodes: Vec<String> = fleet
         .nodes()
@@ -176,10 +177,11 @@ pub fn ready_line(fleet: &FleetHandle) -> String {
         .map(|n| format!("{}@{}", n.id, n.addr))
         .collect();
     format!(
-        "mock-node ready admin={} nomad={} nodes={}",
+        "mock-node ready admin={} nomad={} nodes={} fleet_seed={}",
         fleet.admin_url(),
         fleet.nomad_url(),
-        nodes.join(",")
+        nodes.join(","),
+        fleet.fleet_seed()
     )
 }
 
@@ -188,7 +190,7 @@ pub async fn run(args: MockNodeArgs) -> Result<(), MockNodeError> {
     let (cfg, opts) = args.resolve()?;
     tracing::info!(
         nodes = cfg.nodes,
-        seed = cfg.seed.unwrap_or(0),
+        fleet_seed = cfg.fleet_seed(0),
         "starting mock-node fleet"
     );
     let fleet = fleet::start(cfg, opts).await?;

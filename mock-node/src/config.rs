@@ -53,6 +53,14 @@ impl ClusterConfig {
         }
     }
 
+    /// The seed the fleet is built from: `cluster.seed` when given, else the run
+    /// profile's top-level `seed` (0 for a bare cluster file or no profile). The one
+    /// rule `mock-node --config`, `stampede sim` and an embedded run share, so that one
+    /// profile builds one fleet everywhere.
+    pub fn fleet_seed(&self, profile_seed: u64) -> u64 {
+        self.seed.unwrap_or(profile_seed)
+    }
+
     /// Each node's background host load ([`NodeSpec::idle_cpu_percent`]), from
     /// `cluster_seed`: nodes sharing a range draw distinct values while the range has
     /// one for each of them, else independently.

@@ -42,14 +42,19 @@ pub enum ConfigFileError {
     },
 }
 
-/// A run profile or a bare cluster file: only the `cluster:` section matters here.
+/// A run profile or a bare cluster file: only the `cluster:` section and the seed
+/// matter here.
 #[derive(Deserialize)]
 struct ProfileShape {
     cluster: ClusterConfig,
+    /// The profile's top-level seed, the fleet's when `cluster.seed` is absent.
+    #[serde(default)]
+    seed: u64,
 }
 
 /// Reads `path`: either a document with a top-level `cluster:` key (a run profile; other
-/// keys are ignored) or a bare cluster section.
+/// keys are ignored) or a bare cluster section. The result's `seed` is the fleet seed
+/// ([`ClusterConfig::fleet_seed`] of the profile's `seed`).
 pub fn load_cluster(path: &Path) -> Result<ClusterConfig, ConfigFileError> {
     let label = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|source| ConfigFileError::Read {
@@ -73,7 +78,10 @@ pub fn parse_cluster(text: &str, label: &str) -> Result<ClusterConfig, ConfigFil
         .as_mapping()
         .is_some_and(|m| m.contains_key(serde_yaml_ng::Value::from("cluster")));
     let (cfg, prefix) = if wrapped {
-        (typed::<ProfileShape>(text, label)?.cluster, "cluster")
+        let profile = typed::<ProfileShape>(text, label)?;
+        let mut cluster = profile.cluster;
+        cluster.seed = Some(cluster.fleet_seed(profile.seed));
+        (cluster, "cluster")
     } else if value.is_null() {
         (ClusterConfig::default(), "")
     } else {

@@ -148,6 +148,8 @@ pub struct FleetShared {
     pub faults: tokio::sync::Mutex<FaultBook>,
     /// Cancelled at shutdown.
     pub shutdown: CancellationToken,
+    /// The seed the fleet was built from.
+    pub seed: u64,
 }
 
 impl FleetShared {
@@ -165,6 +167,7 @@ impl FleetShared {
                 .zip(&self.discovery)
                 .map(|(n, d)| node_truth(n, d.advertised))
                 .collect(),
+            fleet_seed: Some(self.seed),
         }
     }
 }
@@ -222,6 +225,10 @@ pub struct FleetHandle {
 }
 
 impl FleetHandle {
+    /// The seed the fleet was built from ([`ClusterConfig::fleet_seed`]).
+    pub fn fleet_seed(&self) -> u64 {
+        self.shared.seed
+    }
     /// Base URL of the admin API, e.g. `http://127.0.0.1:4567`.
     pub fn admin_url(&self) -> String {
         format!("http://{}", self.admin_addr)
@@ -305,7 +312,7 @@ pub async fn start(cfg: ClusterConfig, opts: FleetOptions) -> Result<FleetHandle
         return Err(FleetError::AdminNotLoopback(opts.admin_addr));
     }
     let clock = FleetClock::start_now();
-    let seed = cfg.seed.unwrap_or(0);
+    let seed = cfg.fleet_seed(0);
     // One server stack for every node; each node only adds its listener.
     let (stack, stack_task) = crate::serve::start().await;
     let mut listeners = Vec::with_capacity(cfg.nodes);
@@ -364,6 +371,7 @@ pub async fn start(cfg: ClusterConfig, opts: FleetOptions) -> Result<FleetHandle
         index,
         faults: tokio::sync::Mutex::new(FaultBook::default()),
         shutdown: CancellationToken::new(),
+        seed,
     });
     let admin_listener =
         TcpListener::bind(opts.admin_addr)

@@ -64,6 +64,9 @@ struct LateFacts {
     set_audit: Option<SetAudit>,
     staging: Option<StagingFacts>,
     cleanup: Option<CleanupReport>,
+    /// Whether `refusals` were counted by the nodes themselves (an external run whose
+    /// truth source counts them).
+    node_refusals: bool,
 }
 
 fn histogram() -> Histogram<u64> {
@@ -180,6 +183,14 @@ impl RunAggregate {
         }
     }
 
+    /// The creates the nodes refused during the run, counted by the nodes (a run
+    /// against an external API whose truth source counts refusals): its `refusals`, the
+    /// storm's bins fed through [`refused`](Self::refused).
+    pub fn node_refusals(&mut self, total: u64) {
+        self.refusals += total;
+        self.late.node_refusals = true;
+    }
+
     /// Final figures of node `id`: its truth and each replica's belief of its vCPU.
     pub fn final_node(
         &mut self,
@@ -274,12 +285,22 @@ impl RunAggregate {
             s
         });
         // An external API (a run with staging facts) exposes no retry or refusal
-        // counters, and its beliefs only to an admin token.
-        let not_measured = match &staging {
-            None => Vec::new(),
-            Some(_) if self.err_samples > 0 => vec![Figure::Retries, Figure::Refusals],
-            Some(_) => vec![Figure::Retries, Figure::Refusals, Figure::AccountingError],
-        };
+        // counters (refusals are known when its nodes count them), and its beliefs only
+        // to an admin token.
+        let mut not_measured = Vec::new();
+        if staging.is_some() {
+            not_measured.push(Figure::Retries);
+            if !late.node_refusals {
+                not_measured.push(Figure::Refusals);
+            }
+            if self.err_samples == 0 {
+                not_measured.push(Figure::AccountingError);
+            }
+            let placed: u64 = self.outcomes.placed().iter().sum();
+            if self.outcomes.created() > 0 && placed == 0 {
+                not_measured.push(Figure::Placements);
+            }
+        }
         RunResult {
             label,
             settings,
@@ -382,6 +403,47 @@ mod tests {
             [0.0, 1000.0]
         );
         assert!((bins[1].p99_ms - 0.8).abs() <= 0.008, "{:?}", bins[1]);
+    }
+
+    /// An external run against an API whose 201s name no node printed its placements
+    /// as `0.000` and `0 / 0.00 / 0`, and an API without beliefs an accounting error.
+    #[test]
+    fn an_external_run_whose_answers_name_no_node_has_no_placements() {
+        let external = |name_node: bool, node_refusals: bool| {
+            let mut agg = RunAggregate::new(ids(), RunShape::Burst);
+            agg.answered(&Outcome::Status(201), 0.0, 1000);
+            if name_node {
+                agg.landed(0);
+            }
+            agg.sample(1.0, vec![1, 0], []);
+            agg.final_node("a", 1, 1.0, []);
+            agg.final_node("b", 0, 0.0, []);
+            if node_refusals {
+                agg.node_refusals(0);
+            }
+            agg.staging(StagingFacts::default());
+            agg.finish("external".into(), BTreeMap::new(), 1.0)
+        };
+        let r = external(false, false);
+        assert_eq!(
+            r.not_measured,
+            [
+                Figure::Retries,
+                Figure::Refusals,
+                Figure::AccountingError,
+                Figure::Placements
+            ]
+        );
+        assert_eq!(r.shown(Figure::Placements, 0), crate::report::NOT_MEASURED);
+        let r = external(true, true);
+        assert_eq!(r.not_measured, [Figure::Retries, Figure::AccountingError]);
+        // An embedded run measures everything, whatever it placed.
+        let mut agg = RunAggregate::new(ids(), RunShape::Burst);
+        agg.answered(&Outcome::Status(201), 0.0, 1000);
+        assert!(agg
+            .finish("reported".into(), BTreeMap::new(), 1.0)
+            .not_measured
+            .is_empty());
     }
 
     #[test]

@@ -135,11 +135,10 @@ pub async fn collect_inventory(
 ) -> Result<Inventory, InventoryError> {
     let mut inv = Inventory::default();
     match source {
-        TruthSource::MockAdmin(urls) => {
+        TruthSource::MockAdmin(urls, token) => {
+            let token = admin_token.or(token.as_ref().map(ApiKey::expose));
             for base in urls {
-                let nodes = MockAdmin::new(client.clone(), base, admin_token)
-                    .nodes()
-                    .await?;
+                let nodes = MockAdmin::new(client.clone(), base, token).nodes().await?;
                 for n in nodes.nodes {
                     let mut ids = n.sandbox_ids;
                     match list_ids(&n.grpc_addr.to_string()).await {
@@ -182,13 +181,13 @@ pub enum EvictedReadError {
 }
 
 /// Ids the placement services at `bases` evicted, read from each one's
-/// `GET /admin/evicted` (stampede's service only: E2B's API exposes no such list, so
-/// against it the evictions are not observable and this fails).
+/// `GET /admin/evicted` (stampede's service only). `None` when a service answers 404:
+/// it has no such list (E2B's API), so its evictions are not known.
 pub async fn read_evicted(
     client: &reqwest::Client,
     bases: &[String],
     admin_token: Option<&ApiKey>,
-) -> Result<Vec<String>, EvictedReadError> {
+) -> Result<Option<Vec<String>>, EvictedReadError> {
     let Some(token) = admin_token.filter(|_| !bases.is_empty()) else {
         return Err(EvictedReadError::NoService);
     };
@@ -206,13 +205,16 @@ pub async fn read_evicted(
             .send()
             .await
             .map_err(|e| http(e.into()))?;
+        if resp.status() == reqwest::StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
         if !resp.status().is_success() {
             return Err(http(format!("status {}", resp.status()).into()));
         }
         let body: EvictedIds = resp.json().await.map_err(|e| http(e.into()))?;
         ids.extend(body.sandbox_ids);
     }
-    Ok(ids)
+    Ok(Some(ids))
 }
 
 /// Sandbox ids an orchestrator at `addr` (`host:port`) lists with `SandboxService/List`.

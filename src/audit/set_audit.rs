@@ -80,6 +80,7 @@ pub fn audit(ledger: &Ledger, inventory: &Inventory) -> SetAudit {
         duplicated: Finding::from_ids(duplicated.into_iter().map(str::to_string)),
         orphaned: Finding::from_ids(orphaned),
         recovered: Finding::from_ids(recovered),
+        evictions_unknown: false,
     }
 }
 

@@ -133,7 +133,7 @@ impl ChaosClient {
     }
 
     fn build(fleets: Vec<String>, token: Option<String>, owner: BTreeMap<String, usize>) -> Self {
-        let http = reqwest::Client::new();
+        let http = crate::http_client::client();
         let admins = fleets
             .iter()
             .map(|base| MockAdmin::new(http.clone(), base, token.as_deref()))

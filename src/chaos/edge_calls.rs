@@ -44,7 +44,7 @@ impl CallProbe {
     /// A probe of `services` (base URLs), sending `admin_token` when given.
     pub fn new(services: Vec<String>, admin_token: Option<ApiKey>) -> Self {
         Self {
-            client: reqwest::Client::new(),
+            client: crate::http_client::client(),
             services,
             admin_token,
         }

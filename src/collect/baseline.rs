@@ -15,7 +15,7 @@ impl TruthSource {
     /// What the source is, as the report names it.
     pub fn name(&self) -> &'static str {
         match self {
-            TruthSource::MockAdmin(_) => "mock-node admin GET /nodes (counts and ids)",
+            TruthSource::MockAdmin(..) => "mock-node admin GET /nodes (counts and ids)",
             TruthSource::E2bApi { .. } => "E2B API GET /nodes sandboxCount (counts, no ids)",
             TruthSource::Orchestrators(_) => "orchestrator SandboxService/List (counts and ids)",
         }
@@ -25,7 +25,7 @@ impl TruthSource {
     pub fn lag(&self) -> Option<Duration> {
         match self {
             TruthSource::E2bApi { .. } => Some(E2B_NODE_SYNC),
-            TruthSource::MockAdmin(_) | TruthSource::Orchestrators(_) => None,
+            TruthSource::MockAdmin(..) | TruthSource::Orchestrators(_) => None,
         }
     }
 
@@ -46,6 +46,8 @@ impl TruthSource {
 pub struct Before {
     /// Per node id: the ids listed then (when the source lists them) and the count.
     nodes: BTreeMap<String, (Option<BTreeSet<String>>, u64)>,
+    /// Per node id: the creates it had refused by then, when the source counts them.
+    refused: BTreeMap<String, u64>,
 }
 
 impl Before {
@@ -59,7 +61,12 @@ impl Before {
                 (n.id.clone(), (ids, n.sandboxes))
             })
             .collect();
-        Before { nodes }
+        let refused = truth
+            .nodes
+            .iter()
+            .filter_map(|n| Some((n.id.clone(), n.refused?)))
+            .collect();
+        Before { nodes, refused }
     }
 
     /// Sandboxes there before the run, all nodes.
@@ -82,7 +89,7 @@ impl Before {
 
     /// `truth` with what was there before removed: ids listed before are dropped (and
     /// the count is what remains); without ids the count before is subtracted (never
-    /// below 0). Allocated vCPU is left whole: it is compared with the service's belief,
+    /// below 0); so are the refusals counted before. Allocated vCPU is left whole: it is compared with the service's belief,
     /// which covers every sandbox.
     pub fn subtract(&self, truth: &Truth) -> Truth {
         let nodes = truth.nodes.iter().map(|n| self.subtract_node(n)).collect();
@@ -91,6 +98,9 @@ impl Before {
 
     fn subtract_node(&self, n: &NodeSample) -> NodeSample {
         let mut out = n.clone();
+        if let (Some(r), Some(before)) = (n.refused, self.refused.get(&n.id)) {
+            out.refused = Some(r.saturating_sub(*before));
+        }
         let Some((before_ids, before_count)) = self.nodes.get(&n.id) else {
             return out;
         };
@@ -122,6 +132,7 @@ mod tests {
             ids: ids.map(|v| v.iter().map(|s| s.to_string()).collect()),
             status: "ready".into(),
             service_id: None,
+            refused: None,
         }
     }
 

@@ -96,6 +96,12 @@ pub struct Sampler {
 }
 
 impl Sampler {
+    /// Whether the believer `url` is also the truth source (an E2B API's `GET /nodes`
+    /// read for both).
+    fn belief_is_truth(&self, url: &str) -> bool {
+        matches!(&self.source, TruthSource::E2bApi { url: truth, .. } if truth == url)
+    }
+
     /// One sample now; `start` anchors `t_ms`.
     pub async fn sample(&self, client: &reqwest::Client, start: Instant) -> Option<Sample> {
         let t_ms = start.elapsed().as_secs_f64() * 1000.0;
@@ -104,12 +110,16 @@ impl Sampler {
         let mut calls = Vec::new();
         for b in &self.believers {
             if let Ok(nodes) = fetch_api_nodes(client, b, self.admin_token.as_ref()).await {
-                believed.push(
-                    nodes
-                        .iter()
-                        .map(|n| (n.id.clone(), n.allocated_cpu()))
-                        .collect(),
-                );
+                // A belief read from the truth's own `GET /nodes` is the truth: no
+                // accounting error can be seen (only its create counters are news).
+                if !self.belief_is_truth(b) {
+                    believed.push(
+                        nodes
+                            .iter()
+                            .map(|n| (n.id.clone(), n.allocated_cpu()))
+                            .collect(),
+                    );
+                }
                 calls.push(
                     nodes
                         .iter()
@@ -163,7 +173,7 @@ impl Sampler {
     }
 
     async fn run_keeping(self, start: Instant, stop: CancellationToken, ids: bool) -> Vec<Sample> {
-        let client = reqwest::Client::new();
+        let client = crate::http_client::client();
         let mut out = Vec::new();
         let mut tick = tokio::time::interval(self.interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -199,6 +209,7 @@ mod tests {
             ids: None,
             status: "ready".into(),
             service_id: None,
+            refused: None,
         };
         Sample {
             t_ms: 0.0,
@@ -225,6 +236,29 @@ mod tests {
     fn a_belief_outside_the_reads_counts_its_distance_to_the_nearer_one() {
         assert_eq!(errors(&sample(10.0, Some(14.0), 17.0)), vec![3.0]);
         assert_eq!(errors(&sample(14.0, Some(10.0), 4.0)), vec![6.0]);
+    }
+
+    /// Truth and belief both read from one E2B API's `GET /nodes` gave an accounting
+    /// error of 0.0 shown as measured.
+    #[test]
+    fn a_belief_from_the_truths_own_nodes_is_no_belief() {
+        let url = "http://127.0.0.1:3000".to_string();
+        let sampler = |source| Sampler {
+            source,
+            believers: vec![url.clone()],
+            admin_token: None,
+            interval: Duration::from_secs(1),
+        };
+        let same = sampler(TruthSource::E2bApi {
+            url: url.clone(),
+            admin_token: None,
+        });
+        assert!(same.belief_is_truth(&url));
+        let other = sampler(TruthSource::MockAdmin(
+            vec!["http://127.0.0.1:4000".into()],
+            None,
+        ));
+        assert!(!other.belief_is_truth(&url));
     }
 
     #[test]

@@ -14,8 +14,9 @@ use crate::workload::ApiKey;
 /// Where node truth comes from.
 #[derive(Debug, Clone)]
 pub enum TruthSource {
-    /// mock-node admin base URLs (`GET /nodes`): exact counts, allocations and ids.
-    MockAdmin(Vec<String>),
+    /// mock-node admin base URLs (`GET /nodes`): exact counts, allocations and ids; and
+    /// the bearer token they require (`mock-node --admin-token`), if any.
+    MockAdmin(Vec<String>, Option<ApiKey>),
     /// An E2B API's `GET /nodes` with an admin token: counts and allocations, no ids.
     E2bApi {
         /// API base URL.
@@ -42,6 +43,10 @@ pub struct NodeSample {
     pub status: String,
     /// Incarnation id (changes when a node restarts), when known.
     pub service_id: Option<String>,
+    /// Creates the node refused so far (mock-node's `creates_rejected`, every reason),
+    /// when the source counts them.
+    #[serde(default)]
+    pub refused: Option<u64>,
 }
 
 /// Every node's truth at one instant, in node order.
@@ -51,16 +56,26 @@ pub struct Truth {
     pub nodes: Vec<NodeSample>,
 }
 
+impl TruthSource {
+    /// The mock-node fleets' admin URLs and token, when the truth comes from them.
+    pub fn mock_admin(&self) -> Option<(&[String], Option<&ApiKey>)> {
+        match self {
+            TruthSource::MockAdmin(urls, token) => Some((urls, token.as_ref())),
+            _ => None,
+        }
+    }
+}
+
 /// Reads the truth once. `client` is reused across calls.
 pub async fn fetch_truth(
     client: &reqwest::Client,
     source: &TruthSource,
 ) -> Result<Truth, CollectError> {
     match source {
-        TruthSource::MockAdmin(urls) => {
+        TruthSource::MockAdmin(urls, token) => {
             let mut nodes = Vec::new();
             for base in urls {
-                nodes.extend(fetch_mock(client, base).await?);
+                nodes.extend(fetch_mock(client, base, token.as_ref()).await?);
             }
             Ok(Truth { nodes })
         }
@@ -76,6 +91,7 @@ pub async fn fetch_truth(
                         ids: None,
                         status: n.status,
                         service_id: None,
+                        refused: None,
                     })
                     .collect(),
             })
@@ -90,8 +106,14 @@ pub async fn fetch_truth(
     }
 }
 
-async fn fetch_mock(client: &reqwest::Client, base: &str) -> Result<Vec<NodeSample>, CollectError> {
-    let body = MockAdmin::new(client.clone(), base, None).nodes().await?;
+async fn fetch_mock(
+    client: &reqwest::Client,
+    base: &str,
+    token: Option<&ApiKey>,
+) -> Result<Vec<NodeSample>, CollectError> {
+    let body = MockAdmin::new(client.clone(), base, token.map(ApiKey::expose))
+        .nodes()
+        .await?;
     Ok(body
         .nodes
         .into_iter()
@@ -102,6 +124,7 @@ async fn fetch_mock(client: &reqwest::Client, base: &str) -> Result<Vec<NodeSamp
             ids: Some(n.sandbox_ids),
             status: n.status,
             service_id: Some(n.service_id),
+            refused: Some(n.creates_rejected.values().sum()),
         })
         .collect())
 }
@@ -130,5 +153,6 @@ pub async fn list_over_grpc(addr: &str) -> Result<NodeSample, CollectError> {
         ids: Some(list.sandboxes.into_iter().map(|s| s.sandbox_id).collect()),
         status: "ready".into(),
         service_id: None,
+        refused: None,
     })
 }

@@ -262,9 +262,10 @@ async fn measure(
     })
 }
 
-/// The seed mock-node's fleet is built from for `profile`.
+/// The seed mock-node's fleet is built from for `profile` (the one rule mock-node,
+/// the simulator and the embedded run share).
 fn fleet_seed(profile: &crate::profile::Profile) -> u64 {
-    profile.cluster.seed.unwrap_or(profile.seed)
+    profile.cluster.fleet_seed(profile.seed)
 }
 
 /// Copies a finished run's logs and workload report out of its (removed) stack folder.

@@ -200,6 +200,10 @@ pub struct ExternalPlacement {
     /// Admin URLs of mock-node fleets deployed for this run, read for per-node truth.
     #[serde(default)]
     pub mock_admin: Vec<String>,
+    /// Env var holding the bearer token those admin APIs require (`mock-node
+    /// --admin-token`). Default none.
+    #[serde(default)]
+    pub mock_admin_token_env: Option<String>,
 }
 
 impl ExternalPlacement {

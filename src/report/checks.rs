@@ -97,6 +97,10 @@ fn figure(id: CheckId, run: &RunResult) -> Result<f64, String> {
         ),
         CheckId::Cancelled => Ok(run.statuses.get(CANCELLED_KEY).copied().unwrap_or(0) as f64),
         CheckId::PlacementsCv => match o {
+            _ if !run.measured(Figure::Placements) => Err(
+                "placements are not measured in this run (the API's answers do not name the node)"
+                    .to_string(),
+            ),
             None => Err(none()),
             Some(o) if o.placements.counts.iter().all(|&n| n == 0) => {
                 Err("no create landed on any node: placements skew cannot be judged".to_string())

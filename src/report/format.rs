@@ -121,16 +121,22 @@ pub fn comparison_row(run: &RunResult) -> Vec<String> {
         ratio(run.skew.jain),
         run.skew.min.to_string(),
         run.skew.max.to_string(),
-        match run.accounting_error {
-            Some(a) => vcpu(a.mean_abs_vcpu),
-            None if !run.measured(Figure::AccountingError) => NOT_MEASURED.into(),
-            None => "-".into(),
-        },
+        accounting_error_cell(run),
         ms(run.latency.p50_ms),
         ms(run.latency.p99_ms),
         percent(run.error_rate),
         run.shown(Figure::Retries, run.retries),
     ]
+}
+
+/// The mean accounting error of `run` (vCPU), [`NOT_MEASURED`] when the run could not
+/// observe it, `-` when it has none.
+pub fn accounting_error_cell(run: &RunResult) -> String {
+    match run.accounting_error {
+        Some(a) => vcpu(a.mean_abs_vcpu),
+        None if !run.measured(Figure::AccountingError) => NOT_MEASURED.into(),
+        None => "-".into(),
+    }
 }
 
 /// Placements to the faulty nodes, with the failed RPCs among them when known
@@ -239,10 +245,16 @@ pub fn over_time_rows(run: &RunResult) -> Vec<(&'static str, String)> {
     let mut rows = Vec::new();
     if let Some(o) = &run.skew_over_time {
         let p = &o.placements;
-        rows.push(("CV of placements", ratio(p.cv)));
+        rows.push((
+            "CV of placements",
+            run.shown(Figure::Placements, ratio(p.cv)),
+        ));
         rows.push((
             "placements min / mean / max",
-            format!("{} / {:.2} / {}", p.min, p.mean, p.max),
+            run.shown(
+                Figure::Placements,
+                format!("{} / {:.2} / {}", p.min, p.mean, p.max),
+            ),
         ));
         if o.steady_samples > 0 {
             rows.push((

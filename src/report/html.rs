@@ -5,7 +5,7 @@ use std::io::{self, Write};
 
 use super::format::*;
 use super::markdown::set_audit_rows;
-use super::model::{Figure, Report, RunResult};
+use super::model::{Figure, Report, RunResult, SetAudit};
 use super::svg::{bars, esc, legend, lines, TimeChart, YScale};
 
 const CSS: &str = "body{font-family:system-ui,sans-serif;margin:2em;max-width:72em;color:#222}\
@@ -110,6 +110,9 @@ fn fault_shade(run: &RunResult) -> Vec<(f64, f64)> {
 /// Creates that landed per second between consecutive samples (from the cumulative
 /// per-node placements), at each sample's time; none without placements.
 fn landed_per_second(run: &RunResult) -> Option<(Vec<f64>, Vec<f64>)> {
+    if !run.measured(Figure::Placements) {
+        return None;
+    }
     let pts: Vec<(f64, u64)> = run
         .timeline
         .iter()
@@ -153,6 +156,7 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
             "max",
             "max/mean",
             "Jain",
+            "acct err (vCPU)",
             "error rate",
             "retries",
             "refusals",
@@ -165,6 +169,7 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
             s.max.to_string(),
             ratio(s.max_over_mean),
             ratio(s.jain),
+            accounting_error_cell(run),
             percent(run.error_rate),
             run.shown(Figure::Retries, run.retries),
             run.shown(Figure::Refusals, run.refusals),
@@ -279,6 +284,9 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
             .map(|(name, f)| vec![name.to_string(), f.count.to_string(), f.ids.join(", ")])
             .collect();
         table(w, &["finding", "count", "ids (first 20)"], &rows)?;
+        if c.evictions_unknown {
+            writeln!(w, "<p>{}</p>", esc(SetAudit::EVICTIONS_UNKNOWN))?;
+        }
     }
     Ok(())
 }

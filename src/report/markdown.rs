@@ -149,6 +149,7 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
             .skew_over_time
             .as_ref()
             .filter(|_| run.nodes.len() > super::MAX_NODE_BARS)
+            .filter(|_| run.measured(Figure::Placements))
         {
             let ids: Vec<&str> = run.nodes.iter().map(|n| n.id.as_str()).collect();
             writeln!(w, "Placements per node:")?;
@@ -296,7 +297,19 @@ fn write_set_audit(w: &mut impl Write, c: &SetAudit) -> io::Result<()> {
             vec![name.to_string(), f.count.to_string(), ids]
         })
         .collect();
-    table(w, &["finding", "count", "ids (first 20)"], &rows)
+    table(w, &["finding", "count", "ids (first 20)"], &rows)?;
+    if c.evictions_unknown {
+        writeln!(w, "{}.", capitalised(SetAudit::EVICTIONS_UNKNOWN))?;
+        writeln!(w)?;
+    }
+    Ok(())
+}
+
+fn capitalised(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
 }
 
 /// The set audit's findings with their report names, in a fixed order.

@@ -30,7 +30,8 @@ pub use junit::write_junit;
 pub use markdown::write_markdown;
 pub use model::*;
 pub use output::{
-    compact_utc, now_rfc3339, read_json, write_json, write_report_dir, ReadReportError,
+    check_report_parent, compact_utc, now_rfc3339, read_json, write_json, write_report_dir,
+    ReadReportError,
 };
 pub use over_time::{LatencyBin, LatencyOverTime, RetryStorm, SkewOverTime};
 pub use resumes::{ResumeCall, ResumeFigures};

@@ -25,6 +25,10 @@ pub struct Report {
     pub description: String,
     /// The profile's `seed`.
     pub seed: u64,
+    /// The seed the node fleet was built from (`cluster.seed`, else `seed`), when
+    /// known: an external run reads it from its mock-node fleet's admin API.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet_seed: Option<u64>,
     /// True when produced by the simulator (virtual time).
     pub simulated: bool,
     /// True when the run was interrupted or a part crashed: figures cover what ran.
@@ -52,6 +56,7 @@ impl Report {
             profile: profile.to_string(),
             description: description.to_string(),
             seed,
+            fleet_seed: None,
             simulated: false,
             incomplete: false,
             incomplete_reason: None,
@@ -130,9 +135,11 @@ pub struct RunResult {
     /// ResourceExhausted answers the service received from nodes (0 and listed in
     /// `not_measured` when the run could not observe it).
     pub refusals: u64,
-    /// Figures this run could not observe (an external API exposes no retry or refusal
-    /// counters, nor its beliefs without an admin token): their fields carry no
-    /// information and every reporter shows them as not measured, never as 0.
+    /// Figures this run could not observe (an external API exposes no retry counter,
+    /// no refusals unless its nodes count them, no beliefs without an admin token or
+    /// when its `GET /nodes` is also the truth, no placements when its answers do not
+    /// name the node): their fields carry no information and every reporter shows them
+    /// as not measured, never as 0.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_measured: Vec<Figure>,
     /// How precisely the workload kept its schedule.
@@ -168,6 +175,9 @@ pub enum Figure {
     Refusals,
     /// `accounting_error`.
     AccountingError,
+    /// `skew_over_time.placements` (creates that landed per node, and their skew):
+    /// known only when the API's answers name the node a sandbox landed on.
+    Placements,
 }
 
 /// What reporters print in place of a figure the run could not observe.
@@ -368,6 +378,17 @@ pub struct SetAudit {
     pub orphaned: Finding,
     /// Unknown outcome for the client, but the sandbox exists.
     pub recovered: Finding,
+    /// True when the placement service's evictions are not known (an API without
+    /// stampede's `GET /admin/evicted`, or no admin token): a sandbox it evicted then
+    /// counts as lost.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub evictions_unknown: bool,
+}
+
+impl SetAudit {
+    /// What reporters print beside the findings when the evictions are not known.
+    pub const EVICTIONS_UNKNOWN: &'static str =
+        "evictions not known (the API lists none): a sandbox it evicted counts as lost";
 }
 
 /// A count and the first ids behind it.

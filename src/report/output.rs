@@ -78,6 +78,22 @@ pub fn compact_utc(rfc3339: &str) -> Option<String> {
     Some(s.replace(['-', ':'], ""))
 }
 
+/// Checks, before a run, that a report can be written under `parent`: it is (or can be
+/// created as) a directory in which a file can be created. The probe file is removed.
+pub fn check_report_parent(parent: &Path) -> io::Result<()> {
+    let at = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", parent.display()));
+    if parent.exists() && !parent.is_dir() {
+        return Err(at(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            "the report directory is a file, not a directory",
+        )));
+    }
+    fs::create_dir_all(parent).map_err(at)?;
+    let probe = parent.join(format!(".stampede-write-probe-{}", std::process::id()));
+    fs::File::create(&probe).map_err(at)?;
+    fs::remove_file(&probe).map_err(at)
+}
+
 /// Write `report.json`, `report.md`, `report.html` and `junit.xml` into a new directory
 /// `<parent>/<profile>-<UTC yyyymmddThhmmssZ>/` and return it. The time is the run's
 /// `started_at`, except for a simulation (whose `started_at` may be a fixed value

@@ -8,7 +8,7 @@ use tabled::settings::Style;
 
 use super::format::*;
 use super::markdown::set_audit_rows;
-use super::model::{Figure, Report, RunResult, NOT_MEASURED};
+use super::model::{Figure, Report, RunResult, SetAudit, NOT_MEASURED};
 
 /// Write the one-line verdict that heads the tables (all `run -q` prints, with the
 /// report's path).
@@ -158,6 +158,9 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
             .map(|(name, f)| format!("{name} {}", f.count))
             .collect();
         row("set audit", f.join(", "));
+        if c.evictions_unknown {
+            row("evictions", SetAudit::EVICTIONS_UNKNOWN.into());
+        }
     }
     print_table(w, b)?;
     if run.nodes.len() > super::MAX_NODE_BARS {
@@ -167,7 +170,7 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
         writeln!(w, "  {line}")?;
     }
     if let Some(o) = run.skew_over_time.as_ref() {
-        if run.nodes.len() > super::MAX_NODE_BARS {
+        if run.nodes.len() > super::MAX_NODE_BARS && run.measured(Figure::Placements) {
             let ids: Vec<&str> = run.nodes.iter().map(|n| n.id.as_str()).collect();
             writeln!(w, "Placements per node:")?;
             for line in super::compact(&ids, &o.placements.counts) {

@@ -14,6 +14,8 @@ pub struct ApiOverride {
     pub admin_token_env: Option<String>,
     /// mock-node admin URLs to read per-node truth from instead of `GET /nodes`.
     pub mock_admin: Vec<String>,
+    /// Env var holding the bearer token of those admin APIs; `None`: the profile's.
+    pub mock_admin_token_env: Option<String>,
 }
 
 impl ApiOverride {
@@ -44,6 +46,10 @@ impl ApiOverride {
             } else {
                 Vec::new()
             },
+            mock_admin_token_env: self
+                .mock_admin_token_env
+                .clone()
+                .or_else(|| old.as_ref().and_then(|o| o.mock_admin_token_env.clone())),
             mock_admin: if self.mock_admin.is_empty() {
                 old.map(|o| o.mock_admin).unwrap_or_default()
             } else {

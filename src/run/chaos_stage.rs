@@ -14,6 +14,7 @@ use crate::chaos::{fault_windows, run_schedule, AppliedFault, CallProbe, ChaosCl
 use crate::collect::Sample;
 use crate::error_chain::chain_text;
 use crate::profile::Profile;
+use crate::report::SetAudit;
 use crate::workload::WorkloadOutput;
 
 /// A fault schedule running alongside the workload.
@@ -94,12 +95,17 @@ pub(crate) async fn spawn(
             (f.at, lasts.map(|d| f.at.saturating_add(d)))
         })
         .collect();
+    let token = target
+        .truth
+        .mock_admin()
+        .and_then(|(_, t)| t)
+        .map(|t| t.expose().to_string());
     let client = if admin.is_empty() {
         ChaosClient::without_fleet()
     } else if admin.len() == 1 {
-        ChaosClient::new(&admin[0], None)
+        ChaosClient::new(&admin[0], token)
     } else {
-        ChaosClient::discover(admin, None)
+        ChaosClient::discover(admin, token)
             .await
             .map_err(|e| StageError::Chaos(e.to_string()))?
     };
@@ -128,7 +134,7 @@ pub(crate) async fn spawn(
 /// Reads the nodes' inventory before the gate, so that sandboxes already there are not
 /// taken for this run's orphans.
 pub(crate) async fn inventory_before(target: &Target) -> Option<Inventory> {
-    collect_inventory(&reqwest::Client::new(), &target.truth, None)
+    collect_inventory(&crate::http_client::client(), &target.truth, None)
         .await
         .ok()
 }
@@ -144,7 +150,8 @@ pub(crate) async fn judge(
     before: Option<&Inventory>,
 ) -> Result<(), StageError> {
     agg.faults(fault_windows(applied, &workload.ledger, samples));
-    let mut inv = match collect_inventory(&reqwest::Client::new(), &target.truth, None).await {
+    let mut inv = match collect_inventory(&crate::http_client::client(), &target.truth, None).await
+    {
         Ok(inv) => inv,
         // A drill whose truth is the API's `GET /nodes` keeps its fault windows; a
         // `lost` or `duplicated` check then fails for want of a set audit.
@@ -158,17 +165,43 @@ pub(crate) async fn judge(
     inv.note_restarts(applied);
     // Only the ids the service's evictor did delete are forgiven; a sandbox merely past
     // its timeout that is on no node is lost (nodes never drop one by themselves).
-    let client = reqwest::Client::new();
-    match read_evicted(&client, &target.believers, target.admin_token.as_ref()).await {
-        Ok(ids) => inv.note_evicted(ids),
-        Err(e) => eprintln!(
-            "set audit: the service's evictions cannot be observed ({}): a sandbox it evicted counts as lost",
-            chain_text(&e)
-        ),
-    }
+    // Only stampede's service lists its evictions, and only it names the node in a 201:
+    // an external API whose answers named none is not asked.
+    let names_nodes = workload.ledger.entries.iter().any(|e| e.node.is_some());
+    let evicted = if target.staging.is_some() && !names_nodes {
+        eprintln!(
+            "set audit: {} (the API's answers name no node: not stampede's service)",
+            SetAudit::EVICTIONS_UNKNOWN
+        );
+        None
+    } else {
+        let client = crate::http_client::client();
+        match read_evicted(&client, &target.believers, target.admin_token.as_ref()).await {
+            Ok(Some(ids)) => Some(ids),
+            Ok(None) => {
+                eprintln!(
+                    "set audit: {} (GET /admin/evicted: 404)",
+                    SetAudit::EVICTIONS_UNKNOWN
+                );
+                None
+            }
+            Err(e) => {
+                eprintln!(
+                    "set audit: {} ({})",
+                    SetAudit::EVICTIONS_UNKNOWN,
+                    crate::redact::redact_userinfo(&chain_text(&e))
+                );
+                None
+            }
+        }
+    };
+    let known = evicted.is_some();
+    inv.note_evicted(evicted.into_iter().flatten());
     if let Some(b) = before {
         inv.note_preexisting(b);
     }
-    agg.set_audit(audit(&workload.ledger, &inv));
+    let mut findings = audit(&workload.ledger, &inv);
+    findings.evictions_unknown = !known;
+    agg.set_audit(findings);
     Ok(())
 }

@@ -63,7 +63,16 @@ impl CleanupTarget {
 
     /// Kills `id` with up to [`DELETE_ATTEMPTS`] tries; `Err` holds the last answer.
     pub(super) async fn kill(&self, client: &reqwest::Client, id: &str) -> Result<(), String> {
-        let url = format!("{}/sandboxes/{id}", self.api.trim_end_matches('/'));
+        self.kill_telling(client, id).await.map(|_| ())
+    }
+
+    /// [`kill`](Self::kill), telling a sandbox deleted from one already gone (404).
+    pub(super) async fn kill_telling(
+        &self,
+        client: &reqwest::Client,
+        id: &str,
+    ) -> Result<Killed, String> {
+        let url = crate::workload::sandbox_url(&self.api, id);
         let mut backoff = FIRST_BACKOFF;
         let mut last = String::new();
         for attempt in 0..DELETE_ATTEMPTS {
@@ -78,8 +87,9 @@ impl CleanupTarget {
                 .send()
                 .await
             {
-                // 404: already gone (expired, or deleted by someone else).
-                Ok(r) if r.status().is_success() || r.status().as_u16() == 404 => return Ok(()),
+                Ok(r) if r.status().is_success() => return Ok(Killed::Deleted),
+                // Expired, or deleted by someone else.
+                Ok(r) if r.status().as_u16() == 404 => return Ok(Killed::AlreadyGone),
                 Ok(r) => last = format!("status {}", r.status()),
                 Err(e) if e.is_timeout() => last = format!("no answer within {DELETE_TIMEOUT:?}"),
                 Err(e) => last = e.to_string(),
@@ -89,6 +99,15 @@ impl CleanupTarget {
     }
 }
 
+/// How a DELETE ended well.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Killed {
+    /// Answered 2xx.
+    Deleted,
+    /// Answered 404: expired, or deleted by someone else.
+    AlreadyGone,
+}
+
 /// Kills every sandbox of `left` and every tagged one, registering what is still to
 /// kill with `abort` (a second signal prints it).
 pub(crate) async fn clean(
@@ -96,7 +115,7 @@ pub(crate) async fn clean(
     left: &Leftovers,
     abort: &AbortState,
 ) -> CleanupReport {
-    let client = reqwest::Client::new();
+    let client = crate::http_client::client();
     let known: BTreeSet<String> = left.live.iter().cloned().collect();
     let mut report = CleanupReport {
         created: left.created,
@@ -200,5 +219,17 @@ mod tests {
             "{t}"
         );
         assert!(t.starts_with("nightly-guard--10-nodes--"), "{t}");
+    }
+
+    #[test]
+    fn a_sandbox_id_is_one_encoded_path_segment() {
+        let url = crate::workload::sandbox_url("http://h:1/", "../nodes/node-00");
+        assert_eq!(url, "http://h:1/sandboxes/%2E%2E%2Fnodes%2Fnode-00");
+        let parsed = reqwest::Url::parse(&url).expect("a URL");
+        assert_eq!(parsed.path(), "/sandboxes/%2E%2E%2Fnodes%2Fnode-00");
+        assert_eq!(
+            crate::workload::sandbox_url("http://h", "i3x-Ab_9"),
+            "http://h/sandboxes/i3x-Ab_9"
+        );
     }
 }

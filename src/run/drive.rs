@@ -188,7 +188,7 @@ pub(crate) async fn drive(
         // Let the service see the healed cluster before the inventory is read.
         tokio::time::sleep(target.settle).await;
     }
-    let client = reqwest::Client::new();
+    let client = crate::http_client::client();
     let leftovers = leftovers_of(&workload.ledger);
     let baseline = target.staging.as_ref().map(|s| &s.before);
     let (last, final_read) = super::final_read::read(
@@ -232,6 +232,9 @@ pub(crate) async fn drive(
         shape,
         counters: &counters,
     });
+    if target.staging.is_some() {
+        super::result::node_refusals(&mut agg, &samples);
+    }
     agg.release_realtime(workload.release_realtime);
     if profile.workload.lifecycle.is_some() {
         let by_kind = workload.ledger.placements_by_kind();

@@ -62,7 +62,7 @@ async fn run_one(
         None => None,
     };
     let mut cluster = profile.cluster.clone();
-    cluster.seed.get_or_insert(profile.seed);
+    cluster.seed = Some(profile.cluster.fleet_seed(profile.seed));
     let key = embedded_key(profile.seed, 0x6b65_7973);
     let admin = embedded_key(profile.seed, 0x6164_6d69);
     let fleet = fleet::start(cluster, FleetOptions::default())
@@ -99,7 +99,7 @@ async fn run_one(
         label: run.label(),
         urls: replicas.urls(),
         key,
-        truth: TruthSource::MockAdmin(vec![fleet.admin_url()]),
+        truth: TruthSource::MockAdmin(vec![fleet.admin_url()], None),
         believers: replicas.urls(),
         admin_token: Some(admin),
         chaos_admin: vec![fleet.admin_url()],

@@ -13,6 +13,7 @@ use crate::collect::{Before, TruthSource};
 use crate::error_chain::chain_text;
 use crate::placement::{REQUEST_TIMEOUT, SYNC_INTERVAL};
 use crate::profile::{ExternalPlacement, Profile};
+use crate::redact::redact_userinfo;
 use crate::report::{CleanupReport, Report};
 use crate::workload::{ApiKey, RUN_TAG_KEY};
 
@@ -33,8 +34,14 @@ pub(super) async fn run(
         }
         None => None,
     };
+    let mock_admin_token = match &x.mock_admin_token_env {
+        Some(var) => {
+            Some(ApiKey::from_env(var).ok_or_else(|| StageError::MissingKey(var.clone()))?)
+        }
+        None => None,
+    };
     let truth = if !x.mock_admin.is_empty() {
-        TruthSource::MockAdmin(x.mock_admin.clone())
+        TruthSource::MockAdmin(x.mock_admin.clone(), mock_admin_token)
     } else if !x.orchestrators.is_empty() {
         TruthSource::Orchestrators(x.orchestrators.clone())
     } else {
@@ -43,19 +50,20 @@ pub(super) async fn run(
             admin_token: admin_token.clone(),
         }
     };
-    let first = crate::collect::fetch_truth(&reqwest::Client::new(), &truth)
+    let first = crate::collect::fetch_truth(&crate::http_client::client(), &truth)
         .await
         .map_err(|e| StageError::Collect(chain_text(&e)))?;
+    report.fleet_seed = fleet_seed(&truth).await;
     let node_ids = first.nodes.iter().map(|n| n.id.clone()).collect();
     let tag = cleanup::run_tag(&profile.name);
     // Printed first, so that a run killed before its cleanup can still be cleaned up.
     eprintln!(
         "run tag: {RUN_TAG_KEY}={tag} (if this run dies before its cleanup: stampede cleanup --api {} --tag {tag})",
-        x.url
+        redact_userinfo(&x.url)
     );
     warn_of_leftovers(&x.url, &key, &tag).await;
     let mut settings = BTreeMap::new();
-    settings.insert("target".to_string(), x.url.clone());
+    settings.insert("target".to_string(), redact_userinfo(&x.url).into_owned());
     let target = Target {
         label: "external".into(),
         urls: vec![x.url.clone()],
@@ -124,6 +132,15 @@ pub(super) async fn run(
     Ok(())
 }
 
+/// The seed of the mock-node fleet behind the first `--mock-admin` URL, when it says.
+async fn fleet_seed(truth: &TruthSource) -> Option<u64> {
+    let (urls, token) = truth.mock_admin()?;
+    let token = token.map(ApiKey::expose);
+    let admin =
+        crate::mock_admin::MockAdmin::new(crate::http_client::client(), urls.first()?, token);
+    admin.nodes().await.ok()?.fleet_seed
+}
+
 /// One line on what cleanup did, for a run that has no report entry to hold it.
 fn cleanup_text(c: &CleanupReport) -> String {
     if c.kept {
@@ -144,8 +161,9 @@ fn cleanup_text(c: &CleanupReport) -> String {
 
 /// Warns on stderr when earlier runs left tagged sandboxes on `api` (they weigh on the
 /// nodes this run measures). A listing that fails is only logged: the run goes on.
-async fn warn_of_leftovers(api: &str, key: &ApiKey, own_tag: &str) {
-    match super::leftovers::others_left(api, key, own_tag).await {
+async fn warn_of_leftovers(url: &str, key: &ApiKey, own_tag: &str) {
+    let api = redact_userinfo(url);
+    match super::leftovers::others_left(url, key, own_tag).await {
         Ok(by_tag) if !by_tag.is_empty() => {
             let total: usize = by_tag.values().sum();
             let tags: Vec<String> = by_tag.iter().map(|(t, n)| format!("{t} ({n})")).collect();
@@ -156,6 +174,8 @@ async fn warn_of_leftovers(api: &str, key: &ApiKey, own_tag: &str) {
             );
         }
         Ok(_) => {}
-        Err(e) => tracing::warn!(api, error = %e, "cannot list earlier runs' sandboxes"),
+        Err(e) => {
+            tracing::warn!(%api, error = %redact_userinfo(&e.to_string()), "cannot list earlier runs' sandboxes")
+        }
     }
 }

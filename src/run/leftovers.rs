@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use futures::stream::{self, StreamExt};
 use serde::Deserialize;
 
-use super::cleanup::CleanupTarget;
+use super::cleanup::{CleanupTarget, Killed};
 use crate::workload::{ApiKey, RUN_TAG_KEY};
 
 /// Deadline of one page of the listing.
@@ -19,6 +19,13 @@ const PAGE_LIMIT: usize = 100;
 const MAX_PAGES: usize = 1000;
 /// DELETEs in flight at once.
 const CONCURRENCY: usize = 16;
+/// Bytes of one page read at most: a page of [`PAGE_LIMIT`] sandboxes is a few tens of
+/// KB; an API that ignores `limit` must not make the harness read a gigabyte.
+const MAX_PAGE_BYTES: usize = 8 << 20;
+/// Bytes of the one-answer `GET /sandboxes` listing read at most.
+const MAX_LIST_BYTES: usize = 64 << 20;
+/// Sandboxes of the one-answer listing kept at most (as many as every page together).
+const MAX_LIST_ITEMS: usize = PAGE_LIMIT * MAX_PAGES;
 
 /// One sandbox as the API lists it.
 #[derive(Debug, Clone, Deserialize)]
@@ -79,10 +86,15 @@ pub(crate) async fn list(
             .and_then(|v| v.to_str().ok())
             .filter(|t| !t.is_empty())
             .map(str::to_string);
-        let page: Vec<ListedSandbox> = resp
-            .json()
+        let page: Vec<ListedSandbox> = read_json(resp, MAX_PAGE_BYTES)
             .await
             .map_err(|e| format!("GET /v2/sandboxes: {e}"))?;
+        if page.len() > PAGE_LIMIT {
+            return Err(format!(
+                "GET /v2/sandboxes: a page of {} sandboxes, {PAGE_LIMIT} asked",
+                page.len()
+            ));
+        }
         let empty = page.is_empty();
         out.extend(page);
         if token.is_none() || empty {
@@ -114,9 +126,36 @@ async fn list_v1(
     if !resp.status().is_success() {
         return Err(format!("GET /sandboxes: status {}", resp.status()));
     }
-    resp.json()
+    let all: Vec<ListedSandbox> = read_json(resp, MAX_LIST_BYTES)
         .await
-        .map_err(|e| format!("GET /sandboxes: {e}"))
+        .map_err(|e| format!("GET /sandboxes: {e}"))?;
+    if all.len() > MAX_LIST_ITEMS {
+        return Err(format!(
+            "GET /sandboxes: {} sandboxes listed, more than {MAX_LIST_ITEMS}",
+            all.len()
+        ));
+    }
+    Ok(all)
+}
+
+/// The JSON body of `resp`, read chunk by chunk and refused past `max` bytes (the
+/// declared length is checked first).
+async fn read_json<T: serde::de::DeserializeOwned>(
+    mut resp: reqwest::Response,
+    max: usize,
+) -> Result<T, String> {
+    let too_big = || format!("the answer is larger than {max} bytes");
+    if resp.content_length().is_some_and(|n| n > max as u64) {
+        return Err(too_big());
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(|e| e.to_string())? {
+        if body.len() + chunk.len() > max {
+            return Err(too_big());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    serde_json::from_slice(&body).map_err(|e| e.to_string())
 }
 
 /// `url` with `query` appended, form-encoded (`=` in a metadata filter is `%3D`).
@@ -178,10 +217,12 @@ pub struct CleanupRequest {
 /// What `stampede cleanup` found and did.
 #[derive(Debug, Clone, Default)]
 pub struct CleanupSummary {
-    /// `(sandbox id, run tag)` of every sandbox selected.
+    /// `(sandbox id, run tag)` of every sandbox selected, each id once.
     pub found: Vec<(String, String)>,
-    /// Deleted (or already gone).
+    /// Deleted (answered 2xx).
     pub deleted: u64,
+    /// Already gone (answered 404: expired, or deleted by someone else).
+    pub already_gone: u64,
     /// `(sandbox id, last answer)` of the ones that could not be deleted.
     pub failed: Vec<(String, String)>,
 }
@@ -207,7 +248,7 @@ pub enum CleanupError {
 pub async fn cleanup_leftovers(req: &CleanupRequest) -> Result<CleanupSummary, CleanupError> {
     let key = ApiKey::from_env(&req.api_key_env)
         .ok_or_else(|| CleanupError::MissingKey(req.api_key_env.clone()))?;
-    let client = reqwest::Client::new();
+    let client = crate::http_client::client();
     let filter = match &req.selector {
         Selector::Tag(t) => Some((RUN_TAG_KEY, t.as_str())),
         Selector::OlderThan(_) => None,
@@ -233,6 +274,8 @@ pub async fn cleanup_leftovers(req: &CleanupRequest) -> Result<CleanupSummary, C
         })
         .collect();
     found.sort();
+    // An API that lists an id twice (two pages, or a bug) is asked to delete it once.
+    found.dedup_by(|a, b| a.0 == b.0);
     let mut summary = CleanupSummary {
         found,
         ..CleanupSummary::default()
@@ -245,11 +288,11 @@ pub async fn cleanup_leftovers(req: &CleanupRequest) -> Result<CleanupSummary, C
         key,
         tag: String::new(),
     };
-    let results: Vec<(String, Result<(), String>)> = stream::iter(summary.found.clone())
+    let results: Vec<(String, Result<Killed, String>)> = stream::iter(summary.found.clone())
         .map(|(id, _)| {
             let (client, target) = (&client, &target);
             async move {
-                let r = target.kill(client, &id).await;
+                let r = target.kill_telling(client, &id).await;
                 (id, r)
             }
         })
@@ -258,7 +301,8 @@ pub async fn cleanup_leftovers(req: &CleanupRequest) -> Result<CleanupSummary, C
         .await;
     for (id, r) in results {
         match r {
-            Ok(()) => summary.deleted += 1,
+            Ok(Killed::Deleted) => summary.deleted += 1,
+            Ok(Killed::AlreadyGone) => summary.already_gone += 1,
             Err(last) => summary.failed.push((id, last)),
         }
     }
@@ -273,7 +317,7 @@ pub(crate) async fn others_left(
     key: &ApiKey,
     own_tag: &str,
 ) -> Result<BTreeMap<String, usize>, String> {
-    let listed = list(&reqwest::Client::new(), api, key, None).await?;
+    let listed = list(&crate::http_client::client(), api, key, None).await?;
     let mut by_tag = BTreeMap::new();
     for s in &listed {
         if let Some(t) = s.run_tag().filter(|t| *t != own_tag) {

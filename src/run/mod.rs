@@ -77,6 +77,9 @@ pub enum RunError {
     /// The report could not be written.
     #[error("writing the report: {0}")]
     Io(#[from] std::io::Error),
+    /// The report directory cannot be written, found before the run started.
+    #[error("the report directory cannot be written (nothing was run): {0}")]
+    ReportDir(std::io::Error),
 }
 
 /// A stage of one run that failed; the run's report is then marked incomplete.
@@ -126,12 +129,16 @@ pub async fn run_profile(path: &Path, opts: RunOptions) -> Result<RunOutcome, Ru
         .allow_targets
         .extend(opts.allow_targets.iter().cloned());
     profile::validate_targets(&profile).map_err(RunError::Target)?;
+    report::check_report_parent(&report_parent(&profile, &opts)).map_err(RunError::ReportDir)?;
     let started = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let mut report = Report::new(&profile.name, &profile.description, profile.seed, &started);
     tracing::info!(profile = %profile.name, seed = profile.seed, "run starting");
     let scratch = GooseScratch::new(&report_parent(&profile, &opts), &opts.abort);
     let outcome = match &profile.placement {
-        PlacementSection::Embedded(e) => embedded::run_all(&profile, e, &opts, &mut report).await,
+        PlacementSection::Embedded(e) => {
+            report.fleet_seed = Some(profile.cluster.fleet_seed(profile.seed));
+            embedded::run_all(&profile, e, &opts, &mut report).await
+        }
         PlacementSection::External(x) => external::run(&profile, x, &opts, &mut report).await,
     };
     let unhealed = unhealed_faults(&report);
@@ -213,8 +220,16 @@ fn finish(
     if report.incomplete {
         report.passed = false;
     }
+    let report = redacted(report);
     let parent = report_parent(profile, opts);
-    let dir = report::write_report_dir(&report, &parent)?;
+    let dir = match report::write_report_dir(&report, &parent) {
+        Ok(dir) => dir,
+        Err(e) => {
+            // The verdict must not be lost with the report.
+            let _ = print_unwritten(&report, &e, &mut std::io::stdout().lock());
+            return Err(RunError::Io(e));
+        }
+    };
     // On error too the scratch directory goes when `scratch` drops.
     scratch.move_into(&dir)?;
     report::append_to_step_summary(&report);
@@ -226,6 +241,40 @@ fn finish(
         }
     }
     Ok(RunOutcome { report, dir })
+}
+
+/// `report` with the userinfo of every URL in it redacted (`--api
+/// http://user:PASSWORD@host`): nothing written or printed from it carries a credential.
+fn redacted(report: Report) -> Report {
+    let Ok(original) = serde_json::to_value(&report) else {
+        return report;
+    };
+    let mut v = original.clone();
+    crate::redact::redact_json(&mut v);
+    if v == original {
+        return report;
+    }
+    match serde_json::from_value::<Report>(v) {
+        Ok(mut r) => {
+            // Not in report.json: carried over.
+            for (run, was) in r.runs.iter_mut().zip(&report.runs) {
+                run.accounting = was.accounting;
+            }
+            r
+        }
+        Err(_) => report,
+    }
+}
+
+/// What is left to say when the report could not be written: why, and the verdict.
+fn print_unwritten(
+    report: &Report,
+    error: &std::io::Error,
+    out: &mut impl Write,
+) -> std::io::Result<()> {
+    writeln!(out, "report: not written ({error})")?;
+    report::write_verdict(report, &mut *out)?;
+    out.flush()
 }
 
 /// The tables (none with `quiet`), where the report is, and the verdict last.
@@ -242,4 +291,33 @@ fn print_summary(
     // The verdict is the last line, where a reader (and `tail -1`) looks.
     report::write_verdict(report, &mut *out)?;
     out.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A report that could not be written took the verdict with it.
+    #[test]
+    fn an_unwritten_report_still_prints_its_verdict() {
+        for passed in [true, false] {
+            let mut report = Report::new("p", "", 1, "2026-01-01T00:00:00Z");
+            report.set_checks(vec![report::CheckOutcome {
+                run: "r".into(),
+                check: "cv".into(),
+                bound: "<= 0.1".into(),
+                actual: Some(0.0),
+                passed,
+                message: String::new(),
+            }]);
+            let mut out = Vec::new();
+            let e = std::io::Error::other("disk full");
+            print_unwritten(&report, &e, &mut out).expect("to a Vec");
+            let text = String::from_utf8(out).expect("utf-8");
+            assert!(text.contains("report: not written (disk full)"), "{text}");
+            let word = if passed { "PASSED" } else { "FAILED" };
+            let last = text.lines().last().expect("a verdict line");
+            assert!(last.contains(word), "{text}");
+        }
+    }
 }

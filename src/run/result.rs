@@ -84,6 +84,40 @@ pub(super) fn aggregate(r: RunRecords<'_>) -> RunAggregate {
     agg
 }
 
+/// Feeds the refusals the nodes counted (the samples' `refused`, this run's share)
+/// into `agg`: per node, the growth between samples binned at the later sample's
+/// second, and the final sample's sum as the run's total. Nothing when the final
+/// sample lacks a node's count (the source does not count refusals).
+pub(super) fn node_refusals(agg: &mut RunAggregate, samples: &[Sample]) {
+    let Some(last) = samples.last() else {
+        return;
+    };
+    let Some(total) = last
+        .truth
+        .nodes
+        .iter()
+        .map(|n| n.refused)
+        .sum::<Option<u64>>()
+    else {
+        return;
+    };
+    let ids: Vec<&str> = last.truth.nodes.iter().map(|n| n.id.as_str()).collect();
+    let mut seen = vec![0u64; ids.len()];
+    for s in samples {
+        let second = (s.t_ms.max(0.0) / 1000.0) as usize;
+        for n in &s.truth.nodes {
+            let (Some(k), Some(r)) = (ids.iter().position(|id| *id == n.id), n.refused) else {
+                continue;
+            };
+            if r > seen[k] {
+                agg.refused(k, second, r - seen[k]);
+                seen[k] = r;
+            }
+        }
+    }
+    agg.node_refusals(total);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,6 +132,7 @@ mod tests {
             ids: None,
             status: "ready".to_string(),
             service_id: None,
+            refused: None,
         }
     }
 

@@ -5,12 +5,9 @@
 //! `create.rs` the create RPC path, `nodes.rs` syncs, deletes and faults,
 //! `lifecycle.rs` pauses and resumes, and `measure.rs` what is recorded.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::Arc;
-
-use mock_node::config::NodeSpec;
-use mock_node::fleet::node_seed;
 use mock_node::model::NodeModel;
+use std::collections::{HashMap, VecDeque};
+
 use mock_node::node::FaultEffect;
 
 use super::error::SimError;
@@ -184,27 +181,15 @@ pub(super) struct Engine<'a> {
 
 impl<'a> Engine<'a> {
     pub fn new(setup: &'a SimSetup) -> Self {
-        let n = setup.cluster.nodes;
-        let idle = setup.cluster.idle_cpu_percents(setup.cluster_seed);
-        // Nodes of one spec share it: most fleets have one.
-        let mut last_spec: Option<Arc<NodeSpec>> = None;
-        let nodes: Vec<SimNode> = (0..n)
-            .map(|k| {
-                let id = Id::from(setup.cluster.node_id(k));
-                let spec = setup.cluster.spec_for(k);
-                let spec = match &last_spec {
-                    Some(last) if **last == spec => Arc::clone(last),
-                    _ => Arc::clone(last_spec.insert(Arc::new(spec))),
-                };
-                let model = NodeModel::new(id.to_string(), spec, node_seed(setup.cluster_seed, k))
-                    .with_idle_cpu_percent(idle[k]);
-                SimNode {
-                    id,
-                    model,
-                    effect: FaultEffect::default(),
-                    active: Vec::new(),
-                    epoch: 0,
-                }
+        let nodes: Vec<SimNode> = setup
+            .node_models()
+            .into_iter()
+            .map(|model| SimNode {
+                id: Id::from(model.id()),
+                model,
+                effect: FaultEffect::default(),
+                active: Vec::new(),
+                epoch: 0,
             })
             .collect();
         let node_index = nodes

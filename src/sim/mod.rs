@@ -136,6 +136,7 @@ pub fn new_report(profile: &Profile) -> Report {
         profile.seed,
         SIM_STARTED_AT,
     );
+    report.fleet_seed = Some(profile.cluster.fleet_seed(profile.seed));
     report.simulated = true;
     report
 }

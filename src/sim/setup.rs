@@ -1,8 +1,11 @@
 //! [`SimSetup`]: everything one simulated run needs, resolved once from a profile.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use mock_node::config::{ClusterConfig, LatencyDist};
+use mock_node::config::{ClusterConfig, LatencyDist, NodeSpec};
+use mock_node::fleet::node_seed;
+use mock_node::model::NodeModel;
 
 use super::error::SimError;
 use super::faults::{plan_faults, PlannedFault};
@@ -74,8 +77,8 @@ pub struct SimSetup {
     pub seed: u64,
     /// The fleet (node count, specs, overrides).
     pub cluster: ClusterConfig,
-    /// Seed of the node models (`cluster.seed`, else the profile's seed), passed through
-    /// [`mock_node::fleet::node_seed`] as the real fleet does.
+    /// Seed of the node models ([`ClusterConfig::fleet_seed`] of the profile's seed),
+    /// passed through [`mock_node::fleet::node_seed`] as the real fleet does.
     pub cluster_seed: u64,
     /// Parameters of every placement replica.
     pub placement: PlacementConfig,
@@ -180,7 +183,7 @@ impl SimSetup {
             // Users bound their own concurrency: one request each.
             Arrivals::Plan { ref users } => users.len().max(1),
         };
-        let cluster_seed = profile.cluster.seed.unwrap_or(profile.seed);
+        let cluster_seed = profile.cluster.fleet_seed(profile.seed);
         let faults = plan_faults(&profile.chaos, &profile.cluster, profile.seed)?;
         Ok(SimSetup {
             seed: profile.seed,
@@ -205,6 +208,29 @@ impl SimSetup {
             step_retries: false,
             evictor: p.evictor,
         })
+    }
+
+    /// The fleet's node models in node order, built as `mock-node` builds them from
+    /// the same cluster and seed (specs, seeds, idle loads).
+    pub fn node_models(&self) -> Vec<NodeModel> {
+        let idle = self.cluster.idle_cpu_percents(self.cluster_seed);
+        // Nodes of one spec share it: most fleets have one.
+        let mut last_spec: Option<Arc<NodeSpec>> = None;
+        (0..self.cluster.nodes)
+            .map(|k| {
+                let spec = self.cluster.spec_for(k);
+                let spec = match &last_spec {
+                    Some(last) if **last == spec => Arc::clone(last),
+                    _ => Arc::clone(last_spec.insert(Arc::new(spec))),
+                };
+                NodeModel::new(
+                    self.cluster.node_id(k),
+                    spec,
+                    node_seed(self.cluster_seed, k),
+                )
+                .with_idle_cpu_percent(idle[k])
+            })
+            .collect()
     }
 
     /// Time between two ResourceExhausted retries of one request: the refusal's round

@@ -165,7 +165,7 @@ pub async fn run_workload(
         tls: Tls::default(),
         events: tx,
         deletes: std::sync::Mutex::new(JoinSet::new()),
-        delete_client: reqwest::Client::new(),
+        delete_client: crate::http_client::client(),
         in_flight: AtomicUsize::new(0),
         last_connected: std::sync::Mutex::new(None),
         run,
@@ -391,7 +391,16 @@ async fn plan_step(s: &Shared, user: &mut GooseUser) {
 /// body is read to its end: a connection with an unread body is not reused.
 async fn warm(s: &Shared, user: &mut GooseUser, i: usize) {
     let base = s.run.targets[i % s.run.targets.len()].trim_end_matches('/');
-    if let Ok(r) = user.get(&format!("{base}/health")).await {
+    let url = format!("{base}/health");
+    let Ok(rb) = user.get_request_builder(&GooseMethod::Get, &url) else {
+        return;
+    };
+    let rb = rb.header("User-Agent", crate::http_client::USER_AGENT);
+    let req = GooseRequest::builder()
+        .set_request_builder(rb)
+        .name("GET /health")
+        .build();
+    if let Ok(r) = user.request(req).await {
         if let Ok(resp) = r.response {
             let _ = resp.bytes().await;
         }

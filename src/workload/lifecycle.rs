@@ -123,11 +123,7 @@ async fn call(ctx: &StepCtx, kind: StepKind) -> StepEntry {
         StepKind::Resume => "resume",
         StepKind::Connect => "connect",
     };
-    let url = format!(
-        "{}/sandboxes/{}/{verb}",
-        ctx.base.trim_end_matches('/'),
-        ctx.id
-    );
+    let url = format!("{}/{verb}", super::sandbox_url(&ctx.base, &ctx.id));
     let mut req = ctx
         .client
         .post(url)

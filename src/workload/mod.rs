@@ -21,5 +21,5 @@ pub use lifecycle::{StepEntry, StepKind};
 pub use limited::LimitRetry;
 pub use live::LiveCounts;
 pub use pacing::Pacing;
-pub use request::{NODE_HEADER, RUN_TAG_KEY};
+pub use request::{sandbox_url, NODE_HEADER, RUN_TAG_KEY};
 pub use secret::ApiKey;

@@ -65,6 +65,8 @@ pub(crate) fn prepare_create(
     let rb = user
         .get_request_builder(&GooseMethod::Post, &url)
         .map_err(|e| format!("building request: {e}"))?
+        // Replaces goose's own `User-Agent` default.
+        .header("User-Agent", crate::http_client::USER_AGENT)
         .header("X-API-Key", key.expose())
         .json(body);
     Ok(GooseRequest::builder()
@@ -166,7 +168,7 @@ pub(crate) async fn delete(
     id: &str,
     timeout: Duration,
 ) -> Outcome {
-    let url = format!("{}/sandboxes/{id}", base.trim_end_matches('/'));
+    let url = sandbox_url(base, id);
     match client
         .delete(url)
         .header("X-API-Key", key.expose())
@@ -178,4 +180,19 @@ pub(crate) async fn delete(
         Err(e) if e.is_timeout() => Outcome::Timeout,
         Err(e) => Outcome::TransportError(e.to_string()),
     }
+}
+
+/// `{api}/sandboxes/{id}` with `id` as one percent-encoded path segment: an id from an
+/// API's answer is data, never a path (`../nodes/node-00` must not reach `/nodes`).
+pub fn sandbox_url(api: &str, id: &str) -> String {
+    let mut segment = String::with_capacity(id.len());
+    for b in id.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'~') {
+            segment.push(b as char);
+        } else {
+            // `.` too: `.` and `..` segments are resolved by URL parsers.
+            segment.push_str(&format!("%{b:02X}"));
+        }
+    }
+    format!("{}/sandboxes/{segment}", api.trim_end_matches('/'))
 }

@@ -77,7 +77,7 @@ async fn drill(f: &FleetHandle, faults: Vec<PlannedFault>) -> Run {
         })
         .collect();
     let client = ChaosClient::new(&f.admin_url(), None);
-    let source = TruthSource::MockAdmin(vec![f.admin_url()]);
+    let source = TruthSource::MockAdmin(vec![f.admin_url()], None);
     let stop = CancellationToken::new();
     let gate = Instant::now();
     let sampler = Sampler {
@@ -269,7 +269,7 @@ async fn a_sandbox_removed_behind_the_clients_back_is_lost() {
         .expect("deleted");
     let mut inv = collect_inventory(
         &reqwest::Client::new(),
-        &TruthSource::MockAdmin(vec![f.admin_url()]),
+        &TruthSource::MockAdmin(vec![f.admin_url()], None),
         None,
     )
     .await

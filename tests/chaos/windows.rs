@@ -65,6 +65,7 @@ fn samples(b_count: impl Fn(f64) -> usize) -> Vec<Sample> {
                 ids: Some((0..n).map(|i| format!("{id}-{i}")).collect()),
                 status: "healthy".into(),
                 service_id: Some("x".into()),
+                refused: None,
             };
             Sample {
                 t_ms: t,

@@ -162,6 +162,7 @@ fn sample(t_ms: f64, nodes: &BTreeMap<String, (Vec<String>, &str)>) -> Sample {
                     ids: Some(ids.clone()),
                     status: "healthy".into(),
                     service_id: Some(sid.to_string()),
+                    refused: None,
                 })
                 .collect(),
         },

@@ -201,3 +201,73 @@ fn markdown_and_terminal_show_a_runs_resumes() {
     let plain = render(|r, w| write_markdown(r, w), &two_mode_report());
     assert!(!plain.contains("Resumes"), "{plain}");
 }
+
+/// An external run whose API's answers name no node printed `CV of placements 0.000`
+/// and `0 / 0.00 / 0`, and an accounting error of `0.0` when belief and truth were one
+/// read: every reporter now says "not measured" for both.
+#[test]
+fn every_reporter_shows_unmeasured_placements_and_accounting_error_as_not_measured() {
+    let mut r = two_mode_report();
+    r.runs.truncate(1);
+    let run = &mut r.runs[0];
+    run.label = "external".into();
+    run.staging = Some(StagingFacts::default());
+    run.accounting_error = None;
+    run.skew_over_time = Some(SkewOverTime {
+        placements: SkewStats::from_counts(&[0, 0, 0]),
+        ..SkewOverTime::default()
+    });
+    run.not_measured = vec![Figure::Retries, Figure::AccountingError, Figure::Placements];
+    let term = render(|r, w| write_terminal(r, w), &r);
+    let md = render(|r, w| write_markdown(r, w), &r);
+    let html = render(|r, w| write_html(r, w), &r);
+    let reporters = [
+        ("terminal", &term, "acct err"),
+        ("markdown", &md, "Accounting error ("),
+        ("html", &html, "acct err (vCPU)"),
+    ];
+    for (name, out, acct) in reporters {
+        let row = |figure: &str| {
+            out.lines()
+                .skip_while(|l| !l.contains(figure))
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        for figure in ["CV of placements", "placements min / mean / max", acct] {
+            let line = row(figure);
+            assert!(
+                line.contains(NOT_MEASURED),
+                "{name}: `{figure}` is not said to be unmeasured: {line}"
+            );
+        }
+        assert!(!out.contains("0 / 0.00 / 0"), "{name}: {out}");
+    }
+    let json = serde_json::to_value(&r).expect("json");
+    assert_eq!(
+        json["runs"][0]["not_measured"],
+        serde_json::json!(["retries", "accounting_error", "placements"])
+    );
+}
+
+/// A set audit whose evictions are not known says so in every reporter.
+#[test]
+fn every_reporter_says_when_the_evictions_are_not_known() {
+    let mut r = two_mode_report();
+    r.runs[0].set_audit = Some(SetAudit {
+        evictions_unknown: true,
+        ..SetAudit::default()
+    });
+    for out in [
+        render(|r, w| write_terminal(r, w), &r),
+        render(|r, w| write_markdown(r, w), &r),
+        render(|r, w| write_html(r, w), &r),
+    ] {
+        assert!(out.contains("victions not known"), "{out}");
+    }
+    let json = serde_json::to_value(&r).expect("json");
+    assert_eq!(json["runs"][0]["checker"]["evictions_unknown"], true);
+    assert!(json["runs"][1]["checker"]
+        .get("evictions_unknown")
+        .is_none());
+}

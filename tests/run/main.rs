@@ -3,13 +3,16 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod cleanup_hostile;
 mod cli;
 mod collect_cli;
 mod lifecycle;
 mod metrics;
+mod node_refusals;
 mod placement_replay;
 mod plan;
 mod progress;
+mod redaction;
 mod reliability;
 mod restart_drill;
 mod retry_storm;
@@ -19,3 +22,4 @@ mod setup_exit;
 mod short_nightly;
 mod signals;
 mod staging_rehearsal;
+mod user_agent;

@@ -112,3 +112,37 @@ async fn only_the_evictors_deletes_are_forgiven_not_every_expired_sandbox() {
         "the evicted ones are forgiven: {c:?} of {created} created"
     );
 }
+
+/// The set audit asked every API for `GET /admin/evicted`, a route only stampede's
+/// service has: against one that answers 404 the evictions are not known (`None`),
+/// not an error; stampede's own list is read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_api_without_admin_evicted_leaves_the_evictions_not_known() {
+    use axum::routing::get;
+    use stampede::audit::read_evicted;
+    use stampede::workload::ApiKey;
+
+    async fn serve(app: axum::Router) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        url
+    }
+    let without = serve(axum::Router::new().route("/health", get(|| async { "ok" }))).await;
+    let with = serve(axum::Router::new().route(
+        "/admin/evicted",
+        get(|| async { axum::Json(serde_json::json!({"sandboxIDs": ["sb-1"]})) }),
+    ))
+    .await;
+    let client = reqwest::Client::new();
+    let token = ApiKey::new("admin-token");
+    let read = |url: String| {
+        let (client, token) = (client.clone(), token.clone());
+        async move { read_evicted(&client, &[url], Some(&token)).await }
+    };
+    assert_eq!(read(without).await.expect("a 404 is an answer"), None);
+    assert_eq!(
+        read(with).await.expect("listed"),
+        Some(vec!["sb-1".to_string()])
+    );
+}

@@ -91,7 +91,8 @@ async fn an_unreachable_api_is_a_setup_failure() {
 }
 
 /// A profile with no checks: exit 0, and the verdict says nothing was checked. The
-/// external run's retries, refusals and accounting error read "not measured".
+/// external run's retries and accounting error read "not measured"; its refusals are
+/// the fleet's own counters (none on roomy nodes).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_checks_is_not_passed_and_unobservable_figures_are_not_measured() {
     let dir = tempdir("setup-nochecks");
@@ -118,11 +119,11 @@ async fn no_checks_is_not_passed_and_unobservable_figures_are_not_measured() {
         .lines()
         .find(|l| l.contains("retries / refusals"))
         .expect("row");
-    assert!(line.contains("not measured / not measured"), "{line}");
+    assert!(line.contains("not measured / 0"), "{line}");
     let report = new_report(&reports, &[]);
     assert_eq!(
         report["runs"][0]["not_measured"],
-        serde_json::json!(["retries", "refusals", "accounting_error"])
+        serde_json::json!(["retries", "accounting_error"])
     );
 }
 
@@ -152,4 +153,44 @@ fn allow_target_admits_a_host_the_profile_does_not_list() {
         stderr.contains("STAMPEDE_TEST_UNSET_KEY is not set"),
         "{stderr}"
     );
+}
+
+/// A `--report-dir` that cannot be written is found before the run starts (exit 2,
+/// the directory named), not after its workload, when the report is all there is.
+#[test]
+fn an_unwritable_report_dir_stops_the_run_before_it_starts() {
+    let dir = tempdir("setup-report-dir");
+    let file = dir.join("a-file");
+    std::fs::write(&file, "not a directory").expect("file");
+    // Nothing listens there: a workload that started would fail on it instead.
+    let held = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
+    let api = format!("http://{}", held.local_addr().expect("addr"));
+    drop(held);
+    let profile = dir.join("p.yaml");
+    std::fs::write(
+        &profile,
+        format!(
+            "name: rd\nseed: 1\nplacement:\n  external:\n    url: {api}\n\
+             workload:\n  shape:\n    burst: {{count: 1}}\n"
+        ),
+    )
+    .expect("profile");
+    for report_dir in [file.clone(), file.join("under-a-file")] {
+        let out = stampede()
+            .args(["run", "--report-dir"])
+            .arg(&report_dir)
+            .arg(&profile)
+            .env("STAMPEDE_API_KEY", KEY)
+            .output()
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains("report directory cannot be written")
+                && stderr.contains(&report_dir.display().to_string()),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("run tag"), "the run started: {stderr}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -330,7 +330,7 @@ async fn second_sigint_aborts_cleanup_and_names_what_is_left() {
     assert!(stderr.contains("cleanup cut short"), "{stderr}");
     let truth = fetch_truth(
         &reqwest::Client::new(),
-        &TruthSource::MockAdmin(vec![c.admin.clone()]),
+        &TruthSource::MockAdmin(vec![c.admin.clone()], None),
     )
     .await
     .expect("fleet truth");

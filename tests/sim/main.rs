@@ -9,6 +9,7 @@ mod chaos;
 mod determinism;
 mod evict;
 mod fidelity;
+mod fleet_seed;
 mod hostile;
 mod lifecycle;
 mod mutations;

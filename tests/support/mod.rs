@@ -3,6 +3,7 @@
 
 pub mod bare_target;
 pub mod inline_run;
+pub mod recording_proxy;
 pub mod report;
 pub mod serve;
 pub mod staging;

@@ -215,7 +215,7 @@ pub fn new_report(reports: &Path, before: &[PathBuf]) -> Value {
 pub async fn on_nodes(admin: &str) -> u64 {
     let t = fetch_truth(
         &reqwest::Client::new(),
-        &TruthSource::MockAdmin(vec![admin.to_string()]),
+        &TruthSource::MockAdmin(vec![admin.to_string()], None),
     )
     .await
     .expect("fleet truth");

@@ -214,7 +214,7 @@ impl BurstConn {
             .method(method)
             .uri(format!("{}{path}", self.prefix))
             .header(HOST, self.host.clone())
-            .header(USER_AGENT, concat!("stampede/", env!("CARGO_PKG_VERSION")))
+            .header(USER_AGENT, crate::http_client::USER_AGENT)
             .body(body)
             .map_err(|e| format!("building request: {e}"))
     }
