@@ -280,3 +280,24 @@ async fn admin_and_registrations_advertise_the_given_ip() {
     let line = mock_node::cli::ready_line(&f);
     assert!(line.contains(&format!("nomad={}", f.nomad_url())), "{line}");
 }
+
+/// The Nomad API never closed idle connections: a process holding sockets cut the
+/// fleet's discovery. With 2,000 silent connections and 2,000 stalled bodies held
+/// against it, a node list is answered within a second, every time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_stalled_clients_does_not_keep_the_nomad_api_from_answering() {
+    let f = fleet_with(2, |_| {}).await;
+    let addr = f
+        .nomad_url()
+        .trim_start_matches("http://")
+        .parse()
+        .expect("nomad address");
+    crate::flood::withstands(
+        addr,
+        b"PUT /v1/nodes HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{",
+        b"GET /v1/nodes HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        "HTTP/1.1 200",
+    )
+    .await;
+    f.shutdown().await;
+}
