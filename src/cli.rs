@@ -303,7 +303,7 @@ pub async fn dispatch(
             };
             match cleanup_leftovers(&req).await {
                 Ok(summary) => {
-                    print_cleanup(&req, &summary, &mut std::io::stdout().lock())?;
+                    closed_is_fine(print_cleanup(&req, &summary, &mut std::io::stdout().lock()))?;
                     Ok(if summary.failed.is_empty() {
                         ExitCode::SUCCESS
                     } else {
@@ -320,7 +320,7 @@ pub async fn dispatch(
             let mut bad = false;
             for p in profiles {
                 match crate::profile::load_and_validate(&p) {
-                    Ok(_) => println!("{}: ok", p.display()),
+                    Ok(_) => out(format_args!("{}: ok", p.display()))?,
                     Err(e) => {
                         bad = true;
                         eprintln!("{e}");
@@ -339,7 +339,7 @@ pub async fn dispatch(
             } else {
                 crate::profile::json_schema()
             };
-            println!("{}", serde_json::to_string_pretty(&schema)?);
+            out(format_args!("{}", serde_json::to_string_pretty(&schema)?))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::MockNode(args) => {
@@ -372,7 +372,10 @@ pub async fn dispatch(
                     return Ok(ExitCode::from(2));
                 }
             };
-            crate::report::write_comparison(&cmp, std::io::stdout().lock())?;
+            closed_is_fine(crate::report::write_comparison(
+                &cmp,
+                std::io::stdout().lock(),
+            ))?;
             Ok(if cmp.regressed {
                 ExitCode::from(1)
             } else {
@@ -380,26 +383,30 @@ pub async fn dispatch(
             })
         }
         Command::Replay { trace } => {
-            let file = std::fs::File::open(&trace).map_err(|source| CliError::Open {
-                path: trace.clone(),
-                source,
-            })?;
+            let file = mock_node::regular_file::open_regular(&trace, "a placement trace").map_err(
+                |source| CliError::Open {
+                    path: trace.clone(),
+                    source,
+                },
+            )?;
             let r = crate::placement::replay(std::io::BufReader::new(file))?;
-            println!(
+            out(format_args!(
                 "{}: {} inputs, {} outputs ({} creates sent, {} requests answered)",
                 trace.display(),
                 r.inputs,
                 r.outputs,
                 r.decisions,
                 r.answers
-            );
+            ))?;
             match &r.first_mismatch {
                 None => {
-                    println!("identical: every output came out as recorded");
+                    out(format_args!("identical: every output came out as recorded"))?;
                     Ok(ExitCode::SUCCESS)
                 }
                 Some((line, want, got)) => {
-                    println!("differs at line {line}:\n  recorded: {want:?}\n  replayed: {got:?}");
+                    out(format_args!(
+                        "differs at line {line}:\n  recorded: {want:?}\n  replayed: {got:?}"
+                    ))?;
                     Ok(ExitCode::from(1))
                 }
             }
@@ -445,5 +452,20 @@ fn print_cleanup(
             s.found.len(),
             req.api
         )
+    }
+}
+
+/// Prints one line on stdout. A closed stdout (`stampede validate … | head -1`) is not an
+/// error: the reader has what it wanted, and the verb's exit code stays its own.
+pub(crate) fn out(line: std::fmt::Arguments<'_>) -> std::io::Result<()> {
+    use std::io::Write as _;
+    closed_is_fine(writeln!(std::io::stdout().lock(), "{line}"))
+}
+
+/// `written`, with a closed stdout (broken pipe) taken as success.
+pub(crate) fn closed_is_fine(written: std::io::Result<()>) -> std::io::Result<()> {
+    match written {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
     }
 }
