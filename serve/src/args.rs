@@ -209,7 +209,12 @@ pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
             h.nodes().len()
         );
     }
+    // Freed memory goes back to the OS after a flood, as Go's runtime does for E2B.
+    let trimming = tokio_util::sync::CancellationToken::new();
+    let trimmer = crate::memory_trim::spawn(trimming.clone());
     tokio::signal::ctrl_c().await.map_err(ServeError::Server)?;
+    trimming.cancel();
+    let _ = trimmer.await;
     for h in handles {
         h.shutdown().await;
     }

@@ -26,6 +26,7 @@ pub mod counters;
 pub mod error;
 pub mod evictor;
 pub mod lifecycle_api;
+pub mod memory_trim;
 pub mod limits;
 pub mod listen;
 pub mod node_channel;
