@@ -14,8 +14,9 @@ trap cleanup EXIT
 ulimit -n "$(ulimit -Hn)"
 "$here/target/release/mock-node" --nodes "$nodes" >"$tmp/out" 2>"$tmp/err" &
 fleet=$!
-for _ in $(seq 300); do grep -q "mock-node ready" "$tmp/out" && break; sleep 0.1; done
-nomad=$(sed -n 's/.*nomad=\([^ ]*\).*/\1/p' "$tmp/out")
+for _ in $(seq 1200); do grep -q "mock-node ready" "$tmp/out" && break; sleep 0.1; done
+nomad=$(sed -n "s/.*nomad=\([^ ]*\).*/\1/p" "$tmp/out")
+[ -n "$nomad" ] || { cat "$tmp/err" >&2; exit 1; }
 python3 - "$nomad" <<'PY'
 import statistics, sys, time, urllib.parse, urllib.request
 base = sys.argv[1] + "/v1/nodes"

@@ -493,3 +493,24 @@ async fn allocations(
     })
     .await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A hostile filter kept a node's CPU for seconds after its client had hung up.
+    #[test]
+    fn filtering_stops_once_the_client_has_hung_up() {
+        let items: Vec<serde_json::Value> = (0..1_000)
+            .map(|k| serde_json::json!({"Name": format!("node-{k}")}))
+            .collect();
+        let f = filter::Filter::new(r#"Name matches "node-.*""#).expect("parses");
+        let kept = select(items.clone(), &f, &AtomicBool::new(false)).expect("selects");
+        assert_eq!(kept.len(), 1_000);
+        let kept = select(items, &f, &AtomicBool::new(true)).expect("selects");
+        assert!(
+            kept.is_empty(),
+            "no object is evaluated for a client that is gone"
+        );
+    }
+}
