@@ -316,7 +316,7 @@ pub async fn dispatch(
             };
             match cleanup_leftovers(&req).await {
                 Ok(summary) => {
-                    print_cleanup(&req, &summary, &mut std::io::stdout().lock())?;
+                    closed_is_fine(print_cleanup(&req, &summary, &mut std::io::stdout().lock()))?;
                     Ok(if summary.failed.is_empty() {
                         ExitCode::SUCCESS
                     } else {
@@ -337,7 +337,7 @@ pub async fn dispatch(
                         for w in warnings {
                             eprintln!("warning: {w}");
                         }
-                        println!("{}: ok", p.display());
+                        out(format_args!("{}: ok", p.display()))?
                     }
                     Err(e) => {
                         bad = true;
@@ -357,7 +357,7 @@ pub async fn dispatch(
             } else {
                 crate::profile::json_schema()
             };
-            println!("{}", serde_json::to_string_pretty(&schema)?);
+            out(format_args!("{}", serde_json::to_string_pretty(&schema)?))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::MockNode(args) => {
@@ -390,7 +390,10 @@ pub async fn dispatch(
                     return Ok(ExitCode::from(2));
                 }
             };
-            crate::report::write_comparison(&cmp, std::io::stdout().lock())?;
+            closed_is_fine(crate::report::write_comparison(
+                &cmp,
+                std::io::stdout().lock(),
+            ))?;
             Ok(if cmp.regressed {
                 ExitCode::from(1)
             } else {
@@ -398,26 +401,30 @@ pub async fn dispatch(
             })
         }
         Command::Replay { trace } => {
-            let file = std::fs::File::open(&trace).map_err(|source| CliError::Open {
-                path: trace.clone(),
-                source,
-            })?;
+            let file = mock_node::regular_file::open_regular(&trace, "a placement trace").map_err(
+                |source| CliError::Open {
+                    path: trace.clone(),
+                    source,
+                },
+            )?;
             let r = crate::placement::replay(std::io::BufReader::new(file))?;
-            println!(
+            out(format_args!(
                 "{}: {} inputs, {} outputs ({} creates sent, {} requests answered)",
                 trace.display(),
                 r.inputs,
                 r.outputs,
                 r.decisions,
                 r.answers
-            );
+            ))?;
             match &r.first_mismatch {
                 None => {
-                    println!("identical: every output came out as recorded");
+                    out(format_args!("identical: every output came out as recorded"))?;
                     Ok(ExitCode::SUCCESS)
                 }
                 Some((line, want, got)) => {
-                    println!("differs at line {line}:\n  recorded: {want:?}\n  replayed: {got:?}");
+                    out(format_args!(
+                        "differs at line {line}:\n  recorded: {want:?}\n  replayed: {got:?}"
+                    ))?;
                     Ok(ExitCode::from(1))
                 }
             }
@@ -479,5 +486,20 @@ fn print_cleanup(
             "creates still unanswered when a run was killed may never have been recorded by \
              the API, so no listing finds them: the API's orphan sweep removes them"
         )
+    }
+}
+
+/// Prints one line on stdout. A closed stdout (`stampede validate … | head -1`) is not an
+/// error: the reader has what it wanted, and the verb's exit code stays its own.
+pub(crate) fn out(line: std::fmt::Arguments<'_>) -> std::io::Result<()> {
+    use std::io::Write as _;
+    closed_is_fine(writeln!(std::io::stdout().lock(), "{line}"))
+}
+
+/// `written`, with a closed stdout (broken pipe) taken as success.
+pub(crate) fn closed_is_fine(written: std::io::Result<()>) -> std::io::Result<()> {
+    match written {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
     }
 }

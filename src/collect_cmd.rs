@@ -93,17 +93,18 @@ pub async fn run(args: CollectArgs) -> Result<ExitCode, CollectCmdError> {
     let counts: Vec<u64> = truth.nodes.iter().map(|n| n.sandboxes).collect();
     let max = counts.iter().copied().max().unwrap_or(0);
     for n in &truth.nodes {
-        println!(
+        // A closed stdout ends nothing but the table; the exit code stays the verdict.
+        let _ = crate::cli::out(format_args!(
             "{:<12} |{}| {:>5}  {:>7.1} vCPU  {}",
             n.id,
             format::bar(n.sandboxes, max),
             n.sandboxes,
             n.allocated_vcpu,
             n.status
-        );
+        ));
     }
     let s = SkewStats::from_counts(&counts);
-    println!(
+    let _ = crate::cli::out(format_args!(
         "nodes {}  mean {:.2}  std {:.2}  CV {:.3}  min {}  max {}  max/mean {:.2}  Jain {:.3}",
         counts.len(),
         s.mean,
@@ -113,7 +114,7 @@ pub async fn run(args: CollectArgs) -> Result<ExitCode, CollectCmdError> {
         s.max,
         s.max_over_mean,
         s.jain
-    );
+    ));
     Ok(ExitCode::SUCCESS)
 }
 

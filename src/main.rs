@@ -32,6 +32,9 @@ fn main() -> ExitCode {
         .with_writer(|| stampede::redact::RedactingWriter(std::io::stderr()))
         .init();
     let cli = Cli::parse();
+    // A run holds a connection per in-flight create and its metrics endpoint's clients:
+    // take the descriptors the hard limit allows, as Go's runtime does at start.
+    mock_node::http_guard::raise_fd_limit();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => {

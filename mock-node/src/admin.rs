@@ -5,7 +5,6 @@
 //! Connections are bounded ([`ADMIN_LIMITS`]): a stalled request head or body is cut.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::{Path, Request, State};
@@ -54,16 +53,8 @@ pub fn spawn(
     ))
 }
 
-/// What an admin client may hold open. Its clients (the harness's collector and chaos
-/// client, an operator's curl) send small JSON bodies at once and use a few connections,
-/// so the bounds are E2B's API server's own (`packages/api/main.go`: 5 s to read a
-/// request head, 10 s for the whole request) and 1,024 connections (an assumption: a
-/// hundred times what a run opens), below the descriptor limit in any case.
-pub const ADMIN_LIMITS: HttpLimits = HttpLimits {
-    header_read: Duration::from_secs(5),
-    body_read: Duration::from_secs(10),
-    max_connections: 1024,
-};
+/// What an admin client may hold open: the bounds of the project's local APIs.
+pub const ADMIN_LIMITS: HttpLimits = crate::http_guard::LOCAL_API_LIMITS;
 
 fn body_timed_out(e: BodyTimedOut) -> Response {
     error(StatusCode::REQUEST_TIMEOUT, e.to_string())

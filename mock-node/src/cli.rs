@@ -188,6 +188,9 @@ pub fn ready_line(fleet: &FleetHandle) -> String {
 /// Starts the fleet, prints the ready line on stdout, serves until Ctrl-C, shuts down.
 pub async fn run(args: MockNodeArgs) -> Result<(), MockNodeError> {
     let (cfg, opts) = args.resolve()?;
+    // A fleet holds a listener per node and every client's connections: take the
+    // descriptors the hard limit allows, as Go's runtime does for E2B's servers.
+    crate::http_guard::raise_fd_limit();
     tracing::info!(
         nodes = cfg.nodes,
         fleet_seed = cfg.fleet_seed(0),

@@ -57,10 +57,13 @@ struct ProfileShape {
 /// ([`ClusterConfig::fleet_seed`] of the profile's `seed`).
 pub fn load_cluster(path: &Path) -> Result<ClusterConfig, ConfigFileError> {
     let label = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigFileError::Read {
-        path: label.clone(),
-        source,
-    })?;
+    let text =
+        crate::regular_file::read_regular_to_string(path, "a fleet config").map_err(|source| {
+            ConfigFileError::Read {
+                path: label.clone(),
+                source,
+            }
+        })?;
     parse_cluster(&text, &label)
 }
 

@@ -81,6 +81,9 @@ pub enum FleetError {
     /// The admin token is empty or whitespace.
     #[error(transparent)]
     BlankAdminToken(#[from] crate::secret::EmptySecret),
+    /// A non-loopback Nomad API address without a token.
+    #[error("Nomad API address {0} is not loopback: set an admin token to expose it (clients then send it as X-Nomad-Token)")]
+    NomadNotLoopback(SocketAddr),
     /// A non-loopback admin address without a token.
     #[error("admin address {0} is not loopback: set an admin token to expose it")]
     AdminNotLoopback(SocketAddr),
@@ -231,7 +234,7 @@ impl FleetHandle {
     }
     /// Base URL of the admin API, e.g. `http://127.0.0.1:4567`.
     pub fn admin_url(&self) -> String {
-        format!("http://{}", self.admin_addr)
+        format!("http://{}", reachable(self.admin_addr))
     }
     /// Bound address of the admin API.
     pub fn admin_addr(&self) -> SocketAddr {
@@ -239,7 +242,7 @@ impl FleetHandle {
     }
     /// Base URL of the Nomad-style discovery API (E2B's `NOMAD_ADDRESS`).
     pub fn nomad_url(&self) -> String {
-        format!("http://{}", self.nomad_addr)
+        format!("http://{}", reachable(self.nomad_addr))
     }
     /// Every node's endpoint (its advertised address), in node order.
     pub fn nodes(&self) -> Vec<NodeEndpoint> {
@@ -310,6 +313,9 @@ pub async fn start(cfg: ClusterConfig, opts: FleetOptions) -> Result<FleetHandle
     }
     if !opts.admin_addr.ip().is_loopback() && opts.admin_token.is_none() {
         return Err(FleetError::AdminNotLoopback(opts.admin_addr));
+    }
+    if !opts.nomad.addr.ip().is_loopback() && opts.admin_token.is_none() {
+        return Err(FleetError::NomadNotLoopback(opts.nomad.addr));
     }
     let clock = FleetClock::start_now();
     let seed = cfg.fleet_seed(0);
@@ -402,8 +408,19 @@ pub async fn start(cfg: ClusterConfig, opts: FleetOptions) -> Result<FleetHandle
     for (node, listener) in shared.nodes.iter().zip(listeners) {
         node.serve_on(listener).await;
     }
-    let admin = crate::admin::spawn(shared.clone(), admin_listener, opts.admin_token);
-    let nomad = crate::nomad::spawn(shared.clone(), nomad_listener, opts.nomad, seed);
+    let admin = crate::admin::spawn(shared.clone(), admin_listener, opts.admin_token.clone());
+    // Exposed beyond loopback, the Nomad API asks for the token as a Nomad agent with
+    // ACLs does (`X-Nomad-Token`, which E2B's API sends from `NOMAD_TOKEN`).
+    let nomad_token = (!nomad_addr.ip().is_loopback())
+        .then(|| opts.admin_token.clone())
+        .flatten();
+    let nomad = crate::nomad::spawn(
+        shared.clone(),
+        nomad_listener,
+        opts.nomad,
+        seed,
+        nomad_token,
+    );
     Ok(FleetHandle {
         shared,
         admin_addr,
@@ -412,4 +429,10 @@ pub async fn start(cfg: ClusterConfig, opts: FleetOptions) -> Result<FleetHandle
         nomad,
         stack: stack_task,
     })
+}
+
+/// An address clients can dial for a listener bound at `bound`: for a wildcard bind
+/// (0.0.0.0 / ::), the host's outbound IP, as nodes are advertised.
+fn reachable(bound: SocketAddr) -> SocketAddr {
+    crate::nomad::identity::advertised(bound, None)
 }

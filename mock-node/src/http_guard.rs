@@ -1,16 +1,19 @@
-//! Bounds on what HTTP clients can hold open, shared by mock-node's admin endpoint and
-//! `stampede serve`: a deadline on each request body ([`DeadlineBody`]) and a cap on
-//! concurrent connections ([`ConnectionCap`]).
+//! The one hardening policy of every HTTP listener the project opens (mock-node's admin
+//! and Nomad APIs, `stampede serve`, a run's metrics endpoint): a deadline on each
+//! request head and body ([`DeadlineBody`]), an idle timeout, and a cap on concurrent
+//! connections below the descriptor limit that closes the connection waiting longest on
+//! its client when full ([`ConnectionCap`]).
 //!
 //! A request whose head arrived and whose body never does would otherwise hold its
 //! connection, and a descriptor, for ever: enough of them exhaust the process's
-//! descriptors and lock every client out. The body deadline ends each such request; the
-//! cap keeps connections below the descriptor limit so that the process can still open
-//! files and dial its nodes while a flood lasts.
+//! descriptors and lock every client out. The deadlines end each such request; the cap
+//! keeps connections below the descriptor limit so that the process can still open files
+//! and dial its nodes while a flood lasts, and its eviction keeps room for clients that
+//! send their request at once.
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -18,6 +21,7 @@ use std::time::Duration;
 use http_body::{Body, Frame, SizeHint};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{Instant, Sleep};
+use tokio_util::sync::CancellationToken;
 
 /// Descriptors kept out of the connection cap for everything else a process opens:
 /// listeners, node channels, files, the runtime's own (an assumption: a fleet or a
@@ -51,6 +55,8 @@ pub struct DeadlineBody<B> {
     /// Armed at the first poll that finds the body incomplete (most bodies never are).
     sleep: Option<Pin<Box<Sleep>>>,
     hit: BodyDeadlineHit,
+    /// Told of each frame (life on the connection) and of the body's end.
+    mark: Option<Arc<RequestMark>>,
 }
 
 impl<B> DeadlineBody<B> {
@@ -63,8 +69,15 @@ impl<B> DeadlineBody<B> {
             deadline: Instant::now() + within,
             sleep: None,
             hit: hit.clone(),
+            mark: None,
         };
         (body, hit)
+    }
+
+    /// The same body, telling `mark` of its frames and of its end.
+    pub fn marked(mut self, mark: Arc<RequestMark>) -> Self {
+        self.mark = Some(mark);
+        self
     }
 }
 
@@ -82,6 +95,13 @@ where
     ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
         let this = self.get_mut();
         if let Poll::Ready(frame) = Pin::new(&mut this.inner).poll_frame(cx) {
+            if let Some(m) = &this.mark {
+                match &frame {
+                    Some(Ok(_)) if !this.inner.is_end_stream() => m.conn.progress(),
+                    Some(Ok(_)) | None => m.answering(),
+                    Some(Err(_)) => {}
+                }
+            }
             return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
         }
         let deadline = this.deadline;
@@ -104,13 +124,41 @@ where
     }
 }
 
-/// At most `limit` connections open at once: the accept loop takes a permit before each
-/// accept and the connection holds it until it closes. Past the cap, new connections wait
-/// in the kernel's backlog until one closes.
+/// At most `limit` connections open at once, admitted fairly: a connection is admitted
+/// after it is accepted ([`admit`](Self::admit)) and holds its [`Admitted`] until it
+/// closes. When the cap is full, the open connection that has waited longest on its
+/// client (no request being answered, no byte of a request received for the longest
+/// time: a silent connection, a stalled head or body, an idle keep-alive) is closed to
+/// make room. So a flood of stalled clients, which all share one address on loopback and
+/// cannot be told apart by peer, only ever evicts itself: a client that sends its request
+/// at once is admitted, answered and gone before a flood's connections get ahead of it.
+/// Only when every admitted connection is being answered does a new one wait.
 #[derive(Debug, Clone)]
 pub struct ConnectionCap {
     permits: Arc<Semaphore>,
     limit: usize,
+    book: Arc<ConnBook>,
+}
+
+/// The open connections of one cap, for eviction.
+#[derive(Debug)]
+struct ConnBook {
+    epoch: std::time::Instant,
+    next_id: std::sync::atomic::AtomicU64,
+    open: std::sync::Mutex<std::collections::HashMap<u64, Arc<ConnEntry>>>,
+}
+
+/// What the cap knows of one connection.
+#[derive(Debug)]
+struct ConnEntry {
+    /// Milliseconds after the book's epoch of the last sign of life from the client: its
+    /// accept, a request head, a body frame, the end of an answer.
+    since_ms: AtomicU64,
+    /// Requests whose body is whole and whose answer is being made.
+    answering: AtomicUsize,
+    /// Requests whose head arrived and whose answer is not yet made.
+    requests: AtomicUsize,
+    evict: CancellationToken,
 }
 
 impl ConnectionCap {
@@ -125,6 +173,11 @@ impl ConnectionCap {
         Self {
             permits: Arc::new(Semaphore::new(limit)),
             limit,
+            book: Arc::new(ConnBook {
+                epoch: std::time::Instant::now(),
+                next_id: AtomicU64::new(0),
+                open: std::sync::Mutex::default(),
+            }),
         }
     }
 
@@ -133,14 +186,163 @@ impl ConnectionCap {
         self.limit
     }
 
-    /// Waits for room for one more connection.
-    pub async fn acquire(&self) -> OwnedSemaphorePermit {
-        // The semaphore is never closed.
-        self.permits
-            .clone()
-            .acquire_owned()
-            .await
-            .unwrap_or_else(|_| unreachable!("the connection semaphore is never closed"))
+    /// Connections admitted and not yet closed.
+    pub fn open(&self) -> usize {
+        self.limit - self.permits.available_permits()
+    }
+
+    /// Admits one accepted connection: at once when there is room; otherwise after
+    /// closing the connection that has waited longest on its client, or, when every
+    /// connection is being answered, once one closes.
+    pub async fn admit(&self) -> Admitted {
+        let permit = match self.permits.clone().try_acquire_owned() {
+            Ok(p) => p,
+            Err(_) => {
+                self.book.evict_stalest();
+                self.permits
+                    .clone()
+                    .acquire_owned()
+                    .await
+                    .unwrap_or_else(|_| unreachable!("the connection semaphore is never closed"))
+            }
+        };
+        let id = self.book.next_id.fetch_add(1, Ordering::Relaxed);
+        let entry = Arc::new(ConnEntry {
+            since_ms: AtomicU64::new(self.book.now_ms()),
+            answering: AtomicUsize::new(0),
+            requests: AtomicUsize::new(0),
+            evict: CancellationToken::new(),
+        });
+        self.book
+            .open
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id, entry.clone());
+        Admitted {
+            _permit: permit,
+            id,
+            mark: ConnMark {
+                entry,
+                book: self.book.clone(),
+            },
+        }
+    }
+}
+
+impl ConnBook {
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Closes the connection that has waited longest on its client, if any is not being
+    /// answered. A scan: it runs only when the cap is full.
+    fn evict_stalest(&self) {
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let stalest = open
+            .iter()
+            .filter(|(_, e)| e.answering.load(Ordering::Acquire) == 0)
+            .min_by_key(|(id, e)| (e.since_ms.load(Ordering::Relaxed), **id))
+            .map(|(id, _)| *id);
+        if let Some(e) = stalest.and_then(|id| open.remove(&id)) {
+            e.evict.cancel();
+        }
+    }
+}
+
+/// One admitted connection; dropping it frees its place.
+#[derive(Debug)]
+pub struct Admitted {
+    _permit: OwnedSemaphorePermit,
+    id: u64,
+    mark: ConnMark,
+}
+
+impl Admitted {
+    /// Signs of life of this connection, for its requests.
+    pub fn mark(&self) -> &ConnMark {
+        &self.mark
+    }
+
+    /// Completes when the cap closes this connection to make room: drop it at once.
+    pub fn evicted(&self) -> tokio_util::sync::WaitForCancellationFuture<'_> {
+        self.mark.entry.evict.cancelled()
+    }
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        self.mark
+            .book
+            .open
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.id);
+    }
+}
+
+/// A handle on one connection's standing with its cap, shared by its requests.
+#[derive(Debug, Clone)]
+pub struct ConnMark {
+    entry: Arc<ConnEntry>,
+    book: Arc<ConnBook>,
+}
+
+impl ConnMark {
+    /// The client just showed life (a request head, a body frame, an answer's end).
+    pub fn progress(&self) {
+        self.entry
+            .since_ms
+            .store(self.book.now_ms(), Ordering::Relaxed);
+    }
+
+    /// How long the connection has been idle: no request in progress and no sign of
+    /// life from the client; `None` while a request is in progress (its own deadlines
+    /// bound it).
+    pub fn idle(&self) -> Option<Duration> {
+        if self.entry.requests.load(Ordering::Acquire) > 0 {
+            return None;
+        }
+        let since = self.entry.since_ms.load(Ordering::Relaxed);
+        Some(Duration::from_millis(
+            self.book.now_ms().saturating_sub(since),
+        ))
+    }
+
+    /// The mark of one request on this connection: call at its head.
+    pub fn request(&self) -> Arc<RequestMark> {
+        self.entry.requests.fetch_add(1, Ordering::AcqRel);
+        self.progress();
+        Arc::new(RequestMark {
+            conn: self.clone(),
+            answering: AtomicBool::new(false),
+        })
+    }
+}
+
+/// One request's standing: being answered from the moment its body is whole until the
+/// mark (held by the body and by the answer) drops.
+#[derive(Debug)]
+pub struct RequestMark {
+    conn: ConnMark,
+    answering: AtomicBool,
+}
+
+impl RequestMark {
+    /// The body is whole: the connection is no longer waiting on its client.
+    pub fn answering(&self) {
+        if !self.answering.swap(true, Ordering::AcqRel) {
+            self.conn.entry.answering.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+}
+
+impl Drop for RequestMark {
+    fn drop(&mut self) {
+        if *self.answering.get_mut() {
+            self.conn.entry.answering.fetch_sub(1, Ordering::AcqRel);
+        }
+        self.conn.progress();
+        self.conn.entry.requests.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -191,38 +393,53 @@ pub struct HttpLimits {
     pub header_read: Duration,
     /// A request body must be whole this soon after its head.
     pub body_read: Duration,
+    /// A connection on which nothing is being answered and the client showed no life
+    /// (a request head, a body frame) for this long is closed, whatever its protocol.
+    pub idle: Duration,
     /// Connections open at once (lowered to the descriptor limit, [`ConnectionCap`]).
     pub max_connections: usize,
 }
 
+/// The bounds of the project's small local HTTP APIs (mock-node's admin and Nomad APIs,
+/// a run's metrics endpoint). Their clients (the harness's collector and chaos client, a
+/// Nomad client, Prometheus, an operator's curl) send small requests at once on a few
+/// connections, so the deadlines are E2B's API server's own (`packages/api/main.go`:
+/// 5 s to read a request head, 10 s for the whole request), the idle timeout is the
+/// placement service's header deadline (10 s), and the cap is 1,024 connections (an
+/// assumption: a hundred times what a run opens), below the descriptor limit in any case.
+pub const LOCAL_API_LIMITS: HttpLimits = HttpLimits {
+    header_read: Duration::from_secs(5),
+    body_read: Duration::from_secs(10),
+    idle: Duration::from_secs(10),
+    max_connections: 1024,
+};
+
 /// Serves `app` on `listener` within `limits` until `stop` fires; a request whose body
 /// misses its deadline is answered `on_timeout(..)` and its HTTP/1 connection closed.
+/// Connections are admitted by a [`ConnectionCap`] of `limits.max_connections`.
 pub async fn serve_bounded(
     listener: tokio::net::TcpListener,
     app: axum::Router,
     limits: HttpLimits,
-    stop: tokio_util::sync::CancellationToken,
+    stop: CancellationToken,
     on_timeout: fn(BodyTimedOut) -> axum::response::Response,
 ) {
     let cap = ConnectionCap::new(limits.max_connections);
     let mut conns = tokio::task::JoinSet::new();
     loop {
-        let permit = tokio::select! {
-            _ = stop.cancelled() => break,
-            p = cap.acquire() => p,
-        };
         let accepted = tokio::select! {
             _ = stop.cancelled() => break,
             a = listener.accept() => a,
         };
         match accepted {
             Ok((stream, _)) => {
+                let admitted = tokio::select! {
+                    _ = stop.cancelled() => break,
+                    a = cap.admit() => a,
+                };
                 let app = app.clone();
                 let stop = stop.clone();
-                conns.spawn(async move {
-                    serve_one(stream, app, limits, stop, on_timeout).await;
-                    drop(permit);
-                });
+                conns.spawn(serve_one(stream, admitted, app, limits, stop, on_timeout));
             }
             Err(e) => {
                 tracing::debug!(error = %e, "accept failed");
@@ -243,21 +460,24 @@ pub async fn serve_bounded(
 
 async fn serve_one(
     stream: tokio::net::TcpStream,
+    admitted: Admitted,
     app: axum::Router,
     limits: HttpLimits,
-    stop: tokio_util::sync::CancellationToken,
+    stop: CancellationToken,
     on_timeout: fn(BodyTimedOut) -> axum::response::Response,
 ) {
     use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-    let cut = tokio_util::sync::CancellationToken::new();
+    let cut = CancellationToken::new();
     let on_cut = cut.clone();
+    let conn_mark = admitted.mark().clone();
     let service = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
         let app = app.clone();
         let cut = on_cut.clone();
         let h1 = req.version() < hyper::Version::HTTP_2;
+        let (req, hit, mark) = bounded_request(req, limits.body_read, &conn_mark);
         async move {
-            let (req, hit) = bounded_request(req, limits.body_read);
             let answer = tower::ServiceExt::oneshot(app, req).await;
+            drop(mark);
             let Ok(answer) = answer;
             if hit.hit() {
                 if h1 {
@@ -278,13 +498,31 @@ async fn serve_one(
     let conn = builder.serve_connection(TokioIo::new(stream), service);
     let mut conn = std::pin::pin!(conn);
     let mut closing = false;
+    let mark = admitted.mark().clone();
+    let mut evicted = std::pin::pin!(admitted.evicted());
+    let check = tokio::time::sleep(limits.idle);
+    let mut check = std::pin::pin!(check);
     loop {
         tokio::select! {
             served = conn.as_mut() => {
                 if let Err(e) = served {
-                    tracing::debug!(error = %e, "admin connection ended with an error");
+                    tracing::debug!(error = %e, "connection ended with an error");
                 }
                 return;
+            }
+            () = evicted.as_mut() => {
+                tracing::debug!("closing the connection that waited longest: the cap is full");
+                return;
+            }
+            () = check.as_mut() => {
+                match mark.idle() {
+                    Some(w) if w >= limits.idle => {
+                        tracing::debug!("closing an idle connection");
+                        return;
+                    }
+                    Some(w) => check.as_mut().reset(Instant::now() + (limits.idle - w)),
+                    None => check.as_mut().reset(Instant::now() + limits.idle),
+                }
             }
             _ = stop.cancelled(), if !closing => {
                 closing = true;
@@ -298,20 +536,32 @@ async fn serve_one(
     }
 }
 
-/// `req` with its body under a deadline of `within`, as axum takes it.
+/// `req` with its body under a deadline of `within`, as axum takes it, and the mark of
+/// the request on its connection `conn`: hold it until the answer is made.
 pub fn bounded_request<B>(
     req: hyper::Request<B>,
     within: Duration,
-) -> (hyper::Request<axum::body::Body>, BodyDeadlineHit)
+    conn: &ConnMark,
+) -> (
+    hyper::Request<axum::body::Body>,
+    BodyDeadlineHit,
+    Arc<RequestMark>,
+)
 where
     B: Body<Data = bytes::Bytes> + Unpin + Send + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
+    let mark = conn.request();
     let (parts, body) = req.into_parts();
+    if body.is_end_stream() {
+        mark.answering();
+    }
     let (body, hit) = DeadlineBody::new(body, within);
+    let body = body.marked(mark.clone());
     (
         hyper::Request::from_parts(parts, axum::body::Body::new(body)),
         hit,
+        mark,
     )
 }
 
@@ -350,5 +600,45 @@ mod tests {
             assert_eq!(cap.limit(), room.max(1));
         }
         assert_eq!(ConnectionCap::new(0).limit(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_full_cap_evicts_the_connection_waiting_longest_never_one_being_answered() {
+        let cap = ConnectionCap::new(3);
+        assert_eq!(cap.limit(), 3, "the test needs room for 3 descriptors");
+        let answering = cap.admit().await;
+        let mark = answering.mark().request();
+        mark.answering();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let oldest = cap.admit().await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let newer = cap.admit().await;
+        assert_eq!(cap.open(), 3);
+        // Full: admitting one more evicts `oldest`, which lets go of its place.
+        let admit = tokio::spawn({
+            let cap = cap.clone();
+            async move { cap.admit().await }
+        });
+        tokio::time::timeout(Duration::from_secs(5), oldest.evicted())
+            .await
+            .expect("the stalest connection is evicted");
+        drop(oldest);
+        let fourth = tokio::time::timeout(Duration::from_secs(5), admit)
+            .await
+            .expect("admitted once a place is free")
+            .expect("joins");
+        assert_eq!(cap.open(), 3);
+        // The one being answered is never chosen: with it and two fresher ones open,
+        // the next eviction takes `newer`.
+        let admit = tokio::spawn({
+            let cap = cap.clone();
+            async move { cap.admit().await }
+        });
+        tokio::time::timeout(Duration::from_secs(5), newer.evicted())
+            .await
+            .expect("the next stalest is evicted");
+        drop(newer);
+        let _fifth = admit.await.expect("joins");
+        drop((answering, mark, fourth));
     }
 }

@@ -23,6 +23,7 @@ pub mod node;
 pub mod nomad;
 pub mod ports;
 pub mod prometheus;
+pub mod regular_file;
 pub mod rejection;
 pub mod resume;
 pub mod secret;

@@ -5,15 +5,26 @@
 use std::fmt;
 use std::str::FromStr;
 
-/// A secret that is empty or only whitespace: it would let an empty header in.
+/// A secret refused at start; each variant names the setting.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0} is empty or whitespace: give a real secret, or leave it unset")]
-pub struct EmptySecret(pub &'static str);
+pub enum EmptySecret {
+    /// Empty or only whitespace: it would let an empty header in.
+    #[error("{0} is empty or whitespace: give a real secret, or leave it unset")]
+    Blank(&'static str),
+    /// A character outside visible ASCII (a space, a control character, non-ASCII): an
+    /// HTTP header carrying it is refused or altered on the way, so no request could
+    /// ever match it.
+    #[error("{0} has a character that is not visible ASCII (a space, a control character or non-ASCII): no HTTP header can carry it")]
+    NotVisibleAscii(&'static str),
+}
 
-/// `Ok` unless `value` is empty or whitespace; `what` names the setting in the error.
+/// `Ok` unless `value` is empty, whitespace, or not visible ASCII; `what` names the
+/// setting in the error.
 pub fn validate_not_blank(what: &'static str, value: &str) -> Result<(), EmptySecret> {
     if value.trim().is_empty() {
-        Err(EmptySecret(what))
+        Err(EmptySecret::Blank(what))
+    } else if !value.bytes().all(|b| b.is_ascii_graphic()) {
+        Err(EmptySecret::NotVisibleAscii(what))
     } else {
         Ok(())
     }
@@ -78,6 +89,17 @@ mod tests {
             assert!(blank.parse::<AdminToken>().is_err(), "{blank:?}");
         }
         assert!("t0k3n".parse::<AdminToken>().is_ok());
+    }
+
+    #[test]
+    fn a_secret_no_header_can_carry_is_refused() {
+        for odd in ["t0k 3n", "t0k\u{7f}", "clé", "tok\r\nX: y"] {
+            assert_eq!(
+                validate_not_blank("the key", odd),
+                Err(EmptySecret::NotVisibleAscii("the key")),
+                "{odd:?}"
+            );
+        }
     }
 
     #[test]

@@ -91,8 +91,8 @@ pub struct ServeArgs {
     /// closed otherwise). Leave it above 60 s for stampede's own gated bursts.
     #[arg(long, default_value_t = DEFAULT_BODY_READ_TIMEOUT.into())]
     pub body_read_timeout: humantime::Duration,
-    /// Connections open at once (more wait in the kernel's backlog); lowered to the
-    /// descriptor limit.
+    /// Connections open at once (when full, the connection waiting longest on its client
+    /// is closed to admit a new one); lowered to the descriptor limit.
     #[arg(long, default_value_t = DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: usize,
     /// How placement failures are answered: `e2b` (503/504/500 with `error_code`) or
@@ -199,14 +199,22 @@ pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
     mock_node::http_guard::raise_fd_limit();
     let handles = start_replicas(args.config(), nodes, args.listen, args.replicas).await?;
     for h in &handles {
-        println!(
+        use std::io::Write as _;
+        // A closed stdout must not stop the service (nor panic it).
+        let _ = writeln!(
+            std::io::stdout().lock(),
             "stampede serve: {} ({} accounting, {} nodes)",
             h.url(),
             h.config().placement.mode,
             h.nodes().len()
         );
     }
+    // Freed memory goes back to the OS after a flood, as Go's runtime does for E2B.
+    let trimming = tokio_util::sync::CancellationToken::new();
+    let trimmer = crate::memory_trim::spawn(trimming.clone());
     tokio::signal::ctrl_c().await.map_err(ServeError::Server)?;
+    trimming.cancel();
+    let _ = trimmer.await;
     for h in handles {
         h.shutdown().await;
     }

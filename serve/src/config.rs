@@ -100,7 +100,8 @@ pub struct ServeConfig {
     /// A request body must be whole this soon after its head; else the request is
     /// answered 408 and its connection closed. Default [`DEFAULT_BODY_READ_TIMEOUT`].
     pub body_read_timeout: Duration,
-    /// Connections open at once; more wait in the kernel's backlog. Default
+    /// Connections open at once; when full, the connection waiting longest on its client
+    /// is closed to admit a new one. Default
     /// [`DEFAULT_MAX_CONNECTIONS`], lowered to what the descriptor limit allows.
     pub max_connections: usize,
     /// Record every input and output of the placer to this file (JSON lines, for

@@ -29,6 +29,7 @@ pub mod kill;
 pub mod lifecycle_api;
 pub mod limits;
 pub mod listen;
+pub mod memory_trim;
 pub mod node_channel;
 pub mod node_client;
 pub mod nodes_api;

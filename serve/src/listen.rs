@@ -6,8 +6,9 @@
 //! the idle timeout; per request, a body deadline (a request whose body is not whole in
 //! time is answered 408 and its HTTP/1 connection closed); and a cap on connections
 //! open at once, kept below the descriptor limit
-//! ([`ConnectionCap`](mock_node::http_guard::ConnectionCap)), past which new
-//! connections wait in the kernel's backlog. On stop it stops accepting and lets
+//! ([`ConnectionCap`](mock_node::http_guard::ConnectionCap)), past which the
+//! connection that has waited longest on its client is closed to admit a new one (a
+//! new one waits only while every connection is being answered). On stop it stops accepting and lets
 //! requests in progress finish.
 
 use std::time::{Duration, Instant};
@@ -20,7 +21,7 @@ use hyper::Request;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
-use mock_node::http_guard::{bounded_request, BodyTimedOut, ConnectionCap};
+use mock_node::http_guard::{bounded_request, Admitted, BodyTimedOut, ConnectionCap};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -55,21 +56,17 @@ pub async fn serve(
 ) {
     let mut conns = JoinSet::new();
     loop {
-        let permit = tokio::select! {
-            biased;
-            _ = stop.cancelled() => break,
-            p = cap.acquire() => p,
-        };
         tokio::select! {
             biased;
             _ = stop.cancelled() => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, _peer)) => {
-                    let conn = serve_conn(stream, app.clone(), timeouts, stop.clone());
-                    conns.spawn(async move {
-                        conn.await;
-                        drop(permit);
-                    });
+                    let admitted = tokio::select! {
+                        biased;
+                        _ = stop.cancelled() => break,
+                        a = cap.admit() => a,
+                    };
+                    conns.spawn(serve_conn(stream, admitted, app.clone(), timeouts, stop.clone()));
                 }
                 Err(e) => accept_failed(e, &stop).await,
             },
@@ -106,6 +103,7 @@ async fn accept_failed(e: std::io::Error, stop: &CancellationToken) {
 
 async fn serve_conn(
     stream: TcpStream,
+    admitted: Admitted,
     app: Router,
     timeouts: ConnTimeouts,
     stop: CancellationToken,
@@ -117,16 +115,18 @@ async fn serve_conn(
     let seen = activity.clone();
     let cut = CancellationToken::new();
     let on_cut = cut.clone();
+    let conn_mark = admitted.mark().clone();
     let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
         let guard = seen.request();
         req.extensions_mut().insert(ConnReads(last_read.clone()));
         let h1 = req.version() < hyper::Version::HTTP_2;
-        let (req, hit) = bounded_request(req, timeouts.body_read);
+        let (req, hit, mark) = bounded_request(req, timeouts.body_read, &conn_mark);
         let answer = hyper::service::Service::call(&inner, req);
         let cut = on_cut.clone();
         async move {
             let r = answer.await;
             drop(guard);
+            drop(mark);
             if hit.hit() {
                 // The handler saw the body fail; the client hears why, and an HTTP/1
                 // connection with part of a body unread cannot carry another request.
@@ -158,6 +158,7 @@ async fn serve_conn(
     // Made once: a token's waiter registers under the token's lock.
     let mut stopped = std::pin::pin!(stop.cancelled());
     let mut was_cut = std::pin::pin!(cut.cancelled());
+    let mut evicted = std::pin::pin!(admitted.evicted());
     loop {
         let check_at = activity.next_check(Instant::now(), timeouts.header_read, timeouts.idle);
         if check.is_elapsed() || tokio::time::Instant::from(check_at) < check.deadline() {
@@ -177,6 +178,10 @@ async fn serve_conn(
             () = was_cut.as_mut(), if !stopping => {
                 stopping = true;
                 conn.as_mut().graceful_shutdown();
+            }
+            () = evicted.as_mut() => {
+                tracing::debug!("closing the connection that waited longest: the cap is full");
+                return;
             }
             _ = activity.changed() => {}
             () = check.as_mut() => {

@@ -144,57 +144,9 @@ fn too_large(file: &str) -> ProfileIssue {
     }
 }
 
-/// Opens `path` for reading only if it is a regular file. A FIFO, a device or a socket
-/// is refused before it is opened (opening a FIFO for reading blocks until a writer
-/// appears, out of reach of any signal handling); the opened file is checked again, so
-/// that a path swapped in between is refused too.
+/// Opens `path` for reading only if it is a regular file (a FIFO would block the load).
 fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
-    let not_regular = |ft: std::fs::FileType| {
-        let what = file_type_name(ft);
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!("not a regular file ({what}): a profile is read from a regular file"),
-        )
-    };
-    let meta = std::fs::metadata(path)?;
-    if !meta.is_file() {
-        return Err(not_regular(meta.file_type()));
-    }
-    let mut opts = std::fs::OpenOptions::new();
-    opts.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.custom_flags(libc::O_NONBLOCK);
-    }
-    let file = opts.open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(not_regular(meta.file_type()));
-    }
-    Ok(file)
-}
-
-/// What kind of non-regular file `ft` is, in words.
-fn file_type_name(ft: std::fs::FileType) -> &'static str {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if ft.is_fifo() {
-            return "a FIFO";
-        }
-        if ft.is_socket() {
-            return "a socket";
-        }
-        if ft.is_char_device() || ft.is_block_device() {
-            return "a device";
-        }
-    }
-    if ft.is_dir() {
-        "a directory"
-    } else {
-        "a special file"
-    }
+    mock_node::regular_file::open_regular(path, "a profile")
 }
 
 /// 1-based line and column just after `prefix` (valid UTF-8).

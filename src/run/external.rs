@@ -40,6 +40,22 @@ pub(super) async fn run(
         }
         None => None,
     };
+    // Refused before any request: a key no header can carry never matches.
+    let sendable = |var: &str, k: &ApiKey| {
+        mock_node::secret::validate_not_blank("its value", k.expose()).map_err(|why| {
+            StageError::UnusableKey {
+                var: var.to_string(),
+                why,
+            }
+        })
+    };
+    sendable(&x.api_key_env, &key)?;
+    if let (Some(var), Some(t)) = (&x.admin_token_env, &admin_token) {
+        sendable(var, t)?;
+    }
+    if let (Some(var), Some(t)) = (&x.mock_admin_token_env, &mock_admin_token) {
+        sendable(var, t)?;
+    }
     let truth = if !x.mock_admin.is_empty() {
         TruthSource::MockAdmin(x.mock_admin.clone(), mock_admin_token)
     } else if !x.orchestrators.is_empty() {

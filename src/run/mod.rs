@@ -105,6 +105,15 @@ pub enum StageError {
     /// A required secret is missing.
     #[error("environment variable {0} is not set (it must hold the API key)")]
     MissingKey(String),
+    /// A secret no HTTP header can carry (a space, a control character, non-ASCII).
+    #[error("environment variable {var}: {why}")]
+    UnusableKey {
+        /// The variable.
+        var: String,
+        /// What is wrong with its value.
+        #[source]
+        why: mock_node::secret::EmptySecret,
+    },
     /// The chaos schedule could not be resolved or applied.
     #[error("chaos: {0}")]
     Chaos(String),

@@ -1,6 +1,8 @@
 //! `stampede run --metrics-addr ADDR`: the live figures of a run as Prometheus metrics
 //! (`GET /metrics`), read from the same feeds as the progress line, one label set per
-//! run (accounting mode, or `external`). A finished run keeps its last figures.
+//! run (accounting mode, or `external`). A finished run keeps its last figures. The
+//! endpoint is bounded as every listener of the project
+//! ([`mock_node::http_guard::serve_bounded`]).
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -43,15 +45,15 @@ impl Telemetry {
         let app = axum::Router::new()
             .route("/metrics", get(metrics))
             .with_state(t.runs.clone());
-        let stop = t.stop.clone();
-        tokio::spawn(async move {
-            let served = axum::serve(listener, app)
-                .with_graceful_shutdown(stop.cancelled_owned())
-                .await;
-            if let Err(e) = served {
-                tracing::warn!(error = %e, "the metrics endpoint stopped");
-            }
-        });
+        // The policy of every listener of the project: deadlines, idle timeout, a fair
+        // cap below the descriptor limit.
+        tokio::spawn(mock_node::http_guard::serve_bounded(
+            listener,
+            app,
+            mock_node::http_guard::LOCAL_API_LIMITS,
+            t.stop.clone(),
+            body_timed_out,
+        ));
         Ok(t)
     }
 
@@ -72,6 +74,10 @@ impl Telemetry {
             .unwrap_or_else(|e| e.into_inner())
             .push(feed);
     }
+}
+
+fn body_timed_out(e: mock_node::http_guard::BodyTimedOut) -> axum::response::Response {
+    (axum::http::StatusCode::REQUEST_TIMEOUT, e.to_string()).into_response()
 }
 
 async fn metrics(State(runs): State<Arc<Mutex<Vec<Arc<ProgressFeed>>>>>) -> impl IntoResponse {

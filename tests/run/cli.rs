@@ -209,3 +209,69 @@ fn stampede_mock_node_is_the_mock_node_binary() {
     );
     assert_eq!(line.matches("@127.0.0.1:").count(), 3, "{line}");
 }
+
+/// `stampede validate … | head -1` exited 101, a panic on the closed stdout. With
+/// stdout's reader gone before the verb writes, every printing verb exits with its own
+/// code and no panic.
+#[test]
+fn a_closed_stdout_is_no_panic() {
+    let profile = concat!(env!("CARGO_MANIFEST_DIR"), "/profiles/burst-500.yaml");
+    for args in [
+        vec!["validate", profile, profile],
+        vec!["schema", "--report"],
+        vec!["schema"],
+    ] {
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        // The reader is gone before the verb starts: every write fails with EPIPE.
+        drop(reader);
+        let out = stampede()
+            .args(&args)
+            .stdout(writer)
+            .stderr(Stdio::piped())
+            .output()
+            .expect("stampede runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
+
+/// `compare`, `replay` and `mock-node --config` opened a FIFO and blocked until a writer
+/// came. They refuse one at once, saying what it is.
+#[test]
+fn a_fifo_is_refused_by_every_verb_that_reads_a_file() {
+    let dir = tempdir("cli-fifo");
+    let fifo = dir.join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().expect("utf-8")).expect("path");
+    // SAFETY: mkfifo reads a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let f = fifo.to_str().expect("utf-8");
+    for args in [
+        vec!["compare", f, f],
+        vec!["replay", f],
+        vec!["mock-node", "--config", f],
+    ] {
+        let mut child = stampede()
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawns");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let status = loop {
+            if let Some(s) = child.try_wait().expect("waits") {
+                break s;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("{args:?} blocked on the FIFO");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut stderr)
+            .expect("stderr");
+        assert_ne!(status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(stderr.contains("FIFO"), "{args:?}: {stderr}");
+    }
+}

@@ -194,3 +194,29 @@ fn an_unwritable_report_dir_stops_the_run_before_it_starts() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A key that is not visible ASCII was accepted at start and could never match. It is
+/// refused before any request, naming the variable, never printing the key.
+#[test]
+fn an_api_key_no_header_can_carry_is_refused_at_start() {
+    let dir = tempdir("setup-oddkey");
+    let profile = dir.join("p.yaml");
+    std::fs::write(
+        &profile,
+        "name: oddkey\nseed: 1\nplacement:\n  external:\n    url: http://127.0.0.1:9\n    \
+         api_key_env: STAMPEDE_TEST_ODD_KEY\nworkload:\n  shape:\n    burst: {count: 1}\n",
+    )
+    .expect("profile");
+    let reports = dir.join("reports");
+    let out = run_with(
+        &profile,
+        &reports,
+        &[],
+        &[("STAMPEDE_TEST_ODD_KEY", "sécret key")],
+    );
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert!(stderr.contains("STAMPEDE_TEST_ODD_KEY"), "{stderr}");
+    assert!(stderr.contains("not visible ASCII"), "{stderr}");
+    assert!(!stderr.contains("sécret"), "{stderr}");
+}

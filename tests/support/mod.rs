@@ -2,6 +2,7 @@
 //! service on loopback, bare HTTP targets, report builders, staging doubles.
 
 pub mod bare_target;
+pub mod flood;
 pub mod inline_run;
 pub mod recording_proxy;
 pub mod report;

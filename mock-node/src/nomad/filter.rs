@@ -381,21 +381,107 @@ pub fn parse(s: &str) -> Result<Expr, FilterError> {
     Ok(e)
 }
 
-impl Expr {
+/// Longest filter accepted, in bytes (an assumption: Nomad sets none, E2B's filters
+/// are under 200 bytes, and a URL rarely carries more than 8 KiB). It bounds the number
+/// of match expressions, and so the work per listed object.
+pub const MAX_FILTER_LEN: usize = 4096;
+
+/// Most memory one `matches` pattern may compile to (the `regex` crate's own bound);
+/// matching is linear in the field's length whatever the pattern.
+const MAX_PATTERN_BYTES: usize = 1 << 20;
+
+/// A parsed filter with its `matches` patterns compiled once, as go-bexpr compiles them
+/// when the evaluator is made: the work per listed object is then the expression's
+/// size times its fields' lengths, never a compilation.
+#[derive(Debug, Clone)]
+pub struct Filter {
+    expr: Expr,
+    patterns: std::collections::HashMap<String, regex::Regex>,
+}
+
+impl Filter {
+    /// Parses `s` (at most [`MAX_FILTER_LEN`] bytes) and compiles each distinct pattern.
+    pub fn new(s: &str) -> Result<Filter, FilterError> {
+        if s.len() > MAX_FILTER_LEN {
+            return Err(FilterError::Syntax(format!(
+                "the expression is {} bytes, more than the {MAX_FILTER_LEN} accepted",
+                s.len()
+            )));
+        }
+        let expr = parse(s)?;
+        let mut patterns = std::collections::HashMap::new();
+        expr.each_pattern(&mut |lit| {
+            if patterns.contains_key(lit) {
+                return Ok(());
+            }
+            let re = regex::RegexBuilder::new(lit)
+                .size_limit(MAX_PATTERN_BYTES)
+                .dfa_size_limit(MAX_PATTERN_BYTES)
+                .build()
+                .map_err(|e| FilterError::Syntax(e.to_string()))?;
+            patterns.insert(lit.to_string(), re);
+            Ok(())
+        })?;
+        Ok(Filter { expr, patterns })
+    }
+
+    /// Patterns compiled (one per distinct `matches` literal).
+    pub fn patterns(&self) -> usize {
+        self.patterns.len()
+    }
+
     /// Whether `datum` (an object's JSON form, field names as Nomad's API spells them)
     /// matches.
     pub fn eval(&self, datum: &Value) -> Result<bool, FilterError> {
+        self.expr.eval_with(datum, &self.patterns)
+    }
+}
+
+impl Expr {
+    fn each_pattern(
+        &self,
+        f: &mut impl FnMut(&str) -> Result<(), FilterError>,
+    ) -> Result<(), FilterError> {
         match self {
-            Expr::And(a, b) => Ok(a.eval(datum)? && b.eval(datum)?),
-            Expr::Or(a, b) => Ok(a.eval(datum)? || b.eval(datum)?),
-            Expr::Not(e) => Ok(!e.eval(datum)?),
+            Expr::And(a, b) | Expr::Or(a, b) => {
+                a.each_pattern(f)?;
+                b.each_pattern(f)
+            }
+            Expr::Not(e) => e.each_pattern(f),
+            Expr::Match {
+                op: Op::Matches | Op::NotMatches,
+                value,
+                ..
+            } => f(value),
+            Expr::Match { .. } => Ok(()),
+        }
+    }
+
+    fn eval_with(
+        &self,
+        datum: &Value,
+        patterns: &std::collections::HashMap<String, regex::Regex>,
+    ) -> Result<bool, FilterError> {
+        match self {
+            Expr::And(a, b) => Ok(a.eval_with(datum, patterns)? && b.eval_with(datum, patterns)?),
+            Expr::Or(a, b) => Ok(a.eval_with(datum, patterns)? || b.eval_with(datum, patterns)?),
+            Expr::Not(e) => Ok(!e.eval_with(datum, patterns)?),
             Expr::Match {
                 selector,
                 op,
                 value,
             } => {
                 let field = lookup(datum, selector)?;
-                compare(field, *op, value)
+                match op {
+                    Op::Matches | Op::NotMatches => {
+                        let re = patterns.get(value).ok_or_else(|| {
+                            FilterError::Syntax(format!("pattern {value:?} not compiled"))
+                        })?;
+                        let hit = matches(field, re)?;
+                        Ok(if *op == Op::Matches { hit } else { !hit })
+                    }
+                    _ => compare(field, *op, value),
+                }
             }
         }
     }
@@ -436,8 +522,10 @@ fn compare(field: Option<&Value>, op: Op, lit: &str) -> Result<bool, FilterError
         Op::NotEqual => !equals(field, lit)?,
         Op::Contains => contains(field, lit)?,
         Op::NotContains => !contains(field, lit)?,
-        Op::Matches => matches(field, lit)?,
-        Op::NotMatches => !matches(field, lit)?,
+        // Evaluated with their compiled pattern by `Expr::eval_with`.
+        Op::Matches | Op::NotMatches => {
+            return Err(FilterError::Syntax("a pattern without its regex".into()))
+        }
     })
 }
 
@@ -478,8 +566,7 @@ fn contains(field: Option<&Value>, lit: &str) -> Result<bool, FilterError> {
     })
 }
 
-fn matches(field: Option<&Value>, lit: &str) -> Result<bool, FilterError> {
-    let re = regex::Regex::new(lit).map_err(|e| FilterError::Syntax(e.to_string()))?;
+fn matches(field: Option<&Value>, re: &regex::Regex) -> Result<bool, FilterError> {
     Ok(match field {
         None | Some(Value::Null) => false,
         Some(Value::String(s)) => re.is_match(s),
@@ -500,7 +587,7 @@ mod tests {
 
     #[test]
     fn e2b_legacy_node_filter_selects_ready_default_pool_nodes() {
-        let e = parse(r#"Status == "ready" and NodePool == "default""#).expect("parses");
+        let e = Filter::new(r#"Status == "ready" and NodePool == "default""#).expect("parses");
         assert!(e.eval(&node()).expect("evaluates"));
         let other = json!({"Status": "ready", "NodePool": "stampede"});
         assert!(!e.eval(&other).expect("evaluates"));
@@ -509,13 +596,13 @@ mod tests {
     #[test]
     fn e2b_allocation_filter_parses() {
         let f = "ClientStatus == \"running\" and ((TaskGroup == \"template-manager\" and JobID contains \"template-manager\") or (TaskGroup == \"client-orchestrator\" and JobID contains \"orchestrator\"))";
-        parse(f).expect("E2B's template-builder filter parses");
+        Filter::new(f).expect("E2B's template-builder filter parses");
     }
 
     #[test]
     fn operators_follow_bexpr() {
         let n = node();
-        let t = |s: &str| parse(s).expect(s).eval(&n).expect(s);
+        let t = |s: &str| Filter::new(s).expect(s).eval(&n).expect(s);
         assert!(t("Status != \"down\""));
         assert!(t("ID contains `6b1e`"));
         assert!(t("\"a\" in Tags"));
@@ -539,14 +626,33 @@ mod tests {
             "Status is",
             "%",
         ] {
-            assert!(matches!(parse(bad), Err(FilterError::Syntax(_))), "{bad}");
+            assert!(
+                matches!(Filter::new(bad), Err(FilterError::Syntax(_))),
+                "{bad}"
+            );
         }
-        let e = parse("Nope == \"x\"").expect("parses");
+        let e = Filter::new("Nope == \"x\"").expect("parses");
         assert!(matches!(
             e.eval(&node()),
             Err(FilterError::UnknownField { .. })
         ));
-        let e = parse("Drain == maybe").expect("parses");
+        let e = Filter::new("Drain == maybe").expect("parses");
         assert!(matches!(e.eval(&node()), Err(FilterError::Mismatch(_))));
+    }
+
+    #[test]
+    fn a_hostile_filter_compiles_each_pattern_once_and_is_bounded() {
+        let re = "(a|aa)*(b|bb)*[a-z]{1,100}x";
+        let hostile = vec![format!("ID matches `{re}`"); 20].join(" or ");
+        let f = Filter::new(&hostile).expect("parses");
+        assert_eq!(f.patterns(), 1);
+        let n = node();
+        for _ in 0..1000 {
+            assert!(!f.eval(&n).expect("evaluates"));
+        }
+        let long = "ID matches `a` or ".repeat(MAX_FILTER_LEN / 10) + "ID == `x`";
+        assert!(matches!(Filter::new(&long), Err(FilterError::Syntax(_))));
+        let huge = format!("ID matches `{}`", "a{1000}{1000}");
+        assert!(matches!(Filter::new(&huge), Err(FilterError::Syntax(_))));
     }
 }

@@ -22,7 +22,7 @@ mod wire;
 
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use axum::extract::{Path, Query, State};
@@ -89,6 +89,7 @@ pub fn spawn(
     listener: TcpListener,
     opts: NomadOptions,
     seed: u64,
+    token: Option<crate::secret::AdminToken>,
 ) -> JoinHandle<()> {
     let stop = fleet.shutdown.clone();
     let state = Arc::new(NomadState {
@@ -98,7 +99,7 @@ pub fn spawn(
         index: AtomicU64::new(FIRST_INDEX),
         last_view: Mutex::new(0),
     });
-    let app = Router::new()
+    let mut app = Router::new()
         .route("/v1/service/{*rest}", any(service))
         .route("/v1/service/", any(missing_service_name))
         .route("/v1/services", any(services))
@@ -106,14 +107,45 @@ pub fn spawn(
         .route("/v1/allocations", any(allocations))
         .fallback(not_found)
         .with_state(state);
-    // The same bounds as the admin endpoint: a stalled client cannot hold it open.
+    if let Some(token) = token {
+        let expected: Arc<str> = token.expose().into();
+        app = app.layer(axum::middleware::from_fn(
+            move |req: axum::extract::Request, next: axum::middleware::Next| {
+                let expected = expected.clone();
+                async move { nomad_token(expected, req, next).await }
+            },
+        ));
+    }
+    // The policy of every listener of the project: a stalled client cannot hold it open.
     tokio::spawn(crate::http_guard::serve_bounded(
         listener,
         app,
-        crate::admin::ADMIN_LIMITS,
+        crate::http_guard::LOCAL_API_LIMITS,
         stop,
         body_timed_out,
     ))
+}
+
+/// Nomad's ACL check: the token in `X-Nomad-Token`, else 403 "Permission denied".
+async fn nomad_token(
+    expected: Arc<str>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let ok = req
+        .headers()
+        .get("X-Nomad-Token")
+        .is_some_and(|v| crate::secret::constant_time_eq(v.as_bytes(), expected.as_bytes()));
+    if ok {
+        next.run(req).await
+    } else {
+        (
+            StatusCode::FORBIDDEN,
+            [(header::CONTENT_TYPE, "text/plain")],
+            "Permission denied",
+        )
+            .into_response()
+    }
 }
 
 /// A request body that missed its deadline: plain text, as a Nomad agent writes errors.
@@ -179,7 +211,7 @@ async fn missing_service_name(method: Method) -> Response {
 
 /// Query parameters every list call shares.
 struct ListQuery {
-    filter: Option<filter::Expr>,
+    filter: Option<filter::Filter>,
     namespace: Option<String>,
     prefix: Option<String>,
 }
@@ -203,7 +235,7 @@ fn list_query(s: &NomadState, q: &HashMap<String, String>) -> Result<ListQuery, 
     }
     let filter = match q.get("filter").filter(|f| !f.is_empty()) {
         None => None,
-        Some(f) => Some(filter::parse(f).map_err(NomadError::FilterSyntax)?),
+        Some(f) => Some(filter::Filter::new(f).map_err(NomadError::FilterSyntax)?),
     };
     Ok(ListQuery {
         filter,
@@ -212,11 +244,18 @@ fn list_query(s: &NomadState, q: &HashMap<String, String>) -> Result<ListQuery, 
     })
 }
 
-/// Keeps the objects the filter selects; an evaluation error is Nomad's 400.
-fn select<T: Serialize>(items: Vec<T>, f: Option<&filter::Expr>) -> Result<Vec<T>, NomadError> {
-    let Some(f) = f else { return Ok(items) };
+/// Keeps the objects the filter selects; an evaluation error is Nomad's 400. Stops
+/// (answering nothing) once `gone` is set: the client hung up.
+fn select<T: Serialize>(
+    items: Vec<T>,
+    f: &filter::Filter,
+    gone: &AtomicBool,
+) -> Result<Vec<T>, NomadError> {
     let mut out = Vec::with_capacity(items.len());
     for item in items {
+        if gone.load(Ordering::Relaxed) {
+            return Ok(Vec::new());
+        }
         let datum = serde_json::to_value(&item).unwrap_or(serde_json::Value::Null);
         match f.eval(&datum) {
             Ok(true) => out.push(item),
@@ -328,9 +367,19 @@ impl NomadState {
     }
 }
 
+/// Sets its flag when dropped: the handler's future is dropped when its client hangs up.
+struct SetOnDrop(Arc<AtomicBool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
 /// Every list call: GET only, Nomad's query parameters, `items` built from them, the
-/// filter applied per object, Nomad's headers.
-fn answer_list<T: Serialize>(
+/// filter applied per object on a blocking thread (never the executor's), stopped when
+/// the client hangs up, Nomad's headers.
+async fn answer_list<T: Serialize + Send + 'static>(
     s: &NomadState,
     method: &Method,
     q: &HashMap<String, String>,
@@ -344,9 +393,19 @@ fn answer_list<T: Serialize>(
         Err(e) => return e.into_response(),
     };
     let (items, index) = items(&lq);
-    match select(items, lq.filter.as_ref()) {
-        Ok(items) => ok_json(index, &items),
-        Err(e) => e.into_response(),
+    let Some(f) = lq.filter else {
+        return ok_json(index, &items);
+    };
+    let gone = Arc::new(AtomicBool::new(false));
+    let _hung_up = SetOnDrop(gone.clone());
+    let selected = tokio::task::spawn_blocking(move || select(items, &f, &gone)).await;
+    match selected {
+        Ok(Ok(items)) => ok_json(index, &items),
+        Ok(Err(e)) => e.into_response(),
+        Err(e) => {
+            tracing::warn!(error = %e, "filter evaluation failed");
+            StatusCode::INTERNAL_SERVER_ERROR.into_response()
+        }
     }
 }
 
@@ -361,11 +420,15 @@ async fn service(
         [""] if method == Method::GET => {
             NomadError::BadRequest("missing service name").into_response()
         }
-        [name] => answer_list(&s, &method, &q, |lq| {
-            let (regs, index) = s.registrations();
-            let ours = *name == s.opts.service_name && s.namespace_matches(lq.namespace.as_deref());
-            (if ours { regs } else { Vec::new() }, index)
-        }),
+        [name] => {
+            answer_list(&s, &method, &q, |lq| {
+                let (regs, index) = s.registrations();
+                let ours =
+                    *name == s.opts.service_name && s.namespace_matches(lq.namespace.as_deref());
+                (if ours { regs } else { Vec::new() }, index)
+            })
+            .await
+        }
         // `/v1/service/<name>/<id>` is Nomad's DELETE of one registration; the virtual
         // fleet's registrations follow its nodes, so a client cannot remove one.
         [_, id] => {
@@ -400,6 +463,7 @@ async fn services(
         }
         (out, index)
     })
+    .await
 }
 
 async fn nodes(
@@ -414,6 +478,7 @@ async fn nodes(
         }
         (stubs, s.index.load(Ordering::Relaxed))
     })
+    .await
 }
 
 /// No allocations: the fleet runs no template managers. The filter is still parsed
@@ -426,4 +491,26 @@ async fn allocations(
     answer_list(&s, &method, &q, |_| {
         (Vec::<()>::new(), s.index.load(Ordering::Relaxed))
     })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A hostile filter kept a node's CPU for seconds after its client had hung up.
+    #[test]
+    fn filtering_stops_once_the_client_has_hung_up() {
+        let items: Vec<serde_json::Value> = (0..1_000)
+            .map(|k| serde_json::json!({"Name": format!("node-{k}")}))
+            .collect();
+        let f = filter::Filter::new(r#"Name matches "node-.*""#).expect("parses");
+        let kept = select(items.clone(), &f, &AtomicBool::new(false)).expect("selects");
+        assert_eq!(kept.len(), 1_000);
+        let kept = select(items, &f, &AtomicBool::new(true)).expect("selects");
+        assert!(
+            kept.is_empty(),
+            "no object is evaluated for a client that is gone"
+        );
+    }
 }

@@ -389,3 +389,19 @@ async fn stalled_admin_bodies_are_cut_at_the_deadline_and_others_served() {
     }
     f.shutdown().await;
 }
+
+/// 1,100 silent connections locked every client out of the admin API, the harness's
+/// fault and heal channel. With 2,000 silent connections and 2,000 stalled bodies held
+/// against it, a normal request is answered within a second, every time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_stalled_clients_does_not_keep_the_admin_api_from_answering() {
+    let f = fleet_with(1, |_| {}).await;
+    crate::flood::withstands(
+        f.admin_addr(),
+        b"POST /faults HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"kind\":",
+        b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        "HTTP/1.1 200",
+    )
+    .await;
+    f.shutdown().await;
+}

@@ -2,6 +2,10 @@
 
 mod support;
 
+// The flood every listener of the project is held to, shared with the harness's tests.
+#[path = "../../../tests/support/flood.rs"]
+mod flood;
+
 mod admin;
 mod admin_fuzz;
 mod config_cli;

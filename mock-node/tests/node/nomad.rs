@@ -280,3 +280,60 @@ async fn admin_and_registrations_advertise_the_given_ip() {
     let line = mock_node::cli::ready_line(&f);
     assert!(line.contains(&format!("nomad={}", f.nomad_url())), "{line}");
 }
+
+/// The Nomad API never closed idle connections: a process holding sockets cut the
+/// fleet's discovery. With 2,000 silent connections and 2,000 stalled bodies held
+/// against it, a node list is answered within a second, every time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_stalled_clients_does_not_keep_the_nomad_api_from_answering() {
+    let f = fleet_with(2, |_| {}).await;
+    let addr = f
+        .nomad_url()
+        .trim_start_matches("http://")
+        .parse()
+        .expect("nomad address");
+    crate::flood::withstands(
+        addr,
+        b"PUT /v1/nodes HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{",
+        b"GET /v1/nodes HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        "HTTP/1.1 200",
+    )
+    .await;
+    f.shutdown().await;
+}
+
+/// `--nomad-addr 0.0.0.0` was accepted without a token, and the ready line printed
+/// `nomad=http://0.0.0.0:PORT`, which no client can dial. A wildcard bind needs the
+/// admin token, which the Nomad API then asks for as Nomad does (`X-Nomad-Token`), and
+/// the ready line names a reachable address. Only loopback is dialled here.
+#[tokio::test]
+async fn a_wildcard_nomad_bind_needs_a_token_and_is_announced_reachable() {
+    use mock_node::fleet::{self, FleetError, FleetOptions};
+    let cfg = mock_node::config::ClusterConfig {
+        nodes: 1,
+        ..Default::default()
+    };
+    let mut exposed = FleetOptions::default();
+    exposed.nomad.addr = "0.0.0.0:0".parse().expect("addr");
+    let e = fleet::start(cfg.clone(), exposed.clone())
+        .await
+        .expect_err("refused");
+    assert!(matches!(e, FleetError::NomadNotLoopback(_)), "{e}");
+
+    exposed.admin_token = Some(mock_node::secret::AdminToken::new("s3cret"));
+    let f = fleet::start(cfg, exposed).await.expect("starts");
+    let line = mock_node::cli::ready_line(&f);
+    assert!(!line.contains("0.0.0.0"), "{line}");
+    let port = f.nomad_url().rsplit(':').next().expect("port").to_string();
+    let url = format!("http://127.0.0.1:{port}/v1/nodes");
+    let r = http().get(&url).send().await.expect("nomad");
+    assert_eq!(r.status().as_u16(), 403);
+    let r = http()
+        .get(&url)
+        .header("X-Nomad-Token", "s3cret")
+        .send()
+        .await
+        .expect("nomad");
+    assert_eq!(r.status().as_u16(), 200);
+    f.shutdown().await;
+}
