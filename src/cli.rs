@@ -122,16 +122,18 @@ pub enum Command {
     Serve(crate::serve::ServeArgs),
     /// Print the placement skew of a live cluster now.
     Collect(crate::collect_cmd::CollectArgs),
-    /// Compare two report.json files; exit 1 when B regressed beyond the tolerance, 2
-    /// when they cannot be compared. An external run of B is compared as A's run of
-    /// the mode it stands for.
+    /// Compare report.json files: B (the last) against a baseline (the others: one
+    /// report, or several runs of the same profile whose spread widens the margin), on
+    /// every figure the baseline's profile checks plus error rate and p99. Exit 1 when
+    /// B regressed beyond the tolerance or failed its own checks, 2 when they cannot be
+    /// compared. An external run of B is compared as A's run of the mode it stands for.
+    /// With `GITHUB_STEP_SUMMARY` set, the comparison is appended to it as Markdown.
     Compare {
-        /// Baseline report.json.
-        a: PathBuf,
-        /// Candidate report.json.
-        b: PathBuf,
-        /// Relative tolerance before a skew figure or the error rate counts as
-        /// regressed (0.1 = 10% worse).
+        /// Baseline report.json file(s), then the candidate B's.
+        #[arg(required = true, num_args = 2.., value_name = "REPORT")]
+        reports: Vec<PathBuf>,
+        /// Relative tolerance before a figure other than latency counts as regressed
+        /// (0.1 = 10% worse).
         #[arg(long, default_value_t = crate::report::DEFAULT_TOLERANCE)]
         tolerance: f64,
         /// Relative tolerance of p99 latency (3 = up to 4x A's), wide enough that a
@@ -142,6 +144,9 @@ pub enum Command {
         /// several; with one, it is that one.
         #[arg(long, value_name = "LABEL")]
         baseline_run: Option<String>,
+        /// Also write the comparison as JUnit XML to this file.
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
     },
     /// Simulate a profile in virtual time (deterministic).
     Sim(crate::sim::SimArgs),
@@ -352,20 +357,24 @@ pub async fn dispatch(
         }
         Command::Collect(args) => Ok(crate::collect_cmd::run(args).await?),
         Command::Compare {
-            a,
-            b,
+            mut reports,
             tolerance,
             latency_tolerance,
             baseline_run,
+            junit,
         } => {
-            let ra = crate::report::read_json(&a)?;
-            let rb = crate::report::read_json(&b)?;
+            let b_path = reports.pop().unwrap_or_default();
+            let baseline = reports
+                .iter()
+                .map(|p| crate::report::read_json(p))
+                .collect::<Result<Vec<_>, _>>()?;
+            let rb = crate::report::read_json(&b_path)?;
             let opts = crate::report::CompareOptions {
                 tolerance,
                 latency_tolerance,
                 baseline_run,
             };
-            let cmp = match crate::report::compare(&ra, &rb, &opts) {
+            let cmp = match crate::report::compare_with_baseline(&baseline, &rb, &opts) {
                 Ok(c) => c,
                 Err(e) => {
                     eprintln!("error: {e}");
@@ -373,6 +382,27 @@ pub async fn dispatch(
                 }
             };
             crate::report::write_comparison(&cmp, std::io::stdout().lock())?;
+            if let Some(path) = junit {
+                let mut out = Vec::new();
+                crate::report::write_comparison_junit(&cmp, &mut out)?;
+                std::fs::write(&path, out).map_err(|source| CliError::Open { path, source })?;
+            }
+            if let Some(path) = crate::report::step_summary_path() {
+                let mut md = b"\n".to_vec();
+                crate::report::write_comparison_markdown(&cmp, &mut md)?;
+                let appended = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&path)
+                    .and_then(|mut f| std::io::Write::write_all(&mut f, &md));
+                if let Err(e) = appended {
+                    eprintln!(
+                        "warning: cannot append the comparison to {} ({}): {e}",
+                        crate::report::STEP_SUMMARY_ENV,
+                        path.display()
+                    );
+                }
+            }
             Ok(if cmp.regressed {
                 ExitCode::from(1)
             } else {

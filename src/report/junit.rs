@@ -87,12 +87,12 @@ pub fn write_junit(report: &Report, mut w: impl Write) -> io::Result<()> {
 }
 
 /// `s` escaped for an XML attribute value, control characters XML 1.0 forbids dropped.
-fn attr(s: &str) -> String {
+pub(super) fn attr(s: &str) -> String {
     text(s).replace('"', "&quot;").replace('\n', "&#10;")
 }
 
 /// `s` escaped for XML character data, control characters XML 1.0 forbids dropped.
-fn text(s: &str) -> String {
+pub(super) fn text(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for ch in s.chars() {
         match ch {

@@ -4,6 +4,7 @@
 
 mod checks;
 mod compare;
+mod compare_out;
 mod distribution;
 pub mod format;
 mod html;
@@ -21,9 +22,10 @@ mod terminal;
 
 pub use checks::{bound_text, evaluate};
 pub use compare::{
-    compare, write_comparison, CompareError, CompareOptions, Comparison, Delta, RunComparison,
+    compare, compare_with_baseline, CompareError, CompareOptions, Comparison, Delta, RunComparison,
     DEFAULT_LATENCY_TOLERANCE, DEFAULT_TOLERANCE,
 };
+pub use compare_out::{write_comparison, write_comparison_junit, write_comparison_markdown};
 pub use distribution::{compact, distribution, MAX_NODE_BARS};
 pub use html::write_html;
 pub use junit::write_junit;
