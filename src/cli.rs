@@ -157,8 +157,9 @@ pub enum Command {
 #[derive(Debug, Clone, clap::Args)]
 pub struct ApiFlags {
     /// Run the profile (embedded or not) against this E2B-compatible API instead,
-    /// with the same workload and checks. A non-loopback host must be listed in the
-    /// profile's `allow_targets`.
+    /// with the same workload and checks (a URL with its scheme,
+    /// `http://127.0.0.1:3000`). A non-loopback host must be allowed with
+    /// `--allow-target HOST` or listed in the profile's `allow_targets`.
     #[arg(long, value_name = "URL")]
     pub api: Option<String>,
     /// With `--api`: env var holding the API key (default: the profile's, else
@@ -222,6 +223,12 @@ pub async fn dispatch(
             keep,
             placement_trace,
         } => {
+            if let Some(url) = &target.api {
+                if let Err(why) = check_api_flag(url) {
+                    eprintln!("error: --api `{url}`: {why}");
+                    return Ok(ExitCode::from(2));
+                }
+            }
             let api = target.api.map(|url| ApiOverride {
                 url,
                 api_key_env: target.api_key_env,
@@ -444,6 +451,25 @@ pub async fn dispatch(
                 Ok(ExitCode::from(2))
             }
         },
+    }
+}
+
+/// Why `--api`'s value is not an API base URL: it needs a scheme and a host
+/// (`http://127.0.0.1:3000`), else the profile it overrides would be blamed for it.
+fn check_api_flag(url: &str) -> Result<(), String> {
+    match reqwest::Url::parse(url) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => Ok(()),
+        Ok(u) if !matches!(u.scheme(), "http" | "https") && !url.contains("://") => {
+            Err(format!("no scheme: write it as a URL, e.g. `http://{url}`"))
+        }
+        Ok(u) => Err(format!(
+            "scheme `{}` is not http or https (e.g. `http://127.0.0.1:3000`)",
+            u.scheme()
+        )),
+        Err(_) if !url.contains("://") => {
+            Err(format!("no scheme: write it as a URL, e.g. `http://{url}`"))
+        }
+        Err(e) => Err(format!("not a URL ({e})")),
     }
 }
 

@@ -30,6 +30,7 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Runtime::new() {
@@ -49,7 +50,8 @@ fn main() -> ExitCode {
     let code = match runtime.block_on(stampede::cli::dispatch(cli, cancel, abort)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {:#}", anyhow::Error::from(e));
+            let e = anyhow::Error::from(e);
+            eprintln!("error: {}", stampede::error_chain::chain_text(e.as_ref()));
             ExitCode::from(2)
         }
     };
