@@ -4,6 +4,7 @@
 mod support;
 
 mod answers;
+mod burst_skew;
 mod chaos;
 mod determinism;
 mod evict;
