@@ -148,6 +148,22 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         junit: Option<PathBuf>,
     },
+    /// Chart each check's figure over the last runs, with its bound: `trend.html`
+    /// (script-free SVG) and `trend.md` in the output directory; with
+    /// `GITHUB_STEP_SUMMARY` set, the Markdown is appended to it. Exit 0 = written,
+    /// 2 = a report could not be read.
+    Trend {
+        /// report.json files, report directories, or directories of report directories
+        /// (e.g. `reports/`).
+        #[arg(required = true, value_name = "REPORT_OR_DIR")]
+        inputs: Vec<PathBuf>,
+        /// How many of the newest runs to show.
+        #[arg(long, default_value_t = crate::report::DEFAULT_TREND_RUNS, value_name = "N")]
+        last: usize,
+        /// Directory to write `trend.html` and `trend.md` into.
+        #[arg(long, value_name = "DIR", default_value = "reports/trend")]
+        out: PathBuf,
+    },
     /// Simulate a profile in virtual time (deterministic).
     Sim(crate::sim::SimArgs),
 }
@@ -415,6 +431,41 @@ pub async fn dispatch(
             } else {
                 ExitCode::SUCCESS
             })
+        }
+        Command::Trend { inputs, last, out } => {
+            let reports = crate::report::read_reports(&inputs)?;
+            let series = crate::report::trend(&reports, last);
+            let runs = reports.len().min(last.max(1));
+            let (mut html, mut md) = (Vec::new(), Vec::new());
+            crate::report::write_trend_html(&series, runs, &mut html)?;
+            crate::report::write_trend_markdown(&series, runs, &mut md)?;
+            let write = |name: &str, bytes: &[u8]| {
+                let path = out.join(name);
+                std::fs::create_dir_all(&out)
+                    .and_then(|()| std::fs::write(&path, bytes))
+                    .map_err(|source| CliError::Open { path, source })
+            };
+            write("trend.html", &html)?;
+            write("trend.md", &md)?;
+            if let Some(path) = crate::report::step_summary_path() {
+                let appended = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&path)
+                    .and_then(|mut f| std::io::Write::write_all(&mut f, &md));
+                if let Err(e) = appended {
+                    eprintln!(
+                        "warning: cannot append the trend to {}: {e}",
+                        path.display()
+                    );
+                }
+            }
+            println!(
+                "trend of {} checks over {runs} runs: {}",
+                series.len(),
+                out.join("trend.html").display()
+            );
+            Ok(ExitCode::SUCCESS)
         }
         Command::Replay { trace } => {
             let file = std::fs::File::open(&trace).map_err(|source| CliError::Open {

@@ -18,7 +18,9 @@ mod staging;
 mod stats;
 mod step_summary;
 mod svg;
+mod svg_trend;
 mod terminal;
+mod trend;
 
 pub use checks::{bound_text, evaluate};
 pub use compare::{
@@ -44,7 +46,12 @@ pub use stats::{LatencySummary, SkewStats};
 pub use step_summary::{
     append_step_summary, append_to_step_summary, step_summary_path, STEP_SUMMARY_ENV,
 };
+pub use svg_trend::TrendPoint;
 pub use terminal::{write_terminal, write_verdict};
+pub use trend::{
+    read_reports, trend, write_trend_html, write_trend_markdown, TrendSeries, DEFAULT_TREND_RUNS,
+    MAX_TREND_INPUTS,
+};
 
 /// JSON Schema of `report.json`, shipped as `report.schema.json` (documented in
 /// `reports/README.md`).
