@@ -81,7 +81,7 @@ fn assert_caught(mutation: &str) {
             Some(1),
             "{mutation} seed {seed} must fail: {failed:?}"
         );
-        for mode in ["optimistic", "reconciled"] {
+        for mode in ["optimistic"] {
             assert!(
                 failed.contains(&format!("{mode}/accounting_error")),
                 "{mutation} seed {seed}: {mode} accounting_error passed ({failed:?})"
@@ -129,7 +129,7 @@ fn a_stale_sync_lowers_the_accounting_error_against_the_running_truth() {
     };
     let (_, faithful) = simulate("", 7);
     let (_, stale) = simulate("stale-sync", 7);
-    for mode in ["optimistic", "reconciled"] {
+    for mode in ["optimistic"] {
         let (f, s) = (error(&faithful, mode), error(&stale, mode));
         assert!(s < f, "{mode}: stale-sync {s} vs faithful {f}");
     }
