@@ -28,6 +28,7 @@ pub mod evictor;
 pub mod lifecycle_api;
 pub mod limits;
 pub mod listen;
+pub mod new_sandbox_schema;
 pub mod node_channel;
 pub mod node_client;
 pub mod nodes_api;
