@@ -71,7 +71,7 @@ pub fn did_you_mean(path: &Path) -> Option<String> {
     let stem = file.trim_end_matches(".yaml").trim_end_matches(".yml");
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
     let mut candidates: Vec<String> = Vec::new();
-    if let Some(entries) = std::fs::read_dir(dir.unwrap_or(Path::new("."))).ok() {
+    if let Ok(entries) = std::fs::read_dir(dir.unwrap_or(Path::new("."))) {
         for e in entries.flatten().take(1000) {
             if let Some(n) = e.file_name().to_str() {
                 if n.ends_with(".yaml") || n.ends_with(".yml") {
