@@ -6,7 +6,25 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+/// A JSON object holding a `T`. serde's derived structs also read an array (as the
+/// fields in order), so `"transform": []` would pass: this refuses anything but an
+/// object, as E2B's validation does.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Obj<T>(pub T);
+
+impl<'de, T: DeserializeOwned> Deserialize<'de> for Obj<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let m = serde_json::Map::<String, Value>::deserialize(d)?;
+        serde_json::from_value(Value::Object(m))
+            .map(Obj)
+            .map_err(serde::de::Error::custom)
+    }
+}
 
 /// The accepted-and-ignored properties of a create body (flattened into
 /// [`NewSandbox`](crate::rest::NewSandbox)).
@@ -15,19 +33,19 @@ use serde::{Deserialize, Serialize};
 pub struct NewSandboxExtras {
     /// `SandboxAutoResumeConfig`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub auto_resume: Option<AutoResume>,
+    pub auto_resume: Option<Obj<AutoResume>>,
     /// `SandboxNetworkConfig`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub network: Option<NetworkConfig>,
+    pub network: Option<Obj<NetworkConfig>>,
     /// `Mcp`: any object, or `null` (the spec's `nullable`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp: Option<serde_json::Map<String, serde_json::Value>>,
     /// `SandboxIam`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub iam: Option<Iam>,
+    pub iam: Option<Obj<Iam>>,
     /// `SandboxVolumeMount` list.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub volume_mounts: Option<Vec<VolumeMount>>,
+    pub volume_mounts: Option<Vec<Obj<VolumeMount>>>,
 }
 
 /// `SandboxAutoResumeConfig`.
@@ -52,13 +70,13 @@ pub struct NetworkConfig {
     pub deny_out: Option<Vec<String>>,
     /// `SandboxEgressProxyConfig` (nullable).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub egress_proxy: Option<EgressProxy>,
+    pub egress_proxy: Option<Obj<EgressProxy>>,
     /// Host mask of the sandbox's requests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mask_request_host: Option<String>,
     /// Per-domain transform rules: a list of `SandboxNetworkRule` per domain.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rules: Option<BTreeMap<String, Vec<NetworkRule>>>,
+    pub rules: Option<BTreeMap<String, Vec<Obj<NetworkRule>>>>,
 }
 
 /// `SandboxEgressProxyConfig`.
@@ -79,7 +97,7 @@ pub struct EgressProxy {
 pub struct NetworkRule {
     /// `SandboxNetworkTransform`: an object, never an array.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub transform: Option<NetworkTransform>,
+    pub transform: Option<Obj<NetworkTransform>>,
 }
 
 /// `SandboxNetworkTransform`.
@@ -95,7 +113,7 @@ pub struct NetworkTransform {
 pub struct Iam {
     /// `SandboxIamTokens`: token name -> definition.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tokens: Option<BTreeMap<String, IamToken>>,
+    pub tokens: Option<BTreeMap<String, Obj<IamToken>>>,
 }
 
 /// `SandboxIamToken`.
@@ -136,6 +154,8 @@ mod tests {
             r#"{"templateID":"base","volumeMounts":[{"name":"v"}]}"#,
             r#"{"templateID":"base","iam":{"tokens":{"t":{"audience":"a"}}}}"#,
             r#"{"templateID":"base","mcp":[]}"#,
+            r#"{"templateID":"base","network":[]}"#,
+            r#"{"templateID":"base","volumeMounts":[["v","/d"]]}"#,
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
