@@ -130,7 +130,8 @@ mod tests {
             .map(|n| n.trim_end_matches(".yaml").to_string())
             .collect();
         files.sort();
-        let names: Vec<String> = SHIPPED.iter().map(|(n, _)| n.to_string()).collect();
+        let mut names: Vec<String> = SHIPPED.iter().map(|(n, _)| n.to_string()).collect();
+        names.sort();
         assert_eq!(names, files);
     }
 
