@@ -128,16 +128,18 @@ pub enum Command {
     Serve(crate::serve::ServeArgs),
     /// Print the placement skew of a live cluster now.
     Collect(crate::collect_cmd::CollectArgs),
-    /// Compare two report.json files; exit 1 when B regressed beyond the tolerance, 2
-    /// when they cannot be compared. An external run of B is compared as A's run of
-    /// the mode it stands for.
+    /// Compare report.json files: B (the last) against a baseline (the others: one
+    /// report, or several runs of the same profile whose spread widens the margin), on
+    /// every figure the baseline's profile checks plus error rate and p99. Exit 1 when
+    /// B regressed beyond the tolerance or failed its own checks, 2 when they cannot be
+    /// compared. An external run of B is compared as A's run of the mode it stands for.
+    /// With `GITHUB_STEP_SUMMARY` set, the comparison is appended to it as Markdown.
     Compare {
-        /// Baseline report.json.
-        a: PathBuf,
-        /// Candidate report.json.
-        b: PathBuf,
-        /// Relative tolerance before a skew figure or the error rate counts as
-        /// regressed (0.1 = 10% worse).
+        /// Baseline report.json file(s), then the candidate B's.
+        #[arg(required = true, num_args = 2.., value_name = "REPORT")]
+        reports: Vec<PathBuf>,
+        /// Relative tolerance before a figure other than latency counts as regressed
+        /// (0.1 = 10% worse).
         #[arg(long, default_value_t = crate::report::DEFAULT_TOLERANCE)]
         tolerance: f64,
         /// Relative tolerance of p99 latency (3 = up to 4x A's), wide enough that a
@@ -148,6 +150,25 @@ pub enum Command {
         /// several; with one, it is that one.
         #[arg(long, value_name = "LABEL")]
         baseline_run: Option<String>,
+        /// Also write the comparison as JUnit XML to this file.
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
+    },
+    /// Chart each check's figure over the last runs, with its bound: `trend.html`
+    /// (script-free SVG) and `trend.md` in the output directory; with
+    /// `GITHUB_STEP_SUMMARY` set, the Markdown is appended to it. Exit 0 = written,
+    /// 2 = a report could not be read.
+    Trend {
+        /// report.json files, report directories, or directories of report directories
+        /// (e.g. `reports/`).
+        #[arg(required = true, value_name = "REPORT_OR_DIR")]
+        inputs: Vec<PathBuf>,
+        /// How many of the newest runs to show.
+        #[arg(long, default_value_t = crate::report::DEFAULT_TREND_RUNS, value_name = "N")]
+        last: usize,
+        /// Directory to write `trend.html` and `trend.md` into.
+        #[arg(long, value_name = "DIR", default_value = "reports/trend")]
+        out: PathBuf,
     },
     /// Simulate a profile in virtual time (deterministic).
     Sim(crate::sim::SimArgs),
@@ -162,8 +183,9 @@ pub enum Command {
 #[derive(Debug, Clone, clap::Args)]
 pub struct ApiFlags {
     /// Run the profile (embedded or not) against this E2B-compatible API instead,
-    /// with the same workload and checks. A non-loopback host must be listed in the
-    /// profile's `allow_targets`.
+    /// with the same workload and checks (a URL with its scheme,
+    /// `http://127.0.0.1:3000`). A non-loopback host must be allowed with
+    /// `--allow-target HOST` or listed in the profile's `allow_targets`.
     #[arg(long, value_name = "URL")]
     pub api: Option<String>,
     /// With `--api`: env var holding the API key (default: the profile's, else
@@ -228,6 +250,12 @@ pub async fn dispatch(
             keep,
             placement_trace,
         } => {
+            if let Some(url) = &target.api {
+                if let Err(why) = check_api_flag(url) {
+                    eprintln!("error: --api `{url}`: {why}");
+                    return Ok(ExitCode::from(2));
+                }
+            }
             let api = target.api.map(|url| ApiOverride {
                 url,
                 api_key_env: target.api_key_env,
@@ -370,20 +398,24 @@ pub async fn dispatch(
         }
         Command::Collect(args) => Ok(crate::collect_cmd::run(args).await?),
         Command::Compare {
-            a,
-            b,
+            mut reports,
             tolerance,
             latency_tolerance,
             baseline_run,
+            junit,
         } => {
-            let ra = crate::report::read_json(&a)?;
-            let rb = crate::report::read_json(&b)?;
+            let b_path = reports.pop().unwrap_or_default();
+            let baseline = reports
+                .iter()
+                .map(|p| crate::report::read_json(p))
+                .collect::<Result<Vec<_>, _>>()?;
+            let rb = crate::report::read_json(&b_path)?;
             let opts = crate::report::CompareOptions {
                 tolerance,
                 latency_tolerance,
                 baseline_run,
             };
-            let cmp = match crate::report::compare(&ra, &rb, &opts) {
+            let cmp = match crate::report::compare_with_baseline(&baseline, &rb, &opts) {
                 Ok(c) => c,
                 Err(e) => {
                     eprintln!("error: {e}");
@@ -394,11 +426,67 @@ pub async fn dispatch(
                 &cmp,
                 std::io::stdout().lock(),
             ))?;
+            if let Some(path) = junit {
+                let mut out = Vec::new();
+                crate::report::write_comparison_junit(&cmp, &mut out)?;
+                std::fs::write(&path, out).map_err(|source| CliError::Open { path, source })?;
+            }
+            if let Some(path) = crate::report::step_summary_path() {
+                let mut md = b"\n".to_vec();
+                crate::report::write_comparison_markdown(&cmp, &mut md)?;
+                let appended = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&path)
+                    .and_then(|mut f| std::io::Write::write_all(&mut f, &md));
+                if let Err(e) = appended {
+                    eprintln!(
+                        "warning: cannot append the comparison to {} ({}): {e}",
+                        crate::report::STEP_SUMMARY_ENV,
+                        path.display()
+                    );
+                }
+            }
             Ok(if cmp.regressed {
                 ExitCode::from(1)
             } else {
                 ExitCode::SUCCESS
             })
+        }
+        Command::Trend { inputs, last, out } => {
+            let reports = crate::report::read_reports(&inputs)?;
+            let series = crate::report::trend(&reports, last);
+            let runs = reports.len().min(last.max(1));
+            let (mut html, mut md) = (Vec::new(), Vec::new());
+            crate::report::write_trend_html(&series, runs, &mut html)?;
+            crate::report::write_trend_markdown(&series, runs, &mut md)?;
+            let write = |name: &str, bytes: &[u8]| {
+                let path = out.join(name);
+                std::fs::create_dir_all(&out)
+                    .and_then(|()| std::fs::write(&path, bytes))
+                    .map_err(|source| CliError::Open { path, source })
+            };
+            write("trend.html", &html)?;
+            write("trend.md", &md)?;
+            if let Some(path) = crate::report::step_summary_path() {
+                let appended = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&path)
+                    .and_then(|mut f| std::io::Write::write_all(&mut f, &md));
+                if let Err(e) = appended {
+                    eprintln!(
+                        "warning: cannot append the trend to {}: {e}",
+                        path.display()
+                    );
+                }
+            }
+            println!(
+                "trend of {} checks over {runs} runs: {}",
+                series.len(),
+                out.join("trend.html").display()
+            );
+            Ok(ExitCode::SUCCESS)
         }
         Command::Replay { trace } => {
             let file = mock_node::regular_file::open_regular(&trace, "a placement trace").map_err(
@@ -446,6 +534,25 @@ pub async fn dispatch(
                 Ok(ExitCode::from(2))
             }
         },
+    }
+}
+
+/// Why `--api`'s value is not an API base URL: it needs a scheme and a host
+/// (`http://127.0.0.1:3000`), else the profile it overrides would be blamed for it.
+fn check_api_flag(url: &str) -> Result<(), String> {
+    match reqwest::Url::parse(url) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => Ok(()),
+        Ok(u) if !matches!(u.scheme(), "http" | "https") && !url.contains("://") => {
+            Err(format!("no scheme: write it as a URL, e.g. `http://{url}`"))
+        }
+        Ok(u) => Err(format!(
+            "scheme `{}` is not http or https (e.g. `http://127.0.0.1:3000`)",
+            u.scheme()
+        )),
+        Err(_) if !url.contains("://") => {
+            Err(format!("no scheme: write it as a URL, e.g. `http://{url}`"))
+        }
+        Err(e) => Err(format!("not a URL ({e})")),
     }
 }
 

@@ -30,6 +30,7 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(|| stampede::redact::RedactingWriter(std::io::stderr()))
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
     // A run holds a connection per in-flight create and its metrics endpoint's clients:
@@ -54,7 +55,8 @@ fn main() -> ExitCode {
     let code = match runtime.block_on(stampede::cli::dispatch(cli, cancel, abort)) {
         Ok(code) => code,
         Err(e) => {
-            let text = format!("{:#}", anyhow::Error::from(e));
+            let e = anyhow::Error::from(e);
+            let text = stampede::error_chain::chain_text(e.as_ref());
             eprintln!("error: {}", stampede::redact::redact_userinfo(&text));
             ExitCode::from(2)
         }

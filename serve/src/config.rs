@@ -12,6 +12,10 @@ use super::error::ServeError;
 /// Local use only: it is published here.
 pub const DEFAULT_API_KEY: &str = "e2b_stampede_local_key";
 
+/// `envdVersion` a sandbox answer carries by default: E2B's envd version at the
+/// snapshot this project follows (`packages/envd/pkg/version.go`).
+pub const DEFAULT_ENVD_VERSION: &str = "0.6.13";
+
 /// Default [`ServeConfig::header_read_timeout`]: 10 s.
 pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -88,7 +92,9 @@ pub struct ServeConfig {
     /// Longest sandbox `timeout` a create may ask for, in hours (E2B: the team's
     /// `MaxLengthHours`). Default 24.
     pub max_length_hours: u32,
-    /// `envdVersion` returned in Sandbox answers.
+    /// `envdVersion` returned in Sandbox answers. Default [`DEFAULT_ENVD_VERSION`], so
+    /// that an SDK that gates features on it (or warns of an old template) treats the
+    /// sandbox as current.
     pub envd_version: String,
     /// A connection must deliver a complete request head this soon after it opens (on
     /// HTTP/1 also after the previous answer, so it bounds idle keep-alive too); else it
@@ -134,7 +140,7 @@ impl Default for ServeConfig {
             kill_orphans: true,
             orphan_grace: stampede_placement::evict::ORPHAN_GRACE,
             max_length_hours: 24,
-            envd_version: "0.2.0".to_string(),
+            envd_version: DEFAULT_ENVD_VERSION.to_string(),
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,

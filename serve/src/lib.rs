@@ -30,6 +30,7 @@ pub mod lifecycle_api;
 pub mod limits;
 pub mod listen;
 pub mod memory_trim;
+pub mod new_sandbox_schema;
 pub mod node_channel;
 pub mod node_client;
 pub mod nodes_api;

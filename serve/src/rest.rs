@@ -81,6 +81,10 @@ pub struct NewSandbox {
         skip_serializing_if = "Option::is_none"
     )]
     pub memory_mb: Option<u32>,
+    /// The rest of E2B's `NewSandbox` (network, IAM, auto-resume, MCP, volume mounts):
+    /// type-checked as the spec says, then ignored.
+    #[serde(flatten)]
+    pub extras: crate::new_sandbox_schema::NewSandboxExtras,
 }
 
 /// A present property must hold a value: `null` is not one where the spec does not say

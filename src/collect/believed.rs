@@ -74,8 +74,20 @@ pub async fn fetch_api_nodes(
         req = req.header("X-Admin-Token", t.expose());
     }
     let resp = req.send().await.map_err(|e| http(e.into()))?;
-    if !resp.status().is_success() {
-        return Err(http(format!("status {}", resp.status()).into()));
+    let status = resp.status();
+    if !status.is_success() {
+        let hint = match (status.as_u16(), admin_token) {
+            (401 | 403, None) => {
+                " (no admin token was sent: name the env var holding it with \
+                 --admin-token-env VAR or the profile's placement.external.admin_token_env)"
+            }
+            (401 | 403, Some(_)) => {
+                " (the admin token was refused: check the value of the env var \
+                 --admin-token-env names)"
+            }
+            _ => "",
+        };
+        return Err(http(format!("status {status}{hint}").into()));
     }
     resp.json().await.map_err(|e| http(e.into()))
 }

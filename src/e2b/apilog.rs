@@ -36,12 +36,17 @@ pub struct LogSummary {
     pub head: Vec<String>,
     /// Every ERROR-or-worse entry line up to 200.
     pub errors: Vec<String>,
+    /// The first continuation lines (a panic's or an error's stack), up to 200.
+    pub traces: Vec<String>,
 }
 
-/// The compactor: feed it lines; it notes when the sync line appears.
+/// The compactor: feed it lines; it notes when the sync line appears. Every kept line
+/// has the run's secrets blanked: E2B's panic recovery prints the request's headers,
+/// the API key among them.
 #[derive(Debug)]
 pub struct LogCompactor {
     summary: LogSummary,
+    secrets: Vec<String>,
     sync_line: String,
     /// When the sync line was read (monotonic and wall clock).
     pub sync_seen: Option<(Instant, SystemTime)>,
@@ -52,13 +57,32 @@ impl LogCompactor {
     pub fn new(sync_line: &str) -> Self {
         LogCompactor {
             summary: LogSummary::default(),
+            secrets: Vec::new(),
             sync_line: sync_line.to_string(),
             sync_seen: None,
         }
     }
 
+    /// Blanks `secret` in every line kept from now on.
+    pub fn redact(&mut self, secret: &str) {
+        if !secret.is_empty() {
+            self.secrets.push(secret.to_string());
+        }
+    }
+
     /// Takes one line (without its newline).
     pub fn line(&mut self, line: &str) {
+        if self.secrets.iter().any(|k| line.contains(k.as_str())) {
+            let mut clean = line.to_string();
+            for k in &self.secrets {
+                clean = clean.replace(k.as_str(), "***");
+            }
+            return self.line_clean(&clean);
+        }
+        self.line_clean(line)
+    }
+
+    fn line_clean(&mut self, line: &str) {
         let s = &mut self.summary;
         s.lines += 1;
         s.bytes += line.len() as u64 + 1;
@@ -66,8 +90,12 @@ impl LogCompactor {
         {
             self.sync_seen = Some((Instant::now(), SystemTime::now()));
         }
-        let Some((level, message, fields)) = parse_entry(line) else {
+        let clean = strip_ansi(line);
+        let Some((level, message, fields)) = parse_entry(&clean) else {
             s.dropped_lines += 1;
+            if s.traces.len() < HEAD_LINES {
+                s.traces.push(cap(&clean).to_string());
+            }
             return;
         };
         let key = format!("{level} {message}");
@@ -79,7 +107,7 @@ impl LogCompactor {
                 .entry(node.to_string())
                 .or_default() += 1;
         }
-        let cut = || cap(line).to_string();
+        let cut = || cap(&clean).to_string();
         if s.head.len() < HEAD_LINES {
             s.head.push(cut());
         }
@@ -105,12 +133,40 @@ fn cap(line: &str) -> &str {
     &line[..end]
 }
 
-/// `(level, message, fields)` of an entry line of zap's console encoder
-/// (`TIME\tLEVEL\tCALLER\tMESSAGE\tFIELDS`, the caller optional), or of a plain
-/// `TIME LEVEL message` line; `None` for a continuation line.
+/// `line` without ANSI colour sequences (E2B's console encoder colours the level).
+fn strip_ansi(line: &str) -> std::borrow::Cow<'_, str> {
+    if !line.contains('\u{1b}') {
+        return std::borrow::Cow::Borrowed(line);
+    }
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // CSI: ESC [ ... final byte in '@'..='~'.
+            for d in chars.by_ref() {
+                if ('@'..='~').contains(&d) && d != '[' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// `(level, message, fields)` of an entry line of zap's console encoder: `TIME`,
+/// `LEVEL`, an optional `CALLER`, `MESSAGE` and JSON `FIELDS`, separated by tabs (zap's
+/// default) or by two spaces (E2B's `GetConsoleEncoderConfig`, which also colours the
+/// level and omits the caller); `None` for a continuation line.
 fn parse_entry(line: &str) -> Option<(&str, &str, &str)> {
     const LEVELS: [&str; 7] = ["DEBUG", "INFO", "WARN", "ERROR", "DPANIC", "PANIC", "FATAL"];
-    let mut parts = line.split('\t');
+    let parts: Vec<&str> = if line.contains('\t') {
+        line.split('\t').collect()
+    } else {
+        line.split("  ").filter(|p| !p.is_empty()).collect()
+    };
+    let mut parts = parts.into_iter();
     let time = parts.next()?;
     if !time.starts_with(|c: char| c.is_ascii_digit()) || !time.contains(':') {
         return None;
@@ -118,7 +174,7 @@ fn parse_entry(line: &str) -> Option<(&str, &str, &str)> {
     let level = parts.next()?.trim();
     let level = LEVELS.into_iter().find(|l| *l == level)?;
     let mut rest: Vec<&str> = parts.collect();
-    if rest.first().is_some_and(|c| c.contains(".go:")) {
+    if rest.first().is_some_and(|c| c.contains(".go:") && !c.contains(' ')) {
         rest.remove(0);
     }
     let message = rest.first().copied().unwrap_or("").trim();
@@ -163,6 +219,29 @@ mod tests {
         );
         assert_eq!(s.errors.len(), 1);
         assert_eq!(s.head.len(), 4);
+    }
+
+    #[test]
+    fn reads_e2b_console_lines_with_coloured_levels_and_two_space_separators() {
+        let mut c = LogCompactor::new(E2B_INITIAL_SYNC);
+        c.line("2026-12-04T21:49:40.123Z  \u{1b}[33mWARN\u{1b}[0m  Node exhausted, trying another node  {\"node.id\": \"node-01\"}");
+        c.line("2026-12-04T21:49:40.124Z  \u{1b}[34mINFO\u{1b}[0m  Running the initial node sync  {\"service\": \"api\"}");
+        let s = c.summary();
+        assert_eq!(s.dropped_lines, 0);
+        assert_eq!(s.per_node["WARN Node exhausted, trying another node"]["node-01"], 1);
+        assert_eq!(s.messages["INFO Running the initial node sync"], 1);
+        assert!(!s.head[0].contains('\u{1b}'));
+    }
+
+    #[test]
+    fn secrets_are_blanked_in_every_kept_line() {
+        let mut c = LogCompactor::new(E2B_INITIAL_SYNC);
+        c.redact("e2b_sekrit");
+        c.line("X-Api-Key: e2b_sekrit");
+        c.line("2026-12-04T21:49:40.123Z  ERROR  boom key=e2b_sekrit");
+        let text = serde_json::to_string(c.summary()).unwrap();
+        assert!(!text.contains("sekrit"), "{text}");
+        assert!(text.contains("X-Api-Key: ***"), "{text}");
     }
 
     #[test]

@@ -183,7 +183,11 @@ pub async fn template_and_limits(
         "now()".into(),
         "now()".into(),
     ];
+    // A template build as E2B's template manager leaves it: the API dereferences the
+    // total disk size when it starts a sandbox (`create_instance.go`), so a build
+    // without one crashes the create after placement (1 GiB: an assumption).
     for (c, v) in [
+        ("total_disk_size_mb", "1024".to_string()),
         ("envd_version", "'0.2.4'".to_string()),
         ("cpu_architecture", format!("'{}'", q(&cpu.architecture))),
         ("cpu_family", format!("'{}'", q(&cpu.family))),

@@ -250,6 +250,10 @@ async fn trial_steps(
     };
     let admin = secret();
     write_secrets(&plan.dir, &api_key, &admin)?;
+    if let Ok(mut l) = log.lock() {
+        l.redact(&api_key);
+        l.redact(&admin);
+    }
 
     // The fleet.
     let loopback_ips = matches!(plan.api, ApiKind::E2b(_));
@@ -262,7 +266,14 @@ async fn trial_steps(
         .stderr(file(&plan.dir, "mock-node.err")?);
     let p = procs.spawn("mock-node", cmd, libc::SIGTERM, Duration::from_secs(5))?;
     let stdout = p.child.stdout.take().expect("piped");
-    let ready = read_ready_line(stdout, plan.dir.join("mock-node.log")).await?;
+    let ready = match read_ready_line(stdout, plan.dir.join("mock-node.log")).await {
+        Ok(r) => r,
+        Err(e) => {
+            let said = std::fs::read_to_string(plan.dir.join("mock-node.err")).unwrap_or_default();
+            let last = said.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+            return Err(step(format!("{e}: {last}")));
+        }
+    };
     let field = |k: &str| {
         ready
             .split_whitespace()

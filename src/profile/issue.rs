@@ -45,6 +45,17 @@ pub enum ProfileError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// No file at the path, and no shipped profile of that name.
+    #[error("{}: no such profile file{}", path.display(), match suggestion {
+        Some(s) => format!(" (did you mean `{s}`?)"),
+        None => format!(" (shipped profiles: {})", super::SHIPPED.map(|s| s.0).join(", ")),
+    })]
+    NotFound {
+        /// The path given.
+        path: PathBuf,
+        /// The closest existing or shipped name.
+        suggestion: Option<String>,
+    },
     /// The YAML is malformed or does not fit the profile format.
     #[error("{0}")]
     Parse(ProfileIssue),

@@ -22,6 +22,15 @@ impl Source {
     /// at its line and column).
     pub fn read(path: &Path) -> Result<Self, ProfileError> {
         use std::io::Read;
+        if !path.exists() {
+            if let Some((name, text)) = super::shipped(path) {
+                return Ok(Source::inline(format!("{name}.yaml (built in)"), text));
+            }
+            return Err(ProfileError::NotFound {
+                path: path.to_path_buf(),
+                suggestion: super::did_you_mean(path),
+            });
+        }
         let file = path.display().to_string();
         let io = |source| ProfileError::Read {
             path: path.to_path_buf(),

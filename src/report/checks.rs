@@ -42,7 +42,7 @@ pub fn evaluate(checks: &Checks, report: &Report) -> Vec<CheckOutcome> {
 /// The figure check `id` judges in `run` (milliseconds for a latency), or why the run
 /// has none. A figure that would pass any bound vacuously is refused: CV 0 and Jain 1 of
 /// an empty fleet are not an even spread.
-fn figure(id: CheckId, run: &RunResult) -> Result<f64, String> {
+pub(super) fn figure(id: CheckId, run: &RunResult) -> Result<f64, String> {
     let skew = |f: fn(&RunResult) -> f64| {
         if run.skew.counts.is_empty() {
             Err("no per-node counts in this run".to_string())

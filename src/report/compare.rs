@@ -1,80 +1,84 @@
-//! `stampede compare A B`: per-run deltas of two reports and a regression verdict.
-
-use std::io::{self, Write};
+//! `stampede compare BASELINE... B`: B's figures against the baseline's, on every figure
+//! the profile guards, and a regression verdict.
+//!
+//! The figures compared for a run are those its profile checks in the baseline (every
+//! entry of A's `checks` for that run, e.g. `running_cv_mean` and `accounting_error`),
+//! plus error rate and p99 latency always, plus the end-of-run skew (CV, max/mean, Jain)
+//! when A's run ends with sandboxes on its nodes (with lifetimes the fleet ends empty
+//! and those figures say nothing). B regresses on a figure when it is worse than the
+//! baseline by more than `max(tolerance x |baseline|, floor)`; a baseline of several
+//! reports is judged by its worst value, and its spread (worst - best) widens the margin.
+//! A B that failed its own checks or is incomplete never compares as "no regression".
 
 use serde::{Deserialize, Serialize};
-use tabled::builder::Builder;
-use tabled::settings::Style;
 
+use crate::profile::{CheckId, CHECKS};
+
+use super::checks::figure;
 use super::model::{Report, RunResult};
 
-/// A compared figure: its name, which direction is better, and the absolute change
-/// below which a difference is noise whatever the relative tolerance says.
-struct Metric {
-    name: &'static str,
+/// How a figure is judged: which way is better, the absolute change below which a
+/// difference is noise, and which tolerance applies.
+struct Judge {
     lower_is_better: bool,
     floor: f64,
-    /// Judged with the latency tolerance rather than the figures' one.
     latency: bool,
-    get: fn(&RunResult) -> f64,
 }
 
-/// The figures compared, in output order. Floors: CV and Jain 0.01, max/mean 0.05,
-/// error rate 0.001 (0.1 point), p99 5 ms.
-const METRICS: [Metric; 5] = [
-    Metric {
-        name: "cv",
+/// The judgement of each check's figure. Floors are the smallest change that means
+/// something at the figure's scale (an assumption, stated here once): CV-like figures
+/// 0.01 (max/mean 0.05, a running peak 0.02), fractions of creates 0.001 (0.1 point),
+/// latency 5 ms, accounting error 0.1 vCPU, a peak of retries 1/s; counts of lost,
+/// duplicated or cancelled sandboxes 0 (any increase counts).
+fn judge(id: CheckId) -> Judge {
+    let lower = |floor: f64| Judge {
         lower_is_better: true,
-        floor: 0.01,
+        floor,
         latency: false,
-        get: |r| r.skew.cv,
-    },
-    Metric {
-        name: "max_over_mean",
-        lower_is_better: true,
-        floor: 0.05,
-        latency: false,
-        get: |r| r.skew.max_over_mean,
-    },
-    Metric {
-        name: "jain",
-        lower_is_better: false,
-        floor: 0.01,
-        latency: false,
-        get: |r| r.skew.jain,
-    },
-    Metric {
-        name: "error_rate",
-        lower_is_better: true,
-        floor: 0.001,
-        latency: false,
-        get: |r| r.error_rate,
-    },
-    Metric {
-        name: "p99_ms",
-        lower_is_better: true,
-        floor: 5.0,
-        latency: true,
-        get: |r| r.latency.p99_ms,
-    },
-];
+    };
+    match id {
+        CheckId::Cv | CheckId::PlacementsCv | CheckId::RunningCvMean => lower(0.01),
+        CheckId::RunningCvPeak => lower(0.02),
+        CheckId::MaxOverMean => lower(0.05),
+        CheckId::Jain => Judge {
+            lower_is_better: false,
+            floor: 0.01,
+            latency: false,
+        },
+        CheckId::ErrorRate | CheckId::Limited => lower(0.001),
+        CheckId::P99Latency => Judge {
+            lower_is_better: true,
+            floor: 5.0,
+            latency: true,
+        },
+        CheckId::Lost | CheckId::Duplicated | CheckId::Cancelled => lower(0.0),
+        CheckId::RetriesPerSPeak => lower(1.0),
+        CheckId::AccountingError => lower(0.1),
+    }
+}
 
-/// Relative tolerance of `p99_ms` by default: B's p99 may be up to 4x A's. The same
+/// Figures compared whether or not the profile checks them.
+const ALWAYS: [CheckId; 2] = [CheckId::ErrorRate, CheckId::P99Latency];
+
+/// End-of-run skew figures, compared when the baseline's run ends with sandboxes placed.
+const FINAL_SKEW: [CheckId; 3] = [CheckId::Cv, CheckId::MaxOverMean, CheckId::Jain];
+
+/// Relative tolerance of `p99_latency` by default: B's p99 may be up to 4x A's. The same
 /// embedded nightly run ten times on a 2-core machine at load 8.7 spread its p99 over
 /// 22-66 ms, a largest ratio of 2.95 between two runs (docs/benchmarks.md, "p99 from
-/// run to run"); 4x leaves room over that. The skew figures, which do not depend on the
-/// runner's load, keep the tight tolerance.
+/// run to run"); 4x leaves room over that. The other figures, which do not depend on
+/// the runner's load, keep the tight tolerance.
 pub const DEFAULT_LATENCY_TOLERANCE: f64 = 3.0;
 
 /// Relative tolerance of every figure but latency by default (0.1 = 10%).
 pub const DEFAULT_TOLERANCE: f64 = 0.1;
 
-/// How `stampede compare` judges B against A.
+/// How `stampede compare` judges B against the baseline.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CompareOptions {
-    /// Relative tolerance of the skew figures and the error rate (0.1 = 10% worse).
+    /// Relative tolerance of every figure but latency (0.1 = 10% worse).
     pub tolerance: f64,
-    /// Relative tolerance of latency (`p99_ms`).
+    /// Relative tolerance of latency (`p99_latency`).
     pub latency_tolerance: f64,
     /// A's run that B's external run stands for (its accounting mode, e.g.
     /// `reported`); needed only when A has several runs.
@@ -109,15 +113,20 @@ pub enum CompareError {
     /// `--baseline-run` names no run of A.
     #[error("--baseline-run `{0}`: A has no such run")]
     NoSuchRun(String),
+    /// No baseline report was given.
+    #[error("no baseline report to compare with")]
+    NoBaseline,
 }
 
-/// Result of comparing report B against baseline A.
+/// Result of comparing report B against a baseline of one report or several.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
     /// Profile of A.
     pub a_profile: String,
     /// Profile of B.
     pub b_profile: String,
+    /// Reports the baseline is made of.
+    pub baseline_reports: usize,
     /// Relative tolerance used (0.1 = 10%).
     pub tolerance: f64,
     /// Relative tolerance used for latency.
@@ -132,7 +141,12 @@ pub struct Comparison {
     pub missing_in_b: Vec<String>,
     /// Labels of B's runs that A lacks (informational).
     pub new_in_b: Vec<String>,
-    /// True when any figure regressed or a run is missing in B.
+    /// B's own failed checks, `run: message` (a regression whatever the figures say).
+    pub b_failed_checks: Vec<String>,
+    /// Why B is incomplete, when it is (a regression: its figures cover part of a run).
+    pub b_incomplete: Option<String>,
+    /// True when a figure regressed, a run is missing in B, B failed its own checks or
+    /// B is incomplete.
     pub regressed: bool,
 }
 
@@ -147,27 +161,43 @@ pub struct RunComparison {
     pub regressed: bool,
 }
 
-/// One figure in A and B.
+/// One figure in the baseline and in B.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Delta {
-    /// Figure name (`cv`, `max_over_mean`, `jain`, `error_rate`, `p99_ms`).
+    /// Figure name: the check's (`running_cv_mean`, `accounting_error`, `p99_latency`
+    /// in ms, ...).
     pub metric: String,
-    /// Value in A.
+    /// The baseline's value: its worst over the baseline's reports.
     pub a: f64,
-    /// Value in B.
-    pub b: f64,
+    /// Worst minus best over the baseline's reports (0 for one report).
+    pub spread: f64,
+    /// Value in B; none when B lacks the figure (a regression: coverage lost).
+    pub b: Option<f64>,
     /// b - a.
-    pub delta: f64,
-    /// B is worse than A by more than max(tolerance * |a|, the figure's floor).
+    pub delta: Option<f64>,
+    /// How much worse than `a` B may be: max(tolerance x |a|, spread, floor).
+    pub allowed: f64,
+    /// B is worse than `a` by more than `allowed`, or lacks the figure.
     pub regressed: bool,
+    /// Why B has no value, when it has none.
+    pub note: Option<String>,
 }
 
 /// Compare B against baseline A, pairing runs by label; an external run of B (against
 /// an API stampede did not start) that A lacks is paired with `opts.baseline_run`, or
-/// with A's only run. Tolerances are relative (0.1 = B may be 10% worse); a small
-/// absolute floor per figure keeps noise on tiny values (CV 0.010 -> 0.012) from
-/// counting as a regression.
+/// with A's only run.
 pub fn compare(a: &Report, b: &Report, opts: &CompareOptions) -> Result<Comparison, CompareError> {
+    compare_with_baseline(std::slice::from_ref(a), b, opts)
+}
+
+/// Compare B against a baseline made of one report or several runs of the same profile
+/// (`baseline[0]` gives the runs and checks; the others add their figures to the spread).
+pub fn compare_with_baseline(
+    baseline: &[Report],
+    b: &Report,
+    opts: &CompareOptions,
+) -> Result<Comparison, CompareError> {
+    let a = baseline.first().ok_or(CompareError::NoBaseline)?;
     let clean = |t: f64| if t.is_finite() { t.max(0.0) } else { 0.0 };
     let (tolerance, latency_tolerance) = (clean(opts.tolerance), clean(opts.latency_tolerance));
     let mapped = external_pairing(a, b, opts)?;
@@ -187,24 +217,16 @@ pub fn compare(a: &Report, b: &Report, opts: &CompareOptions) -> Result<Comparis
             missing_in_b.push(ra.label.clone());
             continue;
         };
-        let deltas: Vec<Delta> = METRICS
-            .iter()
-            .map(|m| {
-                let (va, vb) = ((m.get)(ra), (m.get)(rb));
-                let worse_by = if m.lower_is_better { vb - va } else { va - vb };
-                let t = if m.latency {
+        let same_runs: Vec<&RunResult> = baseline.iter().filter_map(|r| r.run(&ra.label)).collect();
+        let deltas: Vec<Delta> = compared_figures(a, ra)
+            .into_iter()
+            .filter_map(|id| {
+                let t = if judge(id).latency {
                     latency_tolerance
                 } else {
                     tolerance
                 };
-                let allowed = (t * va.abs()).max(m.floor);
-                Delta {
-                    metric: m.name.to_string(),
-                    a: va,
-                    b: vb,
-                    delta: vb - va,
-                    regressed: !vb.is_finite() || worse_by > allowed,
-                }
+                delta(id, &same_runs, rb, t)
             })
             .collect();
         runs.push(RunComparison {
@@ -220,17 +242,93 @@ pub fn compare(a: &Report, b: &Report, opts: &CompareOptions) -> Result<Comparis
         .filter(|r| mapped.as_ref().is_none_or(|(ext, _)| *ext != r.label))
         .map(|r| r.label.clone())
         .collect();
+    let b_failed_checks: Vec<String> = b
+        .checks
+        .iter()
+        .filter(|c| !c.passed)
+        .map(|c| format!("{}: {}", c.run, c.message))
+        .collect();
+    let b_incomplete = b.incomplete.then(|| {
+        b.incomplete_reason
+            .clone()
+            .unwrap_or_else(|| "unknown".into())
+    });
     Ok(Comparison {
         a_profile: a.profile.clone(),
         b_profile: b.profile.clone(),
+        baseline_reports: baseline.len(),
         tolerance,
         latency_tolerance,
-        regressed: !missing_in_b.is_empty() || runs.iter().any(|r| r.regressed),
+        regressed: !missing_in_b.is_empty()
+            || runs.iter().any(|r| r.regressed)
+            || !b_failed_checks.is_empty()
+            || b_incomplete.is_some(),
         mapped,
         not_compared,
         runs,
         missing_in_b,
         new_in_b,
+        b_failed_checks,
+        b_incomplete,
+    })
+}
+
+/// The figures compared for A's run `ra`, in the order of [`CHECKS`]: those A's profile
+/// checks on it, error rate and p99 always, the end-of-run skew when it is measurable.
+fn compared_figures(a: &Report, ra: &RunResult) -> Vec<CheckId> {
+    let checked = |name: &str| {
+        a.checks
+            .iter()
+            .any(|c| c.run == ra.label && c.check == name)
+    };
+    CHECKS
+        .iter()
+        .filter(|d| {
+            checked(d.name)
+                || ALWAYS.contains(&d.id)
+                || (FINAL_SKEW.contains(&d.id) && figure(d.id, ra).is_ok())
+        })
+        .map(|d| d.id)
+        .collect()
+}
+
+/// One figure judged; none when no baseline report measured it.
+fn delta(id: CheckId, baseline: &[&RunResult], rb: &RunResult, tolerance: f64) -> Option<Delta> {
+    let j = judge(id);
+    let name = CHECKS.iter().find(|d| d.id == id).map_or("?", |d| d.name);
+    let values: Vec<f64> = baseline
+        .iter()
+        .filter_map(|r| figure(id, r).ok())
+        .filter(|v| v.is_finite())
+        .collect();
+    let (lo, hi) = values
+        .iter()
+        .fold(None, |acc: Option<(f64, f64)>, &v| match acc {
+            None => Some((v, v)),
+            Some((lo, hi)) => Some((lo.min(v), hi.max(v))),
+        })?;
+    let (a, spread) = (if j.lower_is_better { hi } else { lo }, hi - lo);
+    let allowed = (tolerance * a.abs()).max(spread).max(j.floor);
+    let (b, note) = match figure(id, rb) {
+        Ok(v) => (Some(v), None),
+        Err(why) => (None, Some(why)),
+    };
+    let regressed = match b {
+        Some(v) if v.is_finite() => {
+            let worse_by = if j.lower_is_better { v - a } else { a - v };
+            worse_by > allowed
+        }
+        _ => true,
+    };
+    Some(Delta {
+        metric: name.to_string(),
+        a,
+        spread,
+        b,
+        delta: b.map(|v| v - a),
+        allowed,
+        regressed,
+        note,
     })
 }
 
@@ -259,61 +357,4 @@ fn external_pairing(
         }
     };
     Ok(Some((rb.label.clone(), base)))
-}
-
-/// Print a comparison as a table plus a verdict line.
-pub fn write_comparison(c: &Comparison, mut w: impl Write) -> io::Result<()> {
-    writeln!(
-        w,
-        "compare {} (A) -> {} (B), tolerance {:.1}% (latency {:.0}%)",
-        c.a_profile,
-        c.b_profile,
-        c.tolerance * 100.0,
-        c.latency_tolerance * 100.0
-    )?;
-    if let Some((ext, base)) = &c.mapped {
-        writeln!(
-            w,
-            "B's run `{ext}` (external API) compared as A's run `{base}`"
-        )?;
-    }
-    let mut t = Builder::default();
-    t.push_record(["run", "figure", "A", "B", "delta", "verdict"]);
-    for r in &c.runs {
-        for d in &r.deltas {
-            t.push_record([
-                r.label.clone(),
-                d.metric.clone(),
-                format!("{:.4}", d.a),
-                format!("{:.4}", d.b),
-                format!("{:+.4}", d.delta),
-                if d.regressed {
-                    "REGRESSED".into()
-                } else {
-                    "ok".to_string()
-                },
-            ]);
-        }
-    }
-    let mut table = t.build();
-    table.with(Style::sharp());
-    writeln!(w, "{table}")?;
-    for l in &c.missing_in_b {
-        writeln!(w, "run `{l}` is in A but missing in B: REGRESSED")?;
-    }
-    for l in &c.not_compared {
-        writeln!(w, "run `{l}` of A not compared (B is one external run)")?;
-    }
-    for l in &c.new_in_b {
-        writeln!(w, "run `{l}` is new in B (not compared)")?;
-    }
-    writeln!(
-        w,
-        "{}",
-        if c.regressed {
-            "result: B REGRESSED against A"
-        } else {
-            "result: no regression"
-        }
-    )
 }

@@ -95,38 +95,91 @@ pub fn settings_line(run: &RunResult) -> String {
         .join(" ")
 }
 
-/// Header of the cross-run comparison table.
-pub const COMPARISON_HEADER: [&str; 12] = [
-    "run",
-    "sandboxes",
-    "CV",
-    "max/mean",
-    "Jain",
-    "min",
-    "max",
-    "acct err (vCPU)",
-    "p50",
-    "p99",
-    "error rate",
-    "retries",
+/// A run whose sandboxes had lifetimes: its fleet ends empty, so the end-of-run skew
+/// (CV 0, Jain 1 of nothing) says nothing, and its skew is judged while sandboxes ran.
+/// The summaries of such a run lead with the running figures.
+pub fn leads_with_running(run: &RunResult) -> bool {
+    run.skew.counts.iter().all(|&c| c == 0)
+        && run
+            .skew_over_time
+            .as_ref()
+            .is_some_and(|o| o.steady_samples > 0)
+}
+
+/// The skew columns a report's summaries lead with: the running figures when every
+/// run ends with an empty fleet after its sandboxes ran ([`leads_with_running`]),
+/// else the final counts'.
+pub fn headline_header(report: &Report) -> &'static [&'static str] {
+    if !report.runs.is_empty() && report.runs.iter().all(leads_with_running) {
+        &RUNNING_HEADLINE
+    } else {
+        &FINAL_HEADLINE
+    }
+}
+
+/// Skew columns of a run judged while its sandboxes ran.
+pub const RUNNING_HEADLINE: [&str; 5] = [
+    "running CV mean",
+    "running CV peak",
+    "steady window (s)",
+    "CV of placements",
+    "placements min / max",
 ];
 
-/// One row of the cross-run comparison table.
-pub fn comparison_row(run: &RunResult) -> Vec<String> {
+/// Skew columns of a run judged on its final counts.
+pub const FINAL_HEADLINE: [&str; 6] = ["sandboxes", "CV", "max/mean", "Jain", "min", "max"];
+
+/// The cells of `run` under `header` ([`headline_header`]).
+pub fn headline_cells(run: &RunResult, header: &[&str]) -> Vec<String> {
+    if header == RUNNING_HEADLINE {
+        let Some(o) = &run.skew_over_time else {
+            return vec!["-".into(); RUNNING_HEADLINE.len()];
+        };
+        return vec![
+            ratio(o.running_cv_mean),
+            ratio(o.running_cv_peak),
+            format!(
+                "{:.1}..{:.1}",
+                o.steady_from_ms / 1000.0,
+                o.steady_to_ms / 1000.0
+            ),
+            ratio(o.placements.cv),
+            format!("{} / {}", o.placements.min, o.placements.max),
+        ];
+    }
     vec![
-        run.label.clone(),
         total_sandboxes(run).to_string(),
         ratio(run.skew.cv),
         ratio(run.skew.max_over_mean),
         ratio(run.skew.jain),
         run.skew.min.to_string(),
         run.skew.max.to_string(),
+    ]
+}
+
+/// Columns of the cross-run comparison table after the headline ones.
+const COMPARISON_TAIL: [&str; 5] = ["acct err (vCPU)", "p50", "p99", "error rate", "retries"];
+
+/// Header of the cross-run comparison table of `report`.
+pub fn comparison_header(report: &Report) -> Vec<&'static str> {
+    let mut h = vec!["run"];
+    h.extend_from_slice(headline_header(report));
+    h.extend_from_slice(&COMPARISON_TAIL);
+    h
+}
+
+/// One row of the cross-run comparison table of `report`.
+pub fn comparison_row(report: &Report, run: &RunResult) -> Vec<String> {
+    let mut row = vec![run.label.clone()];
+    row.extend(headline_cells(run, headline_header(report)));
+    row.extend([
         accounting_error_cell(run),
         ms(run.latency.p50_ms),
         ms(run.latency.p99_ms),
         percent(run.error_rate),
         run.shown(Figure::Retries, run.retries),
-    ]
+    ]);
+    row
 }
 
 /// The mean accounting error of `run` (vCPU), [`NOT_MEASURED`] when the run could not
@@ -190,14 +243,55 @@ pub fn timed_out(f: &super::model::FaultWindow) -> String {
     }
 }
 
-/// The first cells of a check row: run, check, bound, actual (`-` when missing).
+/// Header of the checks table's first columns (every writer's).
+pub const CHECK_HEADER: [&str; 5] = ["run", "check", "unit", "bound", "actual"];
+
+/// The first cells of a check row: run, check, unit, bound and actual in that unit
+/// (`-` when missing). A latency's bound is written as a duration in the outcome
+/// (`<= 5s`) and its figure in ms: both are shown in ms here.
 pub fn check_cells(c: &super::model::CheckOutcome) -> Vec<String> {
-    vec![
-        c.run.clone(),
-        c.check.clone(),
-        c.bound.clone(),
-        c.actual.map_or_else(|| "-".into(), |a| format!("{a:.4}")),
-    ]
+    let unit = check_unit(&c.check);
+    let bound = if unit == "ms" {
+        latency_bound_ms(&c.bound).unwrap_or_else(|| c.bound.clone())
+    } else {
+        c.bound.clone()
+    };
+    let actual = c.actual.map_or_else(
+        || "-".into(),
+        |a| match unit {
+            "ms" => format!("{a:.1}"),
+            "sandboxes" | "retries/s" => format!("{a:.0}"),
+            _ => format!("{a:.4}"),
+        },
+    );
+    vec![c.run.clone(), c.check.clone(), unit.into(), bound, actual]
+}
+
+/// `<= 5s` as `<= 5000`.
+fn latency_bound_ms(bound: &str) -> Option<String> {
+    let d = humantime::parse_duration(bound.strip_prefix("<= ")?.trim()).ok()?;
+    Some(format!("<= {}", d.as_millis()))
+}
+
+/// The unit of check `name`'s figure and bound.
+pub fn check_unit(name: &str) -> &'static str {
+    use crate::profile::{CheckId, CHECKS};
+    let Some(def) = CHECKS.iter().find(|d| d.name == name) else {
+        return "";
+    };
+    match def.id {
+        CheckId::Cv
+        | CheckId::MaxOverMean
+        | CheckId::Jain
+        | CheckId::PlacementsCv
+        | CheckId::RunningCvMean
+        | CheckId::RunningCvPeak => "ratio",
+        CheckId::ErrorRate | CheckId::Limited => "fraction",
+        CheckId::P99Latency => "ms",
+        CheckId::Lost | CheckId::Duplicated | CheckId::Cancelled => "sandboxes",
+        CheckId::RetriesPerSPeak => "retries/s",
+        CheckId::AccountingError => "vCPU",
+    }
 }
 
 /// CV of every run by accounting mode (rows) and Best-of-K `k` (columns), when the

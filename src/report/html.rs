@@ -67,30 +67,56 @@ pub fn write_html(report: &Report, mut w: impl Write) -> io::Result<()> {
             .collect();
         table(
             w,
-            &["run", "check", "bound", "actual", "result", "message"],
+            &[&CHECK_HEADER[..], &["result", "message"]].concat(),
             &rows,
         )?;
     }
     if report.runs.len() > 1 {
         writeln!(w, "<h2>Comparison</h2>")?;
-        let rows: Vec<Vec<String>> = report.runs.iter().map(comparison_row).collect();
-        table(w, &COMPARISON_HEADER, &rows)?;
+        let rows: Vec<Vec<String>> = report
+            .runs
+            .iter()
+            .map(|r| comparison_row(report, r))
+            .collect();
+        table(w, &comparison_header(report), &rows)?;
         if let Some((header, rows)) = cv_by_mode_and_k(report) {
             writeln!(w, "<h2>CV by mode and K</h2>")?;
             let header: Vec<&str> = header.iter().map(String::as_str).collect();
             table(w, &header, &rows)?;
         }
+        let running = report.runs.iter().all(leads_with_running);
         let cvs: Vec<(String, f64)> = report
             .runs
             .iter()
-            .map(|r| (r.label.clone(), r.skew.cv))
+            .map(|r| match (&r.skew_over_time, running) {
+                (Some(o), true) => (r.label.clone(), o.running_cv_mean),
+                _ => (r.label.clone(), r.skew.cv),
+            })
             .collect();
-        writeln!(w, "{}", bars("CV per run", &cvs, ""))?;
+        let title = if running {
+            "running CV mean per run"
+        } else {
+            "CV per run"
+        };
+        writeln!(w, "{}", bars(title, &cvs, ""))?;
     }
     for run in &report.runs {
         write_run(w, run)?;
     }
     writeln!(w, "</body></html>")
+}
+
+/// The final sandboxes per node, as bars.
+fn final_bars(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
+    writeln!(w, "<h3>Final sandboxes per node</h3>")?;
+    let items: Vec<(String, f64)> = run
+        .nodes
+        .iter()
+        .map(|n| (n.id.clone(), n.sandboxes as f64))
+        .collect();
+    writeln!(w, "{}", bars("final sandboxes per node", &items, ""))?;
+    writeln!(w, "<pre>{}</pre>", esc(&node_bars(run).join("\n")))?;
+    Ok(())
 }
 
 /// The run's fault windows `(applied, healed)` in ms, an unhealed one to the run's end.
@@ -144,36 +170,23 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
     if !settings.is_empty() {
         writeln!(w, "<p><code>{}</code></p>", esc(&settings))?;
     }
-    let s = &run.skew;
     let l = &run.latency;
+    let head: &[&str] = if leads_with_running(run) {
+        &RUNNING_HEADLINE
+    } else {
+        &FINAL_HEADLINE
+    };
+    let mut cells = headline_cells(run, head);
+    cells.extend([
+        accounting_error_cell(run),
+        percent(run.error_rate),
+        run.shown(Figure::Retries, run.retries),
+        run.shown(Figure::Refusals, run.refusals),
+    ]);
     table(
         w,
-        &[
-            "sandboxes",
-            "CV",
-            "min",
-            "mean",
-            "max",
-            "max/mean",
-            "Jain",
-            "acct err (vCPU)",
-            "error rate",
-            "retries",
-            "refusals",
-        ],
-        &[vec![
-            total_sandboxes(run).to_string(),
-            ratio(s.cv),
-            s.min.to_string(),
-            format!("{:.2}", s.mean),
-            s.max.to_string(),
-            ratio(s.max_over_mean),
-            ratio(s.jain),
-            accounting_error_cell(run),
-            percent(run.error_rate),
-            run.shown(Figure::Retries, run.retries),
-            run.shown(Figure::Refusals, run.refusals),
-        ]],
+        &[head, &["acct err (vCPU)", "error rate", "retries", "refusals"]].concat(),
+        &[cells],
     )?;
     if let Some((lx, ly)) = landed_per_second(run) {
         let s = vec![("creates landed per second".to_string(), ly)];
@@ -247,14 +260,16 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
             )?;
         }
     }
-    writeln!(w, "<h3>Final sandboxes per node</h3>")?;
-    let items: Vec<(String, f64)> = run
-        .nodes
-        .iter()
-        .map(|n| (n.id.clone(), n.sandboxes as f64))
-        .collect();
-    writeln!(w, "{}", bars("final sandboxes per node", &items, ""))?;
-    writeln!(w, "<pre>{}</pre>", esc(&node_bars(run).join("\n")))?;
+    if leads_with_running(run) {
+        writeln!(
+            w,
+            "<p>The fleet ended empty ({} nodes, 0 sandboxes: they had lifetimes); the skew \
+             above is that of the sandboxes while they ran.</p>",
+            run.skew.counts.len()
+        )?;
+    } else {
+        final_bars(w, run)?;
+    }
     writeln!(w, "<h3>Create latency ({} samples)</h3>", l.count)?;
     let lat = vec![
         ("p50".to_string(), l.p50_ms),

@@ -32,8 +32,12 @@ pub fn write_markdown(report: &Report, mut w: impl Write) -> io::Result<()> {
     if report.runs.len() > 1 {
         writeln!(w, "## Comparison")?;
         writeln!(w)?;
-        let rows: Vec<Vec<String>> = report.runs.iter().map(comparison_row).collect();
-        table(w, &COMPARISON_HEADER, &rows)?;
+        let rows: Vec<Vec<String>> = report
+            .runs
+            .iter()
+            .map(|r| comparison_row(report, r))
+            .collect();
+        table(w, &comparison_header(report), &rows)?;
     }
     if let Some((header, rows)) = cv_by_mode_and_k(report) {
         writeln!(w, "## CV by mode and K")?;
@@ -67,7 +71,7 @@ pub fn write_markdown(report: &Report, mut w: impl Write) -> io::Result<()> {
             .collect();
         table(
             w,
-            &["run", "check", "bound", "actual", "result", "message"],
+            &[&CHECK_HEADER[..], &["result", "message"]].concat(),
             &rows,
         )?;
     }
@@ -81,6 +85,22 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
     if !settings.is_empty() {
         writeln!(w, "Settings: `{settings}`")?;
         writeln!(w)?;
+    }
+    if leads_with_running(run) {
+        writeln!(w, "### Placement skew while sandboxes ran")?;
+        writeln!(w)?;
+        let rows: Vec<Vec<String>> = over_time_rows(run)
+            .into_iter()
+            .map(|(k, v)| vec![k.to_string(), v])
+            .collect();
+        table(w, &["figure", "value"], &rows)?;
+        writeln!(
+            w,
+            "The fleet ended empty ({} nodes, 0 sandboxes: they had lifetimes).",
+            run.skew.counts.len()
+        )?;
+        writeln!(w)?;
+        return write_run_rest(w, run);
     }
     writeln!(w, "### Placement skew (final counts)")?;
     writeln!(w)?;
@@ -118,6 +138,12 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
         writeln!(w, "```")?;
         writeln!(w)?;
     }
+    write_run_rest(w, run)
+}
+
+/// A run's sections after its headline skew: placements by kind, skew over time (when
+/// the headline did not show it), and what follows.
+fn write_run_rest(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
     if !run.placements_by_kind.is_empty() {
         writeln!(w, "### Placements by kind")?;
         writeln!(w)?;
@@ -137,7 +163,7 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
         table(w, &["kind", "placements", "per node"], &rows)?;
     }
     let over_time = over_time_rows(run);
-    if !over_time.is_empty() {
+    if !over_time.is_empty() && !leads_with_running(run) {
         writeln!(w, "### Skew over time")?;
         writeln!(w)?;
         let rows: Vec<Vec<String>> = over_time

@@ -4,6 +4,7 @@
 
 mod checks;
 mod compare;
+mod compare_out;
 mod distribution;
 pub mod format;
 mod html;
@@ -17,13 +18,16 @@ mod staging;
 mod stats;
 mod step_summary;
 mod svg;
+mod svg_trend;
 mod terminal;
+mod trend;
 
 pub use checks::{bound_text, evaluate};
 pub use compare::{
-    compare, write_comparison, CompareError, CompareOptions, Comparison, Delta, RunComparison,
+    compare, compare_with_baseline, CompareError, CompareOptions, Comparison, Delta, RunComparison,
     DEFAULT_LATENCY_TOLERANCE, DEFAULT_TOLERANCE,
 };
+pub use compare_out::{write_comparison, write_comparison_junit, write_comparison_markdown};
 pub use distribution::{compact, distribution, MAX_NODE_BARS};
 pub use html::write_html;
 pub use junit::write_junit;
@@ -43,7 +47,12 @@ pub use stats::{LatencySummary, SkewStats};
 pub use step_summary::{
     append_step_summary, append_to_step_summary, step_summary_path, STEP_SUMMARY_ENV,
 };
+pub use svg_trend::TrendPoint;
 pub use terminal::{write_terminal, write_verdict};
+pub use trend::{
+    read_reports, trend, write_trend_html, write_trend_markdown, TrendSeries, DEFAULT_TREND_RUNS,
+    MAX_TREND_INPUTS,
+};
 
 /// JSON Schema of `report.json`, shipped as `report.schema.json` (documented in
 /// `reports/README.md`).

@@ -2,12 +2,12 @@
 
 use std::fmt::Write as _;
 
-const W: f64 = 640.0;
-const H: f64 = 240.0;
-const LEFT: f64 = 48.0;
-const BOTTOM: f64 = 28.0;
+pub(super) const W: f64 = 640.0;
+pub(super) const H: f64 = 240.0;
+pub(super) const LEFT: f64 = 48.0;
+pub(super) const BOTTOM: f64 = 28.0;
 const TOP: f64 = 24.0;
-const RIGHT: f64 = 12.0;
+pub(super) const RIGHT: f64 = 12.0;
 /// Colour and opacity of a shaded fault window (and of its legend swatch).
 const FAULT_FILL: &str = "#d62728";
 const FAULT_OPACITY: f64 = 0.12;
@@ -39,7 +39,7 @@ fn open(out: &mut String, title: &str) {
 }
 
 /// The two axis lines.
-fn axes(out: &mut String) {
+pub(super) fn axes(out: &mut String) {
     let (x0, y0, x1) = (LEFT, H - BOTTOM, W - RIGHT);
     let _ = write!(
         out,
@@ -79,7 +79,7 @@ pub enum YScale {
 }
 
 /// A y axis: values to pixels, and its ticks.
-struct YMap {
+pub(super) struct YMap {
     log: bool,
     lo: f64,
     hi: f64,
@@ -87,7 +87,7 @@ struct YMap {
 
 impl YMap {
     /// The axis of `values` in `scale` (linear when no value is positive).
-    fn new(scale: YScale, values: impl Iterator<Item = f64> + Clone) -> Self {
+    pub(super) fn new(scale: YScale, values: impl Iterator<Item = f64> + Clone) -> Self {
         let max = values.clone().fold(0.0_f64, f64::max);
         let min_pos = values.filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
         if scale == YScale::Log && max > 0.0 {
@@ -113,7 +113,7 @@ impl YMap {
         }
     }
 
-    fn py(&self, y: f64) -> f64 {
+    pub(super) fn py(&self, y: f64) -> f64 {
         H - BOTTOM - self.frac(y) * (H - BOTTOM - TOP)
     }
 
@@ -142,7 +142,7 @@ impl YMap {
 }
 
 /// The y axis: a tick and a faint grid line per round value, the unit on top.
-fn y_axis(out: &mut String, y: &YMap, unit: &str) {
+pub(super) fn y_axis(out: &mut String, y: &YMap, unit: &str) {
     for t in y.ticks() {
         let py = y.py(t);
         let _ = write!(
@@ -299,7 +299,7 @@ const MAX_POINT_MARKS: usize = 2000;
 const MAX_VISIBLE_MARKS: usize = 60;
 
 /// `x` to at most three decimals, trailing zeros dropped.
-fn value(x: f64) -> String {
+pub(super) fn value(x: f64) -> String {
     let s = format!("{x:.3}");
     let s = s.trim_end_matches('0').trim_end_matches('.');
     if s == "-0" {

@@ -38,9 +38,9 @@ pub fn write_terminal(report: &Report, mut w: impl Write) -> io::Result<()> {
         writeln!(w)?;
         writeln!(w, "Comparison")?;
         let mut b = Builder::default();
-        b.push_record(COMPARISON_HEADER);
+        b.push_record(comparison_header(report));
         for run in &report.runs {
-            b.push_record(comparison_row(run));
+            b.push_record(comparison_row(report, run));
         }
         print_table(w, b)?;
     }
@@ -58,7 +58,7 @@ pub fn write_terminal(report: &Report, mut w: impl Write) -> io::Result<()> {
         writeln!(w)?;
         writeln!(w, "Checks")?;
         let mut b = Builder::default();
-        b.push_record(["run", "check", "bound", "actual", "result"]);
+        b.push_record([&CHECK_HEADER[..], &["result"]].concat());
         for c in &report.checks {
             let mut row = check_cells(c);
             row.push(if c.passed {
@@ -85,19 +85,32 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
     let mut b = Builder::default();
     b.push_record(["figure", "value"]);
     let mut row = |k: &str, v: String| b.push_record([k.to_string(), v]);
-    row(
-        "nodes / sandboxes",
-        format!("{} / {}", s.counts.len(), total_sandboxes(run)),
-    );
-    row("CV of final counts", ratio(s.cv));
-    row(
-        "final min / mean / max",
-        format!("{} / {:.2} / {}", s.min, s.mean, s.max),
-    );
-    row("max/mean", ratio(s.max_over_mean));
-    row("Jain", ratio(s.jain));
-    for (k, v) in over_time_rows(run) {
-        row(k, v);
+    if leads_with_running(run) {
+        // The fleet ended empty: the skew while sandboxes ran leads.
+        let mut rows = over_time_rows(run);
+        rows.sort_by_key(|(k, _)| !k.starts_with("running"));
+        for (k, v) in rows {
+            row(k, v);
+        }
+        row(
+            "nodes / sandboxes at the end",
+            format!("{} / 0 (sandboxes had lifetimes)", s.counts.len()),
+        );
+    } else {
+        row(
+            "nodes / sandboxes",
+            format!("{} / {}", s.counts.len(), total_sandboxes(run)),
+        );
+        row("CV of final counts", ratio(s.cv));
+        row(
+            "final min / mean / max",
+            format!("{} / {:.2} / {}", s.min, s.mean, s.max),
+        );
+        row("max/mean", ratio(s.max_over_mean));
+        row("Jain", ratio(s.jain));
+        for (k, v) in over_time_rows(run) {
+            row(k, v);
+        }
     }
     if let Some(a) = run.accounting_error {
         row(
@@ -163,11 +176,13 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
         }
     }
     print_table(w, b)?;
-    if run.nodes.len() > super::MAX_NODE_BARS {
-        writeln!(w, "Final sandboxes per node:")?;
-    }
-    for line in node_bars(run) {
-        writeln!(w, "  {line}")?;
+    if !leads_with_running(run) {
+        if run.nodes.len() > super::MAX_NODE_BARS {
+            writeln!(w, "Final sandboxes per node:")?;
+        }
+        for line in node_bars(run) {
+            writeln!(w, "  {line}")?;
+        }
     }
     if let Some(o) = run.skew_over_time.as_ref() {
         if run.nodes.len() > super::MAX_NODE_BARS && run.measured(Figure::Placements) {

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::aggregate::OutcomeSnapshot;
 use crate::serve::TelemetryReader;
-use crate::workload::LiveCounts;
+use crate::workload::{LiveCounts, Tail};
 
 /// Redraw period on a terminal.
 const REDRAW_EVERY: Duration = Duration::from_millis(250);
@@ -103,15 +103,37 @@ impl ProgressFeed {
             Some((i, n)) => format!("{} [{i}/{n}]", self.label),
             None => self.label.clone(),
         };
-        format_line(
+        let line = format_line(
             &label,
             since_gate.unwrap_or_default(),
             self.total,
             &s,
             (!self.services.is_empty()).then_some(retries_per_s.unwrap_or(0.0)),
             faults,
-        )
+        );
+        match self.total {
+            Some(t) if s.done >= t => line + &tail_text(self.live.tail(), now),
+            _ => line,
+        }
     }
+}
+
+/// Once every create is answered, what the run still waits for: ` waiting for 412
+/// sandbox lifetimes to end (deletes), ETA 14s`.
+fn tail_text(t: Tail, now: Instant) -> String {
+    if t.pending == 0 {
+        return String::new();
+    }
+    let eta = t.last_due.map_or_else(String::new, |due| {
+        format!(
+            ", ETA {:.0}s",
+            due.saturating_duration_since(now).as_secs_f64()
+        )
+    });
+    format!(
+        " waiting for {} sandbox lifetimes to end (deletes){eta}",
+        t.pending
+    )
 }
 
 /// Planned windows holding `t` after the gate.
@@ -188,6 +210,20 @@ mod tests {
             0,
         );
         assert!(none.contains("CV - retries/s -"), "{none}");
+    }
+
+    #[test]
+    fn the_tail_says_what_it_waits_for_and_when_it_ends() {
+        let now = Instant::now();
+        assert_eq!(tail_text(Tail::default(), now), "");
+        let t = Tail {
+            pending: 412,
+            last_due: Some(now + Duration::from_millis(14_200)),
+        };
+        assert_eq!(
+            tail_text(t, now),
+            " waiting for 412 sandbox lifetimes to end (deletes), ETA 14s"
+        );
     }
 
     #[test]

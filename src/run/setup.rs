@@ -31,7 +31,8 @@ pub(super) fn setup_failure(run: &RunResult) -> Option<String> {
     if refused > 0 && only(&AUTH_REFUSED) {
         return Some(format!(
             "setup: every create of run `{}` ({refused}) was answered 401/403: the API refused \
-             the key (check the variable the key is read from and the team it belongs to)",
+             the key (check the env var it is read from, `--api-key-env VAR` or the profile's \
+             `api_key_env`, default STAMPEDE_API_KEY, and the team the key belongs to)",
             run.label
         ));
     }

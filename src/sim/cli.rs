@@ -41,6 +41,9 @@ pub struct SimArgs {
     /// refused before it starts.
     #[arg(long, default_value_t = DEFAULT_MAX_MEMORY_MB, value_name = "MIB")]
     pub max_memory_mb: u64,
+    /// Print nothing but the verdict and the report's path (as `run -q`): no tables.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 impl Default for SimArgs {
@@ -54,6 +57,7 @@ impl Default for SimArgs {
             report_dir: PathBuf::from("reports"),
             max_events: DEFAULT_MAX_EVENTS,
             max_memory_mb: DEFAULT_MAX_MEMORY_MB,
+            quiet: false,
         }
     }
 }
@@ -80,7 +84,11 @@ pub fn run_sim_cli(args: SimArgs) -> Result<bool, SimError> {
     let mut stdout = std::io::stdout().lock();
     let report = if args.sweep.is_empty() && args.repeat <= 1 && args.csv.is_none() {
         let report = simulate_profile_within(&profile, &budget)?;
-        report::write_terminal(&report, &mut stdout).map_err(io("stdout"))?;
+        if args.quiet {
+            report::write_verdict(&report, &mut stdout).map_err(io("stdout"))?;
+        } else {
+            report::write_terminal(&report, &mut stdout).map_err(io("stdout"))?;
+        }
         report
     } else {
         let axes = args
@@ -98,7 +106,9 @@ pub fn run_sim_cli(args: SimArgs) -> Result<bool, SimError> {
             super::sweep::sweep_key_names()
         )
         .map_err(io("stdout"))?;
-        write_sweep_table(&sweep, &mut stdout).map_err(io("stdout"))?;
+        if !args.quiet {
+            write_sweep_table(&sweep, &mut stdout).map_err(io("stdout"))?;
+        }
         if let Some(path) = &args.csv {
             let file = std::fs::File::create(path).map_err(io(&path.display().to_string()))?;
             let mut w = std::io::BufWriter::new(file);

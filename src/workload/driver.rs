@@ -185,7 +185,12 @@ pub async fn run_workload(
                     }
                     ledger.record(e)
                 }
-                Event::Deleted(i, o) => ledger.record_delete(i, o),
+                Event::Deleted(i, o) => {
+                    if let Some(l) = &live {
+                        l.lifetime_ended();
+                    }
+                    ledger.record_delete(i, o)
+                }
                 Event::Step(e) => ledger.record_step(e),
                 Event::Close => break,
             }
@@ -598,6 +603,9 @@ fn schedule_delete(s: &Shared, i: usize, target: usize, id: String, dist: &Laten
     let mut rng =
         ChaCha8Rng::seed_from_u64(s.run.seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let life = dist.sample(&mut rng);
+    if let Some(l) = &s.run.progress {
+        l.lifetime_scheduled(Some(Instant::now() + life));
+    }
     let client = s.delete_client.clone();
     let base = s.run.targets[target].clone();
     let key = s.run.api_key.clone();
@@ -632,6 +640,9 @@ fn schedule_steps(s: &Shared, i: usize, target: usize, id: String, steps: Vec<Pl
         cancel: s.run.cancel.clone(),
     };
     let events = s.events.clone();
+    if let Some(l) = &s.run.progress {
+        l.lifetime_scheduled(None);
+    }
     let mut set = s.deletes.lock().expect("delete set lock");
     while set.try_join_next().is_some() {}
     set.spawn(run_steps(ctx, steps, move |d| {

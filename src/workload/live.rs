@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::time::Instant;
 
 use super::ledger::Outcome;
 use crate::aggregate::{OutcomeFold, OutcomeSnapshot};
@@ -14,6 +15,17 @@ pub struct LiveCounts {
     /// Node id -> index in node order (the placements' population).
     index: HashMap<String, usize>,
     fold: Mutex<OutcomeFold>,
+    tail: Mutex<Tail>,
+}
+
+/// The sandboxes whose lifetime (or lifecycle) the workload still waits for once its
+/// creates are done: how many, and when the last scheduled delete is due.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Tail {
+    /// Deletes or lifecycles scheduled and not finished.
+    pub pending: u64,
+    /// When the last scheduled delete is due (none for lifecycles only).
+    pub last_due: Option<Instant>,
 }
 
 impl LiveCounts {
@@ -27,6 +39,7 @@ impl LiveCounts {
                 .map(|(k, id)| (id.clone(), k))
                 .collect(),
             fold: Mutex::new(OutcomeFold::new(nodes.len())),
+            tail: Mutex::new(Tail::default()),
         }
     }
 
@@ -39,6 +52,24 @@ impl LiveCounts {
                 fold.landed(k);
             }
         }
+    }
+
+    /// A sandbox's delete (or lifecycle) was scheduled, due at `due` when known.
+    pub fn lifetime_scheduled(&self, due: Option<Instant>) {
+        let mut t = self.tail.lock().unwrap_or_else(|e| e.into_inner());
+        t.pending += 1;
+        t.last_due = t.last_due.max(due);
+    }
+
+    /// A scheduled delete (or lifecycle) finished.
+    pub fn lifetime_ended(&self) {
+        let mut t = self.tail.lock().unwrap_or_else(|e| e.into_inner());
+        t.pending = t.pending.saturating_sub(1);
+    }
+
+    /// The deletes still awaited.
+    pub fn tail(&self) -> Tail {
+        *self.tail.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The counts now.

@@ -19,7 +19,7 @@ pub use driver::{run_workload, WorkloadError, WorkloadOutput, WorkloadRun, GATE_
 pub use ledger::{Ledger, LedgerEntry, Limit, LimitKind, Outcome};
 pub use lifecycle::{StepEntry, StepKind};
 pub use limited::LimitRetry;
-pub use live::LiveCounts;
+pub use live::{LiveCounts, Tail};
 pub use pacing::Pacing;
 pub use request::{sandbox_url, NODE_HEADER, RUN_TAG_KEY};
 pub use secret::ApiKey;

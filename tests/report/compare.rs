@@ -3,7 +3,8 @@
 
 use crate::support::report as report_support;
 
-use report_support::{run, two_mode_report};
+use report_support::{run, two_mode_report, typed};
+use stampede::profile::Checks;
 use stampede::report::*;
 
 fn cmp(a: &Report, b: &Report) -> Comparison {
@@ -92,7 +93,7 @@ fn equal_reports_do_not_regress() {
         .runs
         .iter()
         .flat_map(|r| &r.deltas)
-        .all(|d| d.delta == 0.0));
+        .all(|d| d.delta == Some(0.0)));
 }
 
 #[test]
@@ -109,7 +110,7 @@ fn a_returning_herd_regresses() {
         .iter()
         .find(|d| d.metric == "cv")
         .expect("cv delta");
-    assert!(cv.regressed && cv.delta > 1.0, "{cv:?}");
+    assert!(cv.regressed && cv.delta.unwrap() > 1.0, "{cv:?}");
     let mut out = Vec::new();
     write_comparison(&c, &mut out).expect("write");
     let text = String::from_utf8(out).expect("utf-8");
@@ -151,4 +152,99 @@ fn a_run_missing_in_b_is_a_regression() {
     let c = cmp(&a, &b);
     assert!(c.regressed);
     assert_eq!(c.missing_in_b, vec!["optimistic".to_string()]);
+}
+
+/// A report whose fleet ends empty (lifetimes), with running figures and checks on
+/// them, as the nightly writes.
+fn lifetimes_report(running_cv_mean: f64, accounting_error: f64) -> Report {
+    let mut r = Report::new("nightly", "", 7, "2026-11-30T02:00:00Z");
+    let mut run = run("optimistic", "optimistic", &[0, 0, 0, 0, 0]);
+    (run.requests, run.ok, run.error_rate) = (505, 500, 5.0 / 505.0);
+    run.statuses.insert("201".into(), 500);
+    run.skew_over_time = Some(SkewOverTime {
+        placements: SkewStats::from_counts(&[100, 101, 99, 100, 100]),
+        running_cv_mean,
+        running_cv_peak: running_cv_mean * 2.0,
+        steady_from_ms: 1000.0,
+        steady_to_ms: 9000.0,
+        steady_samples: 9,
+    });
+    run.accounting_error.as_mut().unwrap().mean_abs_vcpu = accounting_error;
+    r.runs.push(run);
+    let checks: Checks = serde_yaml_ng::from_str(
+        "running_cv_mean: {max: 0.2}\nerror_rate: {max: 0.01}\naccounting_error: {max: 3.0}\n",
+    )
+    .expect("checks");
+    r.checks = evaluate(&checks, &typed(r.clone()));
+    r.passed = r.checks.iter().all(|c| c.passed);
+    r
+}
+
+/// The nightly's final fleet is empty: comparing its final CV (0 against 0) let a
+/// returning herd through as "no regression". The checked running figures are compared
+/// now, and the empty fleet's final skew is not.
+#[test]
+fn a_herd_that_only_shows_in_running_figures_regresses() {
+    let a = lifetimes_report(0.05, 0.5);
+    let herd = lifetimes_report(0.345, 2.0);
+    let c = cmp(&a, &herd);
+    assert!(c.regressed, "{c:?}");
+    let names = |regressed: bool| -> Vec<String> {
+        c.runs[0]
+            .deltas
+            .iter()
+            .filter(|d| d.regressed == regressed)
+            .map(|d| d.metric.clone())
+            .collect()
+    };
+    assert_eq!(names(true), ["running_cv_mean", "accounting_error"]);
+    assert!(!names(false).contains(&"cv".to_string()), "{c:?}");
+    let mut out = Vec::new();
+    write_comparison(&c, &mut out).expect("write");
+    let text = String::from_utf8(out).expect("utf-8");
+    assert!(text.contains("running_cv_mean"), "{text}");
+    assert!(text.contains("B failed its own check"), "{text}");
+    assert!(!cmp(&a, &lifetimes_report(0.055, 0.55)).regressed);
+}
+
+/// A B that failed its own checks is a regression even when every figure is as good as
+/// the baseline's (a baseline that failed the same way), in all three writers.
+#[test]
+fn a_b_that_failed_its_checks_never_compares_as_no_regression() {
+    let a = lifetimes_report(0.4, 0.5);
+    let b = lifetimes_report(0.4, 0.5);
+    let c = cmp(&a, &b);
+    assert!(c.runs.iter().all(|r| !r.regressed), "{c:?}");
+    assert!(c.regressed && !c.b_failed_checks.is_empty(), "{c:?}");
+    let (mut md, mut junit) = (Vec::new(), Vec::new());
+    write_comparison_markdown(&c, &mut md).expect("md");
+    write_comparison_junit(&c, &mut junit).expect("junit");
+    let (md, junit) = (
+        String::from_utf8(md).unwrap(),
+        String::from_utf8(junit).unwrap(),
+    );
+    assert!(md.contains("B REGRESSED"), "{md}");
+    assert!(junit.contains(r#"name="own checks passed">"#), "{junit}");
+    assert!(junit.contains("failures=\"1\""), "{junit}");
+}
+
+/// A baseline of several runs: B within their spread passes, beyond it regresses.
+#[test]
+fn a_baseline_of_several_runs_allows_their_spread() {
+    let base = [lifetimes_report(0.05, 1.0), lifetimes_report(0.09, 1.8)];
+    let within = compare_with_baseline(&base, &lifetimes_report(0.12, 2.5), &Default::default())
+        .expect("comparable");
+    assert!(!within.regressed, "{within:?}");
+    let d = &within.runs[0].deltas;
+    let acc = d.iter().find(|d| d.metric == "accounting_error").unwrap();
+    assert!(acc.a == 1.8 && (acc.spread - 0.8).abs() < 1e-9, "{acc:?}");
+    let beyond = compare_with_baseline(&base, &lifetimes_report(0.14, 2.7), &Default::default())
+        .expect("comparable");
+    let bad: Vec<&str> = beyond.runs[0]
+        .deltas
+        .iter()
+        .filter(|d| d.regressed)
+        .map(|d| d.metric.as_str())
+        .collect();
+    assert_eq!(bad, ["running_cv_mean", "accounting_error"], "{beyond:?}");
 }

@@ -9,4 +9,5 @@ mod compare;
 mod html;
 mod set_audit;
 mod stats;
+mod trend;
 mod writers;

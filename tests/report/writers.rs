@@ -271,3 +271,44 @@ fn every_reporter_says_when_the_evictions_are_not_known() {
         .get("evictions_unknown")
         .is_none());
 }
+
+/// A run whose sandboxes had lifetimes ends with an empty fleet: its summaries led with
+/// `sandboxes 0, CV 0.000, Jain 1.000`. They lead with the running figures now, and
+/// the checks table states each row's unit once, bound and figure in it.
+#[test]
+fn a_run_with_lifetimes_leads_with_its_running_figures() {
+    let mut r = Report::new("nightly", "", 7, "2026-11-30T02:00:00Z");
+    let mut run = report_support::run("optimistic", "optimistic", &[0, 0, 0]);
+    run.skew_over_time = Some(SkewOverTime {
+        placements: SkewStats::from_counts(&[100, 98, 102]),
+        running_cv_mean: 0.057,
+        running_cv_peak: 0.116,
+        steady_from_ms: 9000.0,
+        steady_to_ms: 68000.0,
+        steady_samples: 60,
+    });
+    r.runs.push(run);
+    let checks: stampede::profile::Checks =
+        serde_yaml_ng::from_str("p99_latency: {max: 5s}\nrunning_cv_mean: {max: 0.2}\n").unwrap();
+    r.checks = evaluate(&checks, &r);
+    let mut term = Vec::new();
+    write_terminal(&r, &mut term).unwrap();
+    let term = String::from_utf8(term).unwrap();
+    let running = term.find("running CV mean / peak").expect("running row");
+    assert!(running < term.find("acct err").unwrap(), "{term}");
+    assert!(!term.contains("CV of final counts"), "{term}");
+    assert!(term.contains("│ ms ") && term.contains("<= 5000"), "{term}");
+    let mut md = Vec::new();
+    write_markdown(&r, &mut md).unwrap();
+    let md = String::from_utf8(md).unwrap();
+    assert!(
+        md.contains("### Placement skew while sandboxes ran"),
+        "{md}"
+    );
+    assert!(!md.contains("(final counts)"), "{md}");
+    let mut html = Vec::new();
+    write_html(&r, &mut html).unwrap();
+    let html = String::from_utf8(html).unwrap();
+    assert!(html.contains("running CV mean"), "{html}");
+    assert!(!html.contains("Final sandboxes per node"), "{html}");
+}

@@ -35,18 +35,17 @@ fn replaced(text: &str, from: &str, to: &str) -> String {
 pub fn short_nightly(accounting: Option<&str>, per_second: u32, seconds: u32) -> String {
     let mut text = replaced(
         &shipped(),
-        "rate: {per_second: 40, duration: 90s}",
+        "rate: {per_second: 40, duration: 60s}",
         &format!("rate: {{per_second: {per_second}, duration: {seconds}s}}"),
     );
-    text = replaced(
-        &text,
-        "lifetime: {dist: lognormal, median: 15s, sigma: 0.5}",
-        "lifetime: {dist: uniform, min: 10s, max: 20s}",
+    assert!(
+        text.contains("lifetime: {dist: uniform, min: 10s, max: 20s}"),
+        "the nightly profile's lifetimes moved"
     );
     if let Some(mode) = accounting {
         text = replaced(
             &text,
-            "accounting: [optimistic, reconciled]",
+            "accounting: [optimistic]",
             &format!("accounting: [{mode}]"),
         );
     }

@@ -122,7 +122,9 @@ fn nightly_cluster() -> String {
     serde_yaml_ng::to_string(&doc["cluster"]).expect("cluster YAML")
 }
 
-async fn nightly_against(accounting: &str) -> (ExitStatus, Value, String) {
+/// A nightly run against a serve in `accounting` mode: its exit, report and stderr, and
+/// `stampede compare` of its report against the shipped baseline (exit, stdout).
+async fn nightly_against(accounting: &str) -> ((ExitStatus, Value, String), (Option<i32>, String)) {
     let dir = tempdir(&format!("rehearsal-nightly-{accounting}"));
     let c = start_cluster(&dir, &nightly_cluster(), &["--accounting", accounting]);
     let reports = dir.join("reports");
@@ -147,8 +149,38 @@ async fn nightly_against(accounting: &str) -> (ExitStatus, Value, String) {
         let hits = grep_dir(&reports, secret);
         assert!(hits.is_empty(), "secret written into {hits:?}");
     }
+    let report = report_dirs(&reports)
+        .pop()
+        .expect("a report")
+        .join("report.json");
+    // The test's run is short (200 creates, not 2400): its running CV is 2-3x the full
+    // run's (0.09..0.16 over simulated seeds 1..20 against 0.05 for the full run), so B
+    // may be 3.5x the baseline here. A returning herd is still far beyond on running CV
+    // (0.51).
+    let cmp = stampede()
+        .args(["compare", "--tolerance", "2.5"])
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/reports/baselines/nightly.json"
+        ))
+        .arg(&report)
+        .output()
+        .expect("stampede compare runs");
+    let compared = (
+        cmp.status.code(),
+        String::from_utf8_lossy(&cmp.stdout).into_owned() + &String::from_utf8_lossy(&cmp.stderr),
+    );
     let _ = std::fs::remove_dir_all(&dir);
-    out
+    (out, compared)
+}
+
+/// The compare rows marked REGRESSED: their figure names.
+fn regressed_figures(compare_out: &str) -> Vec<String> {
+    compare_out
+        .lines()
+        .filter(|l| l.contains("REGRESSED") && l.contains('│'))
+        .filter_map(|l| l.split('│').nth(2).map(|f| f.trim().to_string()))
+        .collect()
 }
 
 /// `--api` does not lift the loopback rule: a staging host must be in `allow_targets`.
@@ -173,7 +205,7 @@ fn api_override_to_a_non_loopback_host_needs_allow_targets() {
 /// optimistic serve and fails its skew checks against a `reported` one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nightly_profile_guards_an_external_serve() {
-    let (status, report, stderr) = nightly_against("optimistic").await;
+    let ((status, report, stderr), (cmp_code, cmp_out)) = nightly_against("optimistic").await;
     let run = &report["runs"][0];
     assert_eq!(
         status.code(),
@@ -191,7 +223,14 @@ async fn nightly_profile_guards_an_external_serve() {
         "nightly optimistic: cv {} max/mean {} cleaned {}",
         run["skew"]["cv"], run["skew"]["max_over_mean"], run["staging"]["cleanup"]["cleaned"]
     );
-    let (status, report, stderr) = nightly_against("reported").await;
+    // Compared with the shipped baseline (an embedded run of the full profile), the
+    // short optimistic run is no worse on any figure the profile guards.
+    assert_eq!(
+        cmp_code,
+        Some(0),
+        "optimistic against the baseline:\n{cmp_out}"
+    );
+    let ((status, report, stderr), (cmp_code, cmp_out)) = nightly_against("reported").await;
     assert_eq!(
         status.code(),
         Some(1),
@@ -209,6 +248,19 @@ async fn nightly_profile_guards_an_external_serve() {
         failed.contains(&"running_cv_mean"),
         "the skew check failed: {failed:?}"
     );
+    // The herd is back: compared with the baseline it regresses, on the figures the
+    // nightly exists for (its final fleet is empty, so the final CV says nothing).
+    assert_eq!(
+        cmp_code,
+        Some(1),
+        "reported against the baseline:\n{cmp_out}"
+    );
+    let regressed = regressed_figures(&cmp_out);
+    assert!(
+        regressed.iter().any(|f| f == "running_cv_mean"),
+        "running_cv_mean not regressed: {regressed:?}\n{cmp_out}"
+    );
+    eprintln!("nightly reported against the baseline:\n{cmp_out}");
     eprintln!(
         "nightly reported: running cv mean {} failed {failed:?}",
         report["runs"][0]["skew_over_time"]["running_cv_mean"]

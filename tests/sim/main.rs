@@ -5,6 +5,7 @@ mod support;
 
 mod answers;
 mod api_stage;
+mod burst_skew;
 mod chaos;
 mod determinism;
 mod evict;

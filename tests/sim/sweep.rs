@@ -71,8 +71,8 @@ fn cli_writes_a_simulated_report_and_the_sweep_csv() {
     let passed = run_sim_cli(args).unwrap();
     assert!(passed, "nightly checks pass in simulation");
     let text = std::fs::read_to_string(&csv).unwrap();
-    // header + accounting (2 modes) x k (2 values)
-    assert_eq!(text.lines().count(), 1 + 4, "{text}");
+    // header + accounting (1 mode) x k (2 values)
+    assert_eq!(text.lines().count(), 1 + 2, "{text}");
     let dir = std::fs::read_dir(&out)
         .unwrap()
         .filter_map(Result::ok)

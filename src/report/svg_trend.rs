@@ -1,0 +1,97 @@
+//! A trend chart for `stampede trend`: one check's figure over successive runs (x = the
+//! run's place, 1 = oldest shown), with the check's bound drawn as a dashed line and the
+//! runs that failed marked red. Script-free SVG on the axes of [`super::svg`].
+
+use std::fmt::Write as _;
+
+use super::svg::{axes, colour, esc, value, y_axis, YMap, YScale, BOTTOM, H, LEFT, RIGHT, W};
+
+/// Colour of the bound line and of a failed run's mark.
+const BOUND: &str = "#d62728";
+
+/// One point of a trend: the run's name (its report's time) and the figure, none when
+/// the run lacked it; whether its check passed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrendPoint {
+    /// The run's name on hover (its `started_at`).
+    pub name: String,
+    /// The figure; none when the report lacked it.
+    pub value: Option<f64>,
+    /// Whether the check passed in that run.
+    pub passed: bool,
+}
+
+/// The chart of `points` in `unit`, with lines at `bounds` (a check's min and/or max).
+pub fn trend_chart(title: &str, unit: &str, points: &[TrendPoint], bounds: &[f64]) -> String {
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img"><title>{}</title>"#,
+        esc(title)
+    );
+    axes(&mut out);
+    let values = points
+        .iter()
+        .filter_map(|p| p.value)
+        .chain(bounds.iter().copied());
+    let y = YMap::new(YScale::Linear, values);
+    y_axis(&mut out, &y, unit);
+    let n = points.len().max(1);
+    let px = |i: usize| {
+        let span = (n.max(2) - 1) as f64;
+        LEFT + 10.0 + i as f64 / span * (W - LEFT - RIGHT - 20.0)
+    };
+    for (i, _) in points.iter().enumerate() {
+        let x = px(i);
+        let _ = write!(
+            out,
+            r##"<line x1="{x:.1}" y1="{}" x2="{x:.1}" y2="{}" stroke="#444"/><text x="{x:.1}" y="{}" font-size="10" text-anchor="middle">{}</text>"##,
+            H - BOTTOM,
+            H - BOTTOM + 3.0,
+            H - BOTTOM + 13.0,
+            i + 1
+        );
+    }
+    let _ = write!(
+        out,
+        r#"<text x="{}" y="{}" font-size="10" text-anchor="end">run (oldest first)</text>"#,
+        W - RIGHT,
+        H - 2.0
+    );
+    for b in bounds {
+        let py = y.py(*b);
+        let _ = write!(
+            out,
+            r#"<line class="bound" x1="{LEFT}" y1="{py:.1}" x2="{}" y2="{py:.1}" stroke="{BOUND}" stroke-width="1.5" stroke-dasharray="6 4"><title>bound {}</title></line>"#,
+            W - RIGHT,
+            value(*b)
+        );
+    }
+    let pts: Vec<String> = points
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| p.value.map(|v| format!("{:.1},{:.1}", px(i), y.py(v))))
+        .collect();
+    let _ = write!(
+        out,
+        r#"<polyline fill="none" stroke="{}" stroke-width="1.5" points="{}"/>"#,
+        colour(0),
+        pts.join(" ")
+    );
+    for (i, p) in points.iter().enumerate() {
+        let Some(v) = p.value else { continue };
+        let fill = if p.passed { colour(0) } else { BOUND };
+        let _ = write!(
+            out,
+            r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{fill}"><title>{}: {} {}{}</title></circle>"#,
+            px(i),
+            y.py(v),
+            esc(&p.name),
+            value(v),
+            esc(unit),
+            if p.passed { "" } else { " (failed)" }
+        );
+    }
+    out.push_str("</svg>");
+    out
+}

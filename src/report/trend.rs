@@ -1,0 +1,210 @@
+//! `stampede trend REPORT_OR_DIR...`: each check's figure over the last runs, with its
+//! bound, as HTML charts (script-free SVG) and Markdown for a CI job summary: what a
+//! scheduler team's dashboard shows of a nightly guard.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+use super::format::check_unit;
+use super::model::Report;
+use super::output::{read_json, ReadReportError};
+use super::svg::esc;
+use super::svg_trend::{trend_chart, TrendPoint};
+
+/// Most report files a trend reads (directories are listed up to this many entries).
+pub const MAX_TREND_INPUTS: usize = 10_000;
+
+/// Runs shown by default: the last 30.
+pub const DEFAULT_TREND_RUNS: usize = 30;
+
+/// One check of one run label over successive reports.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrendSeries {
+    /// The run label (`optimistic`).
+    pub run: String,
+    /// The check (`running_cv_mean`).
+    pub check: String,
+    /// The unit of its figure and bound (`ratio`, `ms`, `vCPU`).
+    pub unit: &'static str,
+    /// The bound as the newest report states it (`<= 0.2`).
+    pub bound: String,
+    /// The bound's values in the unit (a min and/or a max), for the lines.
+    pub bound_values: Vec<f64>,
+    /// One point per report, oldest first (none where the report lacks the check).
+    pub points: Vec<TrendPoint>,
+}
+
+/// The report.json files `inputs` name: a file is read as a report; a directory
+/// holding `report.json` is that report; any other directory contributes the
+/// `report.json` of each directory in it. Sorted oldest first by `started_at`.
+pub fn read_reports(inputs: &[PathBuf]) -> Result<Vec<Report>, ReadReportError> {
+    let mut files: Vec<PathBuf> = Vec::new();
+    for p in inputs {
+        if p.is_dir() && !p.join("report.json").is_file() {
+            let mut inner: Vec<PathBuf> = std::fs::read_dir(p)
+                .map_err(|source| ReadReportError::Read {
+                    path: p.clone(),
+                    source,
+                })?
+                .flatten()
+                .take(MAX_TREND_INPUTS)
+                .map(|e| e.path().join("report.json"))
+                .filter(|f| f.is_file())
+                .collect();
+            inner.sort();
+            files.extend(inner);
+        } else if p.is_dir() {
+            files.push(p.join("report.json"));
+        } else {
+            files.push(p.clone());
+        }
+    }
+    files.truncate(MAX_TREND_INPUTS);
+    let mut reports = files
+        .iter()
+        .map(|f| read_json(f))
+        .collect::<Result<Vec<_>, _>>()?;
+    reports.sort_by(|a, b| a.started_at.cmp(&b.started_at));
+    Ok(reports)
+}
+
+/// The series of every (run, check) of the last `last` reports, in the order the
+/// newest report lists its checks (then those only older reports have).
+pub fn trend(reports: &[Report], last: usize) -> Vec<TrendSeries> {
+    let shown = &reports[reports.len().saturating_sub(last.max(1))..];
+    let mut keys: Vec<(String, String)> = Vec::new();
+    for r in shown.iter().rev() {
+        for c in &r.checks {
+            let k = (c.run.clone(), c.check.clone());
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+    }
+    keys.into_iter()
+        .map(|(run, check)| {
+            let unit = check_unit(&check);
+            let newest = shown
+                .iter()
+                .rev()
+                .flat_map(|r| &r.checks)
+                .find(|c| c.run == run && c.check == check);
+            let bound = newest.map(|c| c.bound.clone()).unwrap_or_default();
+            let points = shown
+                .iter()
+                .map(|r| {
+                    let c = r.checks.iter().find(|c| c.run == run && c.check == check);
+                    TrendPoint {
+                        name: r.started_at.clone(),
+                        value: c.and_then(|c| c.actual).filter(|v| v.is_finite()),
+                        passed: c.is_some_and(|c| c.passed),
+                    }
+                })
+                .collect();
+            TrendSeries {
+                bound_values: bound_values(&bound, unit),
+                run,
+                check,
+                unit,
+                bound,
+                points,
+            }
+        })
+        .collect()
+}
+
+/// `>= 0.9, <= 1` as `[0.9, 1]`; a latency's `<= 5s` in ms.
+fn bound_values(bound: &str, unit: &str) -> Vec<f64> {
+    bound
+        .split(',')
+        .filter_map(|part| {
+            let v = part.trim().trim_start_matches(['<', '>', '=']).trim();
+            if unit == "ms" {
+                humantime::parse_duration(v)
+                    .ok()
+                    .map(|d| d.as_secs_f64() * 1000.0)
+                    .or_else(|| v.parse().ok())
+            } else {
+                v.parse().ok()
+            }
+        })
+        .collect()
+}
+
+/// The trend as a self-contained HTML page: a chart per check with its bound.
+pub fn write_trend_html(series: &[TrendSeries], runs: usize, mut w: impl Write) -> io::Result<()> {
+    writeln!(
+        w,
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>stampede trend</title>\
+         <style>body{{font-family:sans-serif;max-width:700px;margin:1em auto}}</style></head><body>"
+    )?;
+    writeln!(w, "<h1>Checks over the last {runs} runs</h1>")?;
+    writeln!(
+        w,
+        "<p>Each check's figure per run, oldest first; the dashed line is its bound, a red \
+         point a run that failed it.</p>"
+    )?;
+    for s in series {
+        let title = format!("{} / {} ({}, bound {})", s.run, s.check, s.unit, s.bound);
+        writeln!(w, "<h2>{}</h2>", esc(&title))?;
+        writeln!(
+            w,
+            "{}",
+            trend_chart(&title, s.unit, &s.points, &s.bound_values)
+        )?;
+    }
+    writeln!(w, "</body></html>")
+}
+
+/// The trend as Markdown: a table per check (run, figure, verdict) and a one-line
+/// sparkline, for a CI job summary.
+pub fn write_trend_markdown(
+    series: &[TrendSeries],
+    runs: usize,
+    mut w: impl Write,
+) -> io::Result<()> {
+    writeln!(w, "## Checks over the last {runs} runs\n")?;
+    writeln!(
+        w,
+        "| run | check | unit | bound | trend (oldest first) | newest | failed |"
+    )?;
+    writeln!(w, "|---|---|---|---|---|---|---|")?;
+    for s in series {
+        let newest = s
+            .points
+            .last()
+            .and_then(|p| p.value)
+            .map_or_else(|| "-".into(), |v| format!("{v:.4}"));
+        let failed = s.points.iter().filter(|p| !p.passed).count();
+        writeln!(
+            w,
+            "| {} | {} | {} | {} | `{}` | {newest} | {failed} of {} |",
+            s.run,
+            s.check,
+            s.unit,
+            s.bound,
+            sparkline(&s.points, &s.bound_values),
+            s.points.len()
+        )?;
+    }
+    Ok(())
+}
+
+/// The points as block characters scaled from 0 to the largest of the figures and the
+/// bound; `·` where a run lacked the figure.
+fn sparkline(points: &[TrendPoint], bounds: &[f64]) -> String {
+    const BLOCKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let max = points
+        .iter()
+        .filter_map(|p| p.value)
+        .chain(bounds.iter().copied())
+        .fold(0.0_f64, f64::max);
+    points
+        .iter()
+        .map(|p| match p.value {
+            None => '·',
+            Some(_) if max <= 0.0 => BLOCKS[0],
+            Some(v) => BLOCKS[((v / max * 7.0).round() as usize).min(7)],
+        })
+        .collect()
+}

@@ -1,0 +1,97 @@
+//! `stampede trend`: each check's figure over the last runs, charted with its bound.
+
+use crate::support::report as report_support;
+
+use stampede::profile::Checks;
+use stampede::report::*;
+
+/// A nightly-like report started at second `i`, its running CV `cv` and p99 `p99_ms`.
+fn nightly(i: u32, cv: f64, p99_ms: f64) -> Report {
+    let mut r = Report::new("nightly", "", 7, &format!("2026-12-0{}T02:00:00Z", i + 1));
+    let mut run = report_support::run("optimistic", "optimistic", &[0, 0, 0]);
+    run.latency.p99_ms = p99_ms;
+    run.skew_over_time = Some(SkewOverTime {
+        placements: SkewStats::from_counts(&[100, 98, 102]),
+        running_cv_mean: cv,
+        running_cv_peak: cv * 2.0,
+        steady_from_ms: 1000.0,
+        steady_to_ms: 9000.0,
+        steady_samples: 9,
+    });
+    r.runs.push(run);
+    let checks: Checks = serde_yaml_ng::from_str(
+        "running_cv_mean: {max: 0.2}\np99_latency: {max: 5s}\naccounting_error: {max: 3.0}\n",
+    )
+    .unwrap();
+    r.checks = evaluate(&checks, &report_support::typed(r.clone()));
+    r
+}
+
+#[test]
+fn trend_over_five_reports_charts_every_check_with_its_bound() {
+    let dir = crate::support::staging::tempdir("trend");
+    // Written newest first: the trend orders them by their start.
+    for (i, cv) in [0.05, 0.06, 0.05, 0.34, 0.07].iter().enumerate().rev() {
+        let d = dir.join(format!("nightly-{i}"));
+        std::fs::create_dir_all(&d).unwrap();
+        let mut f = std::fs::File::create(d.join("report.json")).unwrap();
+        write_json(&nightly(i as u32, *cv, 1500.0 + i as f64), &mut f).unwrap();
+    }
+    let reports = read_reports(std::slice::from_ref(&dir)).expect("reports");
+    assert_eq!(reports.len(), 5);
+    let series = trend(&reports, 30);
+    let checks: Vec<&str> = series.iter().map(|s| s.check.as_str()).collect();
+    assert_eq!(
+        checks,
+        ["p99_latency", "running_cv_mean", "accounting_error"]
+    );
+    let cv = &series[1];
+    let values: Vec<Option<f64>> = cv.points.iter().map(|p| p.value).collect();
+    assert_eq!(
+        values,
+        [Some(0.05), Some(0.06), Some(0.05), Some(0.34), Some(0.07)]
+    );
+    assert_eq!(cv.bound_values, [0.2]);
+    assert_eq!(cv.points.iter().filter(|p| !p.passed).count(), 1);
+    assert_eq!(series[0].bound_values, [5000.0], "a latency bound in ms");
+
+    let out = dir.join("out");
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_stampede"))
+        .arg("trend")
+        .arg(&dir)
+        .arg("--out")
+        .arg(&out)
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .status()
+        .expect("stampede trend runs");
+    assert_eq!(status.code(), Some(0));
+    let html = std::fs::read_to_string(out.join("trend.html")).unwrap();
+    assert_eq!(html.matches("<svg").count(), 3, "a chart per check");
+    assert_eq!(
+        html.matches(r#"class="bound""#).count(),
+        3,
+        "a bound per chart"
+    );
+    assert!(!html.contains("<script"), "script-free");
+    let md = std::fs::read_to_string(out.join("trend.md")).unwrap();
+    assert!(
+        md.contains("| optimistic | running_cv_mean | ratio | <= 0.2 |"),
+        "{md}"
+    );
+    assert!(md.contains("1 of 5"), "{md}");
+    // Deterministic: the same inputs give the same page.
+    let again = std::process::Command::new(env!("CARGO_BIN_EXE_stampede"))
+        .args(["trend", "--last", "5"])
+        .arg(&dir)
+        .arg("--out")
+        .arg(dir.join("again"))
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .status()
+        .expect("stampede trend runs");
+    assert_eq!(again.code(), Some(0));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("again/trend.html")).unwrap(),
+        html
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
