@@ -174,7 +174,10 @@ fn parse_entry(line: &str) -> Option<(&str, &str, &str)> {
     let level = parts.next()?.trim();
     let level = LEVELS.into_iter().find(|l| *l == level)?;
     let mut rest: Vec<&str> = parts.collect();
-    if rest.first().is_some_and(|c| c.contains(".go:") && !c.contains(' ')) {
+    if rest
+        .first()
+        .is_some_and(|c| c.contains(".go:") && !c.contains(' '))
+    {
         rest.remove(0);
     }
     let message = rest.first().copied().unwrap_or("").trim();
@@ -228,7 +231,10 @@ mod tests {
         c.line("2026-12-04T21:49:40.124Z  \u{1b}[34mINFO\u{1b}[0m  Running the initial node sync  {\"service\": \"api\"}");
         let s = c.summary();
         assert_eq!(s.dropped_lines, 0);
-        assert_eq!(s.per_node["WARN Node exhausted, trying another node"]["node-01"], 1);
+        assert_eq!(
+            s.per_node["WARN Node exhausted, trying another node"]["node-01"],
+            1
+        );
         assert_eq!(s.messages["INFO Running the initial node sync"], 1);
         assert!(!s.head[0].contains('\u{1b}'));
     }

@@ -270,7 +270,11 @@ async fn trial_steps(
         Ok(r) => r,
         Err(e) => {
             let said = std::fs::read_to_string(plan.dir.join("mock-node.err")).unwrap_or_default();
-            let last = said.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+            let last = said
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("");
             return Err(step(format!("{e}: {last}")));
         }
     };

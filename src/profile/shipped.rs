@@ -5,7 +5,7 @@
 use std::path::Path;
 
 /// Every shipped profile: its name (the file name without `.yaml`) and its text.
-pub const SHIPPED: [(&str, &str); 14] = [
+pub const SHIPPED: [(&str, &str); 15] = [
     ("burst-500", include_str!("../../profiles/burst-500.yaml")),
     (
         "chaos-flaky",
@@ -31,6 +31,10 @@ pub const SHIPPED: [(&str, &str); 14] = [
     (
         "e2b-pr2201-frozen",
         include_str!("../../profiles/e2b-pr2201-frozen.yaml"),
+    ),
+    (
+        "e2b-api-alone",
+        include_str!("../../profiles/e2b-api-alone.yaml"),
     ),
     ("e2b-pr2201", include_str!("../../profiles/e2b-pr2201.yaml")),
     ("nightly", include_str!("../../profiles/nightly.yaml")),

@@ -185,7 +185,11 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
     ]);
     table(
         w,
-        &[head, &["acct err (vCPU)", "error rate", "retries", "refusals"]].concat(),
+        &[
+            head,
+            &["acct err (vCPU)", "error rate", "retries", "refusals"],
+        ]
+        .concat(),
         &[cells],
     )?;
     if let Some((lx, ly)) = landed_per_second(run) {
