@@ -318,6 +318,15 @@ async fn trial_steps(
                 ("API_INTERNAL_GRPC_PORT", internal.to_string()),
                 ("API_EDGE_GRPC_PORT", edge.to_string()),
                 ("SANDBOX_ACCESS_TOKEN_HASH_SEED", secret()),
+                // Revisions before `VOLUME_TOKEN_ENABLED` existed require a volume-token
+                // signer (`cfg/model.go`: `TYPE:base64(VALUE)`); unused by placement.
+                ("VOLUME_TOKEN_ISSUER", "stampede.local".into()),
+                ("VOLUME_TOKEN_SIGNING_METHOD", "HS256".into()),
+                (
+                    "VOLUME_TOKEN_SIGNING_KEY",
+                    format!("HMAC:{}", base64(secret().as_bytes())),
+                ),
+                ("VOLUME_TOKEN_SIGNING_KEY_NAME", "stampede".into()),
             ] {
                 c.env(k, v);
             }
@@ -372,7 +381,19 @@ async fn trial_steps(
         .user_agent(concat!("stampede/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|e| step(format!("HTTP client: {e}")))?;
-    wait_nodes_ready(&http, &api_url, &admin, plan.nodes, procs).await?;
+    if let Err(e) = wait_nodes_ready(&http, &api_url, &admin, plan.nodes, procs).await {
+        // Give the API's own last word (a FATAL config error, say) with the failure.
+        let last = log
+            .lock()
+            .ok()
+            .and_then(|l| l.summary().errors.last().cloned())
+            .unwrap_or_default();
+        return Err(if last.is_empty() {
+            e
+        } else {
+            step(format!("{e}; the API's last error: {last}"))
+        });
+    }
     say(&format!(
         "API ready at {api_url}: {} nodes listed ready",
         plan.nodes
@@ -500,6 +521,25 @@ pub fn phase_at(sync: Instant, start: Instant, cycle: Duration) -> Duration {
     let since = start.saturating_duration_since(sync);
     let into = Duration::from_nanos((since.as_nanos() % cycle.as_nanos()) as u64);
     cycle - into
+}
+
+/// Standard base64 with padding.
+fn base64(bytes: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for c in bytes.chunks(3) {
+        let n = (u32::from(c[0]) << 16)
+            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*c.get(2).unwrap_or(&0));
+        for i in 0..4 {
+            if i <= c.len() {
+                out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
 }
 
 /// A fresh random secret (128 bits, hex).
@@ -667,6 +707,13 @@ fn find_report(parent: &Path) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn base64_pads_as_the_standard_says() {
+        assert_eq!(base64(b"secret"), "c2VjcmV0");
+        assert_eq!(base64(b"ab"), "YWI=");
+        assert_eq!(base64(b"a"), "YQ==");
+    }
 
     #[test]
     fn the_planned_start_meets_the_asked_phase() {
