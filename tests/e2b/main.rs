@@ -190,6 +190,20 @@ fn wait_line(rx: &mpsc::Receiver<String>, what: &str, child: &mut Child) -> Vec<
     panic!("no `{what}` within {VERB_DEADLINE:?}: {seen:#?}");
 }
 
+/// A one-run `stampede e2b run` started and waited on until its API is ready; its
+/// stderr lines keep coming through the receiver.
+fn start_until_api_ready(s: &Scratch) -> (Child, mpsc::Receiver<String>) {
+    let mut cmd = e2b(s, "run", &["--variant", "optimistic"]);
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (rx, _reader) = stderr_lines(&mut child);
+    wait_line(&rx, "API ready", &mut child);
+    (child, rx)
+}
+
 fn summary(s: &Scratch) -> serde_json::Value {
     let dir = std::fs::read_dir(s.reports())
         .unwrap()
@@ -300,14 +314,7 @@ fn sigint_stops_postgres_redis_the_api_and_mock_node() {
         return;
     }
     let s = Scratch::new("sigint");
-    let mut cmd = e2b(&s, "run", &["--variant", "optimistic"]);
-    let mut child = cmd
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (rx, _h) = stderr_lines(&mut child);
-    wait_line(&rx, "API ready", &mut child);
+    let (mut child, rx) = start_until_api_ready(&s);
     assert!(
         !leftovers(&s.0).is_empty(),
         "the stack should be running now"
@@ -338,14 +345,7 @@ fn after_a_sigkilled_harness_the_kernel_and_cleanup_leave_nothing() {
         return;
     }
     let s = Scratch::new("sigkill");
-    let mut cmd = e2b(&s, "run", &["--variant", "optimistic"]);
-    let mut child = cmd
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (rx, _h) = stderr_lines(&mut child);
-    wait_line(&rx, "API ready", &mut child);
+    let (mut child, _rx) = start_until_api_ready(&s);
     child.kill().unwrap();
     child.wait().unwrap();
     let out = Command::new(STAMPEDE)
