@@ -230,6 +230,8 @@ async fn measure(
                 &plan.dir,
                 &stack.report_dir.join("e2b-runs").join(format!("{b}-{i}")),
             );
+            // The stack is stopped; its folder's logs were copied beside the report.
+            let _ = std::fs::remove_dir_all(&plan.dir);
             runs.push(MatchedRun::new(label, i, real, Some(twin)));
         }
     }

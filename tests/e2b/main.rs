@@ -214,10 +214,20 @@ fn summary(s: &Scratch) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(dir.join("e2b.json")).unwrap()).unwrap()
 }
 
-fn runs_dir_empty(s: &Scratch) -> bool {
-    std::fs::read_dir(s.cache().join("runs"))
-        .map(|mut d| d.next().is_none())
-        .unwrap_or(true)
+/// What is left under the cache's run folders (empty when everything was removed).
+fn runs_left(s: &Scratch) -> Vec<PathBuf> {
+    let mut left = Vec::new();
+    let mut stack = vec![s.cache().join("runs")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p.clone());
+            }
+            left.push(p);
+        }
+    }
+    left
 }
 
 #[test]
@@ -229,7 +239,8 @@ fn a_run_reports_the_api_the_nodes_and_the_twin_and_leaves_nothing_running() {
     let (code, err) = finish(e2b(&s, "run", &["--variant", "optimistic", "--runs", "2"]));
     assert_eq!(code, Some(0), "{err}");
     assert_none_left(&s.0);
-    assert!(runs_dir_empty(&s), "the run folders were not removed");
+    let left = runs_left(&s);
+    assert!(left.is_empty(), "the run folders were not removed: {left:#?}");
     let j = summary(&s);
     let runs = j["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2, "{j:#}");
@@ -357,5 +368,6 @@ fn after_a_sigkilled_harness_the_kernel_and_cleanup_leave_nothing() {
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(said.contains("removed"), "cleanup reaped nothing: {said}");
     assert_none_left(&s.0);
-    assert!(runs_dir_empty(&s));
+    let left = runs_left(&s);
+    assert!(left.is_empty(), "cleanup left: {left:#?}");
 }
