@@ -16,8 +16,7 @@ use tonic::Status;
 use crate::model::{NodeModel, Ticket, WaitState};
 use crate::node::NodeRuntime;
 
-/// The reason a wait that ran out is counted under, among the node's refusals.
-pub const RESUME_WAIT_REASON: &str = "max_starting_resume";
+pub use stampede_node_model::starting::RESUME_WAIT_REASON;
 
 /// A call that may go on to admission: it either never waited, or a slot is held for it
 /// (or it was let go because the node is at `max_sandboxes`). Dropping it gives up the

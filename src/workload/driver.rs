@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use goose::config::{GooseConfiguration, GooseDefault, GooseDefaultType};
 use goose::prelude::*;
-use mock_node::config::LatencyDist;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use stampede_node_model::config::LatencyDist;
 use tokio::sync::{mpsc, Barrier};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
