@@ -15,8 +15,8 @@ use crate::faults::{self, FaultBook, FaultError};
 use crate::model::NodeModel;
 use crate::node::NodeRuntime;
 use crate::ports::FreePorts;
-use crate::secret::AdminToken;
 use crate::serve::StackTask;
+use stampede_http_kit::Secret;
 
 /// Where the nodes listen.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,7 +43,7 @@ pub struct FleetOptions {
     /// Admin HTTP address; must be loopback unless `admin_token` is set.
     pub admin_addr: SocketAddr,
     /// Bearer token the admin API requires, if any.
-    pub admin_token: Option<AdminToken>,
+    pub admin_token: Option<Secret>,
     /// Id of the node in a one-node fleet (`NODE_ID`), instead of `node-00`.
     pub node_id: Option<String>,
     /// Labels every node reports in ServiceInfo (`NODE_LABELS`).
@@ -80,7 +80,7 @@ pub enum FleetError {
     Config(Vec<SpecError>),
     /// The admin token is empty or whitespace.
     #[error(transparent)]
-    BlankAdminToken(#[from] crate::secret::EmptySecret),
+    BlankAdminToken(#[from] stampede_http_kit::EmptySecret),
     /// A non-loopback Nomad API address without a token.
     #[error("Nomad API address {0} is not loopback: set an admin token to expose it (clients then send it as X-Nomad-Token)")]
     NomadNotLoopback(SocketAddr),
@@ -300,7 +300,7 @@ pub async fn start(cfg: ClusterConfig, opts: FleetOptions) -> Result<FleetHandle
         return Err(FleetError::NodeIdNeedsOneNode(cfg.nodes));
     }
     if let Some(t) = &opts.admin_token {
-        crate::secret::validate_not_blank("the admin token", t.expose())?;
+        stampede_http_kit::validate_not_blank("the admin token", t.expose())?;
     }
     if !opts.admin_addr.ip().is_loopback() && opts.admin_token.is_none() {
         return Err(FleetError::AdminNotLoopback(opts.admin_addr));

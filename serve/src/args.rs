@@ -196,7 +196,7 @@ pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
     }
     // Descriptors bound the connections the service can hold (a gated burst keeps one
     // per create open); take what the hard limit allows, as Go's runtime does for E2B.
-    mock_node::http_guard::raise_fd_limit();
+    stampede_http_kit::raise_fd_limit();
     let handles = start_replicas(args.config(), nodes, args.listen, args.replicas).await?;
     for h in &handles {
         use std::io::Write as _;

@@ -31,7 +31,7 @@ pub enum ServeError {
     Config(String),
     /// The API key or the admin token is empty or whitespace.
     #[error(transparent)]
-    BlankSecret(#[from] mock_node::secret::EmptySecret),
+    BlankSecret(#[from] stampede_http_kit::EmptySecret),
     /// A non-loopback listen address with the published default API key.
     #[error(
         "--listen {0} is not a loopback address and the API key is the built-in default, \

@@ -213,7 +213,7 @@ pub async fn start(
         idle: shared.cfg.idle_timeout,
         body_read: shared.cfg.body_read_timeout,
     };
-    let cap = mock_node::http_guard::ConnectionCap::new(shared.cfg.max_connections);
+    let cap = stampede_http_kit::ConnectionCap::new(shared.cfg.max_connections);
     if cap.limit() < shared.cfg.max_connections {
         tracing::warn!(
             connections = cap.limit(),

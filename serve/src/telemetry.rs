@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
-use mock_node::prometheus::{write_header, write_sample};
+use stampede_http_kit::{write_header, write_sample};
 
 use super::storm::StormBins;
 use super::telemetry_kind::KindTelemetry;

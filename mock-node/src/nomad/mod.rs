@@ -89,7 +89,7 @@ pub fn spawn(
     listener: TcpListener,
     opts: NomadOptions,
     seed: u64,
-    token: Option<crate::secret::AdminToken>,
+    token: Option<stampede_http_kit::Secret>,
 ) -> JoinHandle<()> {
     let stop = fleet.shutdown.clone();
     let state = Arc::new(NomadState {
@@ -117,10 +117,10 @@ pub fn spawn(
         ));
     }
     // The policy of every listener of the project: a stalled client cannot hold it open.
-    tokio::spawn(crate::http_guard::serve_bounded(
+    tokio::spawn(stampede_http_kit::serve_bounded(
         listener,
         app,
-        crate::http_guard::LOCAL_API_LIMITS,
+        stampede_http_kit::LOCAL_API_LIMITS,
         stop,
         body_timed_out,
     ))
@@ -135,7 +135,7 @@ async fn nomad_token(
     let ok = req
         .headers()
         .get("X-Nomad-Token")
-        .is_some_and(|v| crate::secret::constant_time_eq(v.as_bytes(), expected.as_bytes()));
+        .is_some_and(|v| stampede_http_kit::constant_time_eq(v.as_bytes(), expected.as_bytes()));
     if ok {
         next.run(req).await
     } else {
@@ -149,7 +149,7 @@ async fn nomad_token(
 }
 
 /// A request body that missed its deadline: plain text, as a Nomad agent writes errors.
-fn body_timed_out(e: crate::http_guard::BodyTimedOut) -> axum::response::Response {
+fn body_timed_out(e: stampede_http_kit::BodyTimedOut) -> axum::response::Response {
     use axum::response::IntoResponse;
     (axum::http::StatusCode::REQUEST_TIMEOUT, e.to_string()).into_response()
 }

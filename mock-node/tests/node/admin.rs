@@ -50,7 +50,7 @@ async fn admin_token_is_required_when_set_and_for_non_loopback() {
     assert!(matches!(e, FleetError::AdminNotLoopback(_)), "{e}");
 
     let opts = FleetOptions {
-        admin_token: Some(mock_node::secret::AdminToken::new("s3cret")),
+        admin_token: Some(stampede_http_kit::Secret::new("s3cret")),
         ..Default::default()
     };
     let f = fleet::start(cfg, opts).await.expect("starts");
@@ -274,7 +274,7 @@ async fn blank_admin_token_is_refused_at_start() {
     };
     for blank in ["", "   ", "\t"] {
         let opts = FleetOptions {
-            admin_token: Some(mock_node::secret::AdminToken::new(blank)),
+            admin_token: Some(stampede_http_kit::Secret::new(blank)),
             ..Default::default()
         };
         let e = fleet::start(cfg.clone(), opts)
