@@ -178,18 +178,6 @@ pub struct NodeTarget {
 }
 
 impl NodeTarget {
-    /// Every node of an in-process mock-node fleet, id and address known.
-    pub fn all_of(fleet: &mock_node::fleet::FleetHandle) -> Vec<NodeTarget> {
-        fleet
-            .nodes()
-            .into_iter()
-            .map(|n| NodeTarget {
-                id: Some(n.id),
-                addr: n.addr.to_string(),
-            })
-            .collect()
-    }
-
     /// A node known by address only.
     pub fn addr(addr: impl Into<String>) -> Self {
         Self {

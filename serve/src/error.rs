@@ -23,9 +23,6 @@ pub enum ServeError {
         /// Why it is invalid.
         message: String,
     },
-    /// Reading the node list from a mock-node admin endpoint failed.
-    #[error("cannot read the nodes of a mock-node fleet")]
-    MockAdmin(#[from] mock_node::admin_client::MockAdminError),
     /// Invalid settings.
     #[error("invalid settings: {0}")]
     Config(String),
