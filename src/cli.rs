@@ -489,12 +489,12 @@ pub async fn dispatch(
             Ok(ExitCode::SUCCESS)
         }
         Command::Replay { trace } => {
-            let file = mock_node::regular_file::open_regular(&trace, "a placement trace").map_err(
-                |source| CliError::Open {
+            let file = mock_node::open_regular(&trace, "a placement trace").map_err(|source| {
+                CliError::Open {
                     path: trace.clone(),
                     source,
-                },
-            )?;
+                }
+            })?;
             let r = crate::placement::replay(std::io::BufReader::new(file))?;
             out(format_args!(
                 "{}: {} inputs, {} outputs ({} creates sent, {} requests answered)",

@@ -24,7 +24,7 @@ use stampede_http_kit::{constant_time_eq, Secret};
 use stampede_http_kit::{serve_bounded, BodyTimedOut, HttpLimits};
 
 /// Serves the admin API on `listener` until the fleet shuts down.
-pub fn spawn(
+pub(crate) fn spawn(
     shared: Arc<FleetShared>,
     listener: TcpListener,
     token: Option<Secret>,

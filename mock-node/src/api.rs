@@ -7,8 +7,8 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 
 pub use crate::config::FailureCode;
-pub use crate::snapshot::ServiceStatus;
 pub use stampede_node_model::fault::{FaultKind, FaultName, FaultParamError, FaultParams};
+pub use stampede_node_model::snapshot::ServiceStatus;
 
 /// `POST /faults` body: `{"kind": "slow", "nodes": ["node-03"], "duration": "10s", "latency": "200ms"}`.
 ///

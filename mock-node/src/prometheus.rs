@@ -14,13 +14,13 @@
 use stampede_http_kit::{write_header, write_sample};
 
 use crate::api::NodesResponse;
-use crate::snapshot::ServiceStatus;
+use stampede_node_model::snapshot::ServiceStatus;
 
 /// The status of a node whose listener a kill fault holds closed.
 const KILLED: &str = "killed";
 
 /// Renders every node's figures as Prometheus text format 0.0.4.
-pub fn render(truth: &NodesResponse) -> String {
+pub(crate) fn render(truth: &NodesResponse) -> String {
     let mut out = String::new();
     type Getter = fn(&crate::api::NodeTruth) -> u64;
     let gauges: [(&str, &str, &str, Getter); 9] = [

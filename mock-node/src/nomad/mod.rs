@@ -16,8 +16,8 @@
 //! allocation has none; its Nomad node stays `ready`. A restart gives it a new
 //! allocation id. Blocking queries (`index`, `wait`) are validated and answered at once.
 
-pub mod filter;
-pub mod identity;
+pub(crate) mod filter;
+pub(crate) mod identity;
 mod wire;
 
 use std::collections::HashMap;
@@ -35,7 +35,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use crate::fleet::FleetShared;
-pub use identity::NomadIdentity;
+pub(crate) use identity::NomadIdentity;
 use wire::{NodeListStub, ServiceListEntry, ServiceRegistration, ServiceStub};
 
 /// How the virtual fleet presents itself to Nomad clients.
@@ -84,7 +84,7 @@ struct NomadState {
 }
 
 /// Serves the Nomad API on `listener` until the fleet shuts down.
-pub fn spawn(
+pub(crate) fn spawn(
     fleet: Arc<FleetShared>,
     listener: TcpListener,
     opts: NomadOptions,
