@@ -56,6 +56,13 @@ impl Secret {
         &self.0
     }
 
+    /// A secret from its text, refused when blank or not visible ASCII; `what` names
+    /// the setting in the error (`"the admin token"`).
+    pub fn parse(what: &'static str, text: &str) -> Result<Self, EmptySecret> {
+        validate_not_blank(what, text)?;
+        Ok(Self(text.to_string()))
+    }
+
     /// Reads the secret from the environment variable `var`; `None` when unset or empty.
     pub fn from_env(var: &str) -> Option<Self> {
         std::env::var(var).ok().filter(|v| !v.is_empty()).map(Self)

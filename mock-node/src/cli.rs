@@ -49,7 +49,7 @@ pub struct MockNodeArgs {
     #[arg(long, default_value = "127.0.0.1:0")]
     pub admin_addr: Option<SocketAddr>,
     /// Bearer token the admin API requires.
-    #[arg(long, env = "MOCK_NODE_ADMIN_TOKEN", hide_env_values = true)]
+    #[arg(long, env = "MOCK_NODE_ADMIN_TOKEN", hide_env_values = true, value_parser = admin_token)]
     pub admin_token: Option<Secret>,
     /// vCPUs of every node.
     #[arg(long)]
@@ -206,4 +206,9 @@ pub async fn run(args: MockNodeArgs) -> Result<(), MockNodeError> {
     let waited = tokio::signal::ctrl_c().await;
     fleet.shutdown().await;
     waited.map_err(MockNodeError::Signal)
+}
+
+/// `--admin-token`: refused when blank, naming the setting.
+fn admin_token(text: &str) -> Result<Secret, stampede_http_kit::EmptySecret> {
+    Secret::parse("the admin token", text)
 }
