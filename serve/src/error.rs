@@ -71,14 +71,6 @@ impl ApiError {
             error_code: None,
         }
     }
-
-    /// An error with `error_code`.
-    pub fn coded(status: StatusCode, error_code: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            error_code: Some(error_code),
-            ..Self::new(status, message)
-        }
-    }
 }
 
 impl IntoResponse for ApiError {

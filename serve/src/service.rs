@@ -19,10 +19,10 @@ use super::listen::{serve, ConnTimeouts};
 use super::node_client::NodeClient;
 use super::nodes_api::node_json;
 use super::routes::router;
-use super::state::{lock, NodeConn, NodeInfo, Shared};
+use super::state::{NodeConn, NodeInfo, Shared};
 use super::sync::sync_all;
 use crate::counters::ServiceCounters;
-use stampede_placement::{ChannelCell, PlacementCore, TraceSink};
+use stampede_placement::{ChannelCell, TraceSink};
 
 /// A running instance. Dropping it does not stop it: call [`ServiceHandle::shutdown`].
 #[derive(Debug)]
@@ -119,11 +119,6 @@ impl ServiceHandle {
             tx: self.sync_phase.clone(),
             interval: self.shared.cfg.sync_interval,
         }
-    }
-
-    /// A copy of the placement core (what this instance believes, per node).
-    pub fn placement_snapshot(&self) -> PlacementCore {
-        lock(&self.shared.placer).core().clone()
     }
 
     /// What `GET /nodes` would answer now.

@@ -82,14 +82,8 @@ impl Telemetry {
         }
     }
 
-    /// Mean decision time so far.
-    pub fn mean_decision(&self) -> Option<Duration> {
-        let n = self.decisions.load(Relaxed);
-        (n > 0).then(|| Duration::from_nanos(self.decision_nanos.load(Relaxed) / n))
-    }
-
     /// Prometheus text exposition of every counter, labelled with the accounting mode
-    /// (label values escaped by mock-node's writer, the one both `/metrics` use).
+    /// (label values escaped by the project's one Prometheus writer, `stampede-http-kit`).
     pub fn render(&self, accounting: &str) -> String {
         let mut out = String::new();
         let counters: [(&str, &str, &AtomicU64); 15] = [

@@ -460,11 +460,6 @@ impl FaultGuard {
             Some(e) => Err(e),
         }
     }
-
-    /// Whether the guard still has something to heal.
-    pub fn is_armed(&self) -> bool {
-        self.armed
-    }
 }
 
 impl Drop for FaultGuard {
