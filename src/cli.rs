@@ -125,7 +125,7 @@ pub enum Command {
     /// Serve a fleet of virtual orchestrator nodes (same as the `mock-node` binary).
     MockNode(mock_node::cli::MockNodeArgs),
     /// Run the reference placement service alone.
-    Serve(crate::serve::ServeArgs),
+    Serve(crate::serve_cmd::ServeCmdArgs),
     /// Print the placement skew of a live cluster now.
     Collect(crate::collect_cmd::CollectArgs),
     /// Compare report.json files: B (the last) against a baseline (the others: one
@@ -202,7 +202,7 @@ pub enum CliError {
     MockNode(#[from] mock_node::cli::MockNodeError),
     /// `serve` failed.
     #[error("placement service")]
-    Serve(#[from] crate::serve::ServeError),
+    Serve(#[from] crate::serve_cmd::ServeCmdError),
     /// `collect` failed.
     #[error("collect")]
     Collect(#[from] crate::collect_cmd::CollectCmdError),
@@ -393,7 +393,7 @@ pub async fn dispatch(
             Ok(ExitCode::SUCCESS)
         }
         Command::Serve(args) => {
-            crate::serve::run(args).await?;
+            crate::serve_cmd::run(args).await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Collect(args) => Ok(crate::collect_cmd::run(args).await?),
@@ -489,12 +489,12 @@ pub async fn dispatch(
             Ok(ExitCode::SUCCESS)
         }
         Command::Replay { trace } => {
-            let file = mock_node::regular_file::open_regular(&trace, "a placement trace").map_err(
-                |source| CliError::Open {
+            let file = mock_node::open_regular(&trace, "a placement trace").map_err(|source| {
+                CliError::Open {
                     path: trace.clone(),
                     source,
-                },
-            )?;
+                }
+            })?;
             let r = crate::placement::replay(std::io::BufReader::new(file))?;
             out(format_args!(
                 "{}: {} inputs, {} outputs ({} creates sent, {} requests answered)",

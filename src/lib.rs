@@ -15,6 +15,7 @@ pub mod profile;
 pub mod redact;
 pub mod report;
 pub mod run;
+pub mod serve_cmd;
 pub mod sim;
 pub mod workload;
 

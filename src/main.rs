@@ -35,7 +35,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // A run holds a connection per in-flight create and its metrics endpoint's clients:
     // take the descriptors the hard limit allows, as Go's runtime does at start.
-    mock_node::http_guard::raise_fd_limit();
+    stampede_http_kit::raise_fd_limit();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => {

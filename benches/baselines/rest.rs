@@ -19,7 +19,7 @@ use axum::routing::post;
 use mock_node::config::{ClusterConfig, LatencyDist, NodeSpec};
 use mock_node::fleet::{self, FleetHandle, FleetOptions};
 use stampede::serve::rest::NewSandbox;
-use stampede::serve::{self, NodeTarget, ServeConfig, ServiceHandle};
+use stampede::serve::{self, ServeConfig, ServiceHandle};
 use stampede_proto::ServiceInfoResponse;
 use tokio::runtime::Runtime;
 use tokio_util::sync::CancellationToken;
@@ -61,7 +61,7 @@ async fn start_service(fleet: &FleetHandle) -> ServiceHandle {
         ..ServeConfig::default()
     };
     let listen = SocketAddr::from(([127, 0, 0, 1], 0));
-    serve::start(cfg, NodeTarget::all_of(fleet), listen)
+    serve::start(cfg, stampede::serve_cmd::targets_of(fleet), listen)
         .await
         .expect("placement service")
 }

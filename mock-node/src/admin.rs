@@ -19,15 +19,15 @@ use tokio::task::JoinHandle;
 use crate::api::{ApiError, FaultCreated, FaultRequest, FaultsResponse};
 use crate::faults;
 use crate::fleet::FleetShared;
-use crate::http_guard::{serve_bounded, BodyTimedOut, HttpLimits};
 use crate::prometheus;
-use crate::secret::{constant_time_eq, AdminToken};
+use stampede_http_kit::{constant_time_eq, Secret};
+use stampede_http_kit::{serve_bounded, BodyTimedOut, HttpLimits};
 
 /// Serves the admin API on `listener` until the fleet shuts down.
-pub fn spawn(
+pub(crate) fn spawn(
     shared: Arc<FleetShared>,
     listener: TcpListener,
-    token: Option<AdminToken>,
+    token: Option<Secret>,
 ) -> JoinHandle<()> {
     let stop = shared.shutdown.clone();
     let mut app = Router::new()
@@ -54,7 +54,7 @@ pub fn spawn(
 }
 
 /// What an admin client may hold open: the bounds of the project's local APIs.
-pub const ADMIN_LIMITS: HttpLimits = crate::http_guard::LOCAL_API_LIMITS;
+pub const ADMIN_LIMITS: HttpLimits = stampede_http_kit::LOCAL_API_LIMITS;
 
 fn body_timed_out(e: BodyTimedOut) -> Response {
     error(StatusCode::REQUEST_TIMEOUT, e.to_string())

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::config::ClusterConfig;
 use crate::config_file::{self, ConfigFileError};
 use crate::fleet::{self, Addressing, FleetError, FleetHandle, FleetOptions};
-use crate::secret::AdminToken;
+use stampede_http_kit::Secret;
 
 /// E2B orchestrators' gRPC port.
 pub const DEFAULT_GRPC_PORT: u16 = 5008;
@@ -49,8 +49,8 @@ pub struct MockNodeArgs {
     #[arg(long, default_value = "127.0.0.1:0")]
     pub admin_addr: Option<SocketAddr>,
     /// Bearer token the admin API requires.
-    #[arg(long, env = "MOCK_NODE_ADMIN_TOKEN", hide_env_values = true)]
-    pub admin_token: Option<AdminToken>,
+    #[arg(long, env = "MOCK_NODE_ADMIN_TOKEN", hide_env_values = true, value_parser = admin_token)]
+    pub admin_token: Option<Secret>,
     /// vCPUs of every node.
     #[arg(long)]
     pub cpu_count: Option<u32>,
@@ -190,7 +190,7 @@ pub async fn run(args: MockNodeArgs) -> Result<(), MockNodeError> {
     let (cfg, opts) = args.resolve()?;
     // A fleet holds a listener per node and every client's connections: take the
     // descriptors the hard limit allows, as Go's runtime does for E2B's servers.
-    crate::http_guard::raise_fd_limit();
+    stampede_http_kit::raise_fd_limit();
     tracing::info!(
         nodes = cfg.nodes,
         fleet_seed = cfg.fleet_seed(0),
@@ -206,4 +206,9 @@ pub async fn run(args: MockNodeArgs) -> Result<(), MockNodeError> {
     let waited = tokio::signal::ctrl_c().await;
     fleet.shutdown().await;
     waited.map_err(MockNodeError::Signal)
+}
+
+/// `--admin-token`: refused when blank, naming the setting.
+fn admin_token(text: &str) -> Result<Secret, stampede_http_kit::EmptySecret> {
+    Secret::parse("the admin token", text)
 }

@@ -55,7 +55,7 @@ struct ProfileShape {
 /// Reads `path`: either a document with a top-level `cluster:` key (a run profile; other
 /// keys are ignored) or a bare cluster section. The result's `seed` is the fleet seed
 /// ([`ClusterConfig::fleet_seed`] of the profile's `seed`).
-pub fn load_cluster(path: &Path) -> Result<ClusterConfig, ConfigFileError> {
+pub(crate) fn load_cluster(path: &Path) -> Result<ClusterConfig, ConfigFileError> {
     let label = path.display().to_string();
     let text =
         crate::regular_file::read_regular_to_string(path, "a fleet config").map_err(|source| {

@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::api::{FaultInfo, FaultKind, FaultRequest};
 use crate::fleet::FleetShared;
-use crate::node::FaultEffect;
+use stampede_node_model::effect::FaultEffect;
 
 /// Longest `duration` a fault may heal after, and longest `slow` latency: 30 days.
 ///
@@ -34,7 +34,7 @@ pub const MAX_HEALED_FAULTS_KEPT: usize = 1024;
 /// Period of the retries of a heal that failed (a killed node's address taken by
 /// another process meanwhile). Retried until it succeeds or the fleet stops: a node
 /// that cannot listen again stays reported `killed`, never healthy.
-pub const HEAL_RETRY_EVERY: Duration = Duration::from_secs(1);
+pub(crate) const HEAL_RETRY_EVERY: Duration = Duration::from_secs(1);
 
 /// Why a fault could not be applied or removed.
 #[derive(Debug, thiserror::Error)]
@@ -150,7 +150,10 @@ fn check(req: &FaultRequest, fleet: &FleetShared) -> Result<(), FaultError> {
 
 /// Applies a fault; returns its id. A fault with a duration heals itself. A node named
 /// twice is targeted once.
-pub async fn add(fleet: &Arc<FleetShared>, mut req: FaultRequest) -> Result<u64, FaultError> {
+pub(crate) async fn add(
+    fleet: &Arc<FleetShared>,
+    mut req: FaultRequest,
+) -> Result<u64, FaultError> {
     let mut seen = std::collections::BTreeSet::new();
     req.nodes.retain(|n| seen.insert(n.clone()));
     check(&req, fleet)?;
@@ -203,7 +206,7 @@ pub async fn add(fleet: &Arc<FleetShared>, mut req: FaultRequest) -> Result<u64,
 /// Heals a fault in force. When a node cannot take its address back, the fault stays
 /// in force (its nodes stay `killed`), says why in [`FaultInfo::heal_error`], and the
 /// heal is retried every [`HEAL_RETRY_EVERY`] in the background.
-pub async fn remove(fleet: &Arc<FleetShared>, id: u64) -> Result<(), FaultError> {
+pub(crate) async fn remove(fleet: &Arc<FleetShared>, id: u64) -> Result<(), FaultError> {
     match heal_once(fleet, id).await {
         Err(e @ FaultError::Rebind { .. }) => {
             retry_heal(fleet.clone(), id).await;
@@ -268,25 +271,6 @@ async fn retry_heal(fleet: Arc<FleetShared>, id: u64) {
         }
         fleet.faults.lock().await.retrying.remove(&id);
     });
-}
-
-/// Heals every fault in force (used at shutdown and by the harness between drills).
-pub async fn clear(fleet: &Arc<FleetShared>) -> Result<(), FaultError> {
-    let ids: Vec<u64> = {
-        let book = fleet.faults.lock().await;
-        book.faults
-            .values()
-            .filter(|f| f.active)
-            .map(|f| f.id)
-            .collect()
-    };
-    for id in ids {
-        match remove(fleet, id).await {
-            Ok(()) | Err(FaultError::UnknownFault(_)) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
 }
 
 async fn refresh(

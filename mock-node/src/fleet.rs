@@ -15,8 +15,8 @@ use crate::faults::{self, FaultBook, FaultError};
 use crate::model::NodeModel;
 use crate::node::NodeRuntime;
 use crate::ports::FreePorts;
-use crate::secret::AdminToken;
 use crate::serve::StackTask;
+use stampede_http_kit::Secret;
 
 /// Where the nodes listen.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,7 +43,7 @@ pub struct FleetOptions {
     /// Admin HTTP address; must be loopback unless `admin_token` is set.
     pub admin_addr: SocketAddr,
     /// Bearer token the admin API requires, if any.
-    pub admin_token: Option<AdminToken>,
+    pub admin_token: Option<Secret>,
     /// Id of the node in a one-node fleet (`NODE_ID`), instead of `node-00`.
     pub node_id: Option<String>,
     /// Labels every node reports in ServiceInfo (`NODE_LABELS`).
@@ -80,7 +80,7 @@ pub enum FleetError {
     Config(Vec<SpecError>),
     /// The admin token is empty or whitespace.
     #[error(transparent)]
-    BlankAdminToken(#[from] crate::secret::EmptySecret),
+    BlankAdminToken(#[from] stampede_http_kit::EmptySecret),
     /// A non-loopback Nomad API address without a token.
     #[error("Nomad API address {0} is not loopback: set an admin token to expose it (clients then send it as X-Nomad-Token)")]
     NomadNotLoopback(SocketAddr),
@@ -128,16 +128,7 @@ fn join(errs: &[SpecError]) -> String {
         .join("; ")
 }
 
-/// Seed of node `k`'s RNG, derived from the cluster seed (SplitMix64 of seed + k), so that
-/// the simulator and the real fleet draw the same numbers for the same node.
-pub fn node_seed(cluster_seed: u64, k: usize) -> u64 {
-    let mut z = cluster_seed
-        .wrapping_add(k as u64)
-        .wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+pub use stampede_node_model::seed::node_seed;
 
 /// State shared by the node servers, the fault book and the admin API.
 #[derive(Debug)]
@@ -309,7 +300,7 @@ pub async fn start(cfg: ClusterConfig, opts: FleetOptions) -> Result<FleetHandle
         return Err(FleetError::NodeIdNeedsOneNode(cfg.nodes));
     }
     if let Some(t) = &opts.admin_token {
-        crate::secret::validate_not_blank("the admin token", t.expose())?;
+        stampede_http_kit::validate_not_blank("the admin token", t.expose())?;
     }
     if !opts.admin_addr.ip().is_loopback() && opts.admin_token.is_none() {
         return Err(FleetError::AdminNotLoopback(opts.admin_addr));

@@ -1,6 +1,6 @@
 //! The E2B orchestrator gRPC surface of one node: `SandboxService` and `InfoService`.
 //!
-//! Every RPC first passes the node's fault gate ([`gate`](crate::gate): kill, hang, slow,
+//! Every RPC first passes the node's fault gate ([`gate`](stampede_node_model::gate): kill, hang, slow,
 //! injected errors, sampled failures, and for a Create `exhaust` and admission), then
 //! calls the sans-IO [`NodeModel`](crate::model::NodeModel). `Pause` behaves like
 //! `Delete` (E2B's pause snapshots the sandbox and removes it from the node): the
@@ -30,16 +30,16 @@ use tokio::time::Instant;
 use tonic::{Request, Response, Status};
 
 use crate::config::{FailureCode, RpcKind};
-use crate::effect::FaultEffect;
-use crate::gate::{on_send, Arrival, CreateArrival, Sent};
 use crate::model::{CreateRejection, CreateRequest, Sandbox, MAX_ID_BYTES};
 use crate::node::NodeRuntime;
 use crate::serve::NodeConnInfo;
+use stampede_node_model::effect::FaultEffect;
+use stampede_node_model::gate::{on_send, Arrival, CreateArrival, Sent};
 
 /// Both gRPC services, for every node of the fleet: each RPC runs on the node whose
 /// listener accepted its connection ([`NodeConnInfo`] in the request's extensions).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct NodeService;
+pub(crate) struct NodeService;
 
 /// The node an RPC was sent to.
 fn node_of<T>(request: &Request<T>) -> Result<NodeRpcs, Status> {

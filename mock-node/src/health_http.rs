@@ -15,7 +15,7 @@ use crate::model::ServiceStatus;
 use crate::serve::NodeConnInfo;
 
 /// The `/health` handler of the node whose listener accepted the connection.
-pub async fn health(req: Request) -> Response {
+pub(crate) async fn health(req: Request) -> Response {
     let Some(conn) = req.extensions().get::<NodeConnInfo>() else {
         return StatusCode::NOT_FOUND.into_response();
     };

@@ -19,13 +19,13 @@ use crate::serve::NodeConnInfo;
 /// Layer limiting request messages to `limit` bytes and holding requests while a `hang`
 /// fault is in force on their node.
 #[derive(Debug, Clone, Copy)]
-pub struct IntakeLayer {
+pub(crate) struct IntakeLayer {
     limit: usize,
 }
 
 impl IntakeLayer {
     /// Refuses messages of more than `limit` bytes.
-    pub fn new(limit: usize) -> Self {
+    pub(crate) fn new(limit: usize) -> Self {
         Self { limit }
     }
 }
@@ -42,7 +42,7 @@ impl<S> tower::Layer<S> for IntakeLayer {
 
 /// Service produced by [`IntakeLayer`].
 #[derive(Debug, Clone)]
-pub struct Intake<S> {
+pub(crate) struct Intake<S> {
     inner: S,
     limit: usize,
 }

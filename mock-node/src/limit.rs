@@ -27,7 +27,7 @@ const PREFIX: usize = 5;
 
 /// Follows the message framing of a gRPC body chunk by chunk.
 #[derive(Debug, Clone, Default)]
-pub struct FrameScanner {
+pub(crate) struct FrameScanner {
     prefix: [u8; PREFIX],
     have: usize,
     /// Bytes of the current message not seen yet.
@@ -36,7 +36,7 @@ pub struct FrameScanner {
 
 impl FrameScanner {
     /// Feeds the next chunk; `Err(len)` names the first message longer than `limit`.
-    pub fn scan(&mut self, mut chunk: &[u8], limit: usize) -> Result<(), u64> {
+    pub(crate) fn scan(&mut self, mut chunk: &[u8], limit: usize) -> Result<(), u64> {
         while !chunk.is_empty() {
             if self.skip > 0 {
                 let n = usize::try_from(self.skip)
@@ -67,7 +67,7 @@ impl FrameScanner {
 /// A request body whose data frames pass through a [`FrameScanner`]: every message
 /// prefix is checked against the limit, frames are passed on as they come.
 #[derive(Debug)]
-pub struct Limited {
+pub(crate) struct Limited {
     inner: Body,
     scanner: FrameScanner,
     limit: usize,
@@ -75,7 +75,7 @@ pub struct Limited {
 
 impl Limited {
     /// `inner`, whose messages may be at most `limit` bytes long.
-    pub fn new(inner: Body, limit: usize) -> Self {
+    pub(crate) fn new(inner: Body, limit: usize) -> Self {
         Self {
             inner,
             scanner: FrameScanner::default(),

@@ -9,10 +9,10 @@ use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::FleetClock;
-pub use crate::effect::FaultEffect;
-use crate::effect::Listener;
 use crate::model::NodeModel;
 use crate::serve::{ServerTask, Stack};
+use stampede_node_model::effect::FaultEffect;
+use stampede_node_model::effect::Listener;
 
 /// A node of the fleet as the servers and the admin API share it.
 #[derive(Debug)]

@@ -22,7 +22,7 @@ const BACKLOG: i32 = 1024;
 
 /// Hands out listeners on free ports of the ephemeral range, in sequence.
 #[derive(Debug)]
-pub struct FreePorts {
+pub(crate) struct FreePorts {
     low: u16,
     span: u32,
     next: u32,
@@ -36,7 +36,7 @@ impl Default for FreePorts {
 
 impl FreePorts {
     /// Starts at a random port of the system's ephemeral range.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let (low, high) = ephemeral_range().unwrap_or(FALLBACK_RANGE);
         let span = u32::from(high.saturating_sub(low)) + 1;
         Self {
@@ -48,7 +48,7 @@ impl FreePorts {
 
     /// A listener on `ip` and the next free port; the last error when the whole range
     /// is taken, or the first one that is not "address in use".
-    pub fn bind(&mut self, ip: IpAddr) -> io::Result<TcpListener> {
+    pub(crate) fn bind(&mut self, ip: IpAddr) -> io::Result<TcpListener> {
         let mut last = io::Error::new(io::ErrorKind::AddrInUse, "no free port left");
         for _ in 0..self.span {
             let offset = u16::try_from(self.next % self.span).unwrap_or(0);

@@ -6,7 +6,7 @@
 //! for one and only then answers ResourceExhausted.
 //!
 //! The node's model keeps the queue and decides who gets a freed slot
-//! ([`starting`](crate::starting)); a waiting call sleeps until the model wakes it (no
+//! ([`starting`](stampede_node_model::starting)); a waiting call sleeps until the model wakes it (no
 //! polling), and leaves the queue when its future is dropped (client gone, node killed),
 //! so a slot held for it goes to the next waiter.
 
@@ -16,14 +16,13 @@ use tonic::Status;
 use crate::model::{NodeModel, Ticket, WaitState};
 use crate::node::NodeRuntime;
 
-/// The reason a wait that ran out is counted under, among the node's refusals.
-pub const RESUME_WAIT_REASON: &str = "max_starting_resume";
+pub(crate) use stampede_node_model::starting::RESUME_WAIT_REASON;
 
 /// A call that may go on to admission: it either never waited, or a slot is held for it
 /// (or it was let go because the node is at `max_sandboxes`). Dropping it gives up the
 /// held slot; [`claim`](Self::claim) hands the slot to the admission that follows.
 #[derive(Debug)]
-pub struct StartingTurn<'a> {
+pub(crate) struct StartingTurn<'a> {
     node: &'a NodeRuntime,
     ticket: Option<Ticket>,
 }
@@ -31,7 +30,7 @@ pub struct StartingTurn<'a> {
 impl StartingTurn<'_> {
     /// Leaves the queue under the caller's lock of the model, right before admission
     /// takes the slot held for this call (nobody else can take it in between).
-    pub fn claim(mut self, model: &mut NodeModel) {
+    pub(crate) fn claim(mut self, model: &mut NodeModel) {
         if let Some(t) = self.ticket.take() {
             model.leave_starting_wait(t);
         }
@@ -50,7 +49,7 @@ impl Drop for StartingTurn<'_> {
 /// `max_sandboxes`, which the admission that follows refuses at once). Past the node's
 /// `resume_acquire_timeout` it answers ResourceExhausted with E2B's message and counts
 /// the refusal.
-pub async fn wait_for_starting_slot(node: &NodeRuntime) -> Result<StartingTurn<'_>, Status> {
+pub(crate) async fn wait_for_starting_slot(node: &NodeRuntime) -> Result<StartingTurn<'_>, Status> {
     let (ticket, limit) = {
         let mut m = node.model();
         (m.join_starting_wait(), m.spec().resume_acquire_timeout)

@@ -30,7 +30,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
-use tonic::transport::server::{Connected, TcpConnectInfo};
+use tonic::transport::server::Connected;
 
 use crate::grpc::NodeService;
 use crate::intake::IntakeLayer;
@@ -44,18 +44,16 @@ use crate::node::NodeRuntime;
 /// 16 KiB, made h2 answer a larger block with a GOAWAY that failed every call in flight
 /// on the connection. Beyond this limit grpc-go resets that stream alone
 /// (`RST_STREAM` FRAME_SIZE_ERROR); h2 may still close the connection there.
-pub const MAX_HEADER_LIST_BYTES: u32 = 16 << 20;
+pub(crate) const MAX_HEADER_LIST_BYTES: u32 = 16 << 20;
 
 /// Time given to in-flight RPCs to send their UNAVAILABLE before connections are reset.
 const LAST_WORDS: Duration = Duration::from_millis(30);
 
-/// The node a connection was accepted for, and its TCP addresses.
+/// The node a connection was accepted for.
 #[derive(Debug, Clone)]
-pub struct NodeConnInfo {
+pub(crate) struct NodeConnInfo {
     /// The node whose listener accepted the connection.
     pub node: Arc<NodeRuntime>,
-    /// Local and remote addresses.
-    pub tcp: TcpConnectInfo,
 }
 
 /// The kill of one node incarnation: its listener and every connection it accepted.
@@ -97,14 +95,14 @@ pub struct Stack {
 
 /// The running server of a fleet.
 #[derive(Debug)]
-pub struct StackTask {
+pub(crate) struct StackTask {
     shutdown: CancellationToken,
     join: JoinHandle<()>,
 }
 
 impl StackTask {
     /// Stops the server (nodes should have stopped serving first).
-    pub async fn stop(self) {
+    pub(crate) async fn stop(self) {
         self.shutdown.cancel();
         let mut join = self.join;
         if tokio::time::timeout(Duration::from_secs(2), &mut join)
@@ -139,7 +137,7 @@ impl ServerTask {
 
 /// Starts the fleet's server: SandboxService, InfoService and health for every node
 /// whose listener is later given to [`Stack::serve`].
-pub async fn start() -> (Stack, StackTask) {
+pub(crate) async fn start() -> (Stack, StackTask) {
     let (tx, rx) = mpsc::unbounded_channel();
     let shutdown = CancellationToken::new();
     let (health, health_svc) = tonic_health::server::health_reporter();
@@ -262,7 +260,7 @@ fn accepting(j: Joining) -> impl Stream<Item = io::Result<KillableStream>> + Sen
 /// not hold yet (hyper polls a connection from one task, so about once per
 /// connection). That wait is what wakes a connection idle in a read when the kill
 /// comes; the flag, set before the token is cancelled, is what the woken read finds.
-pub struct KillableStream {
+pub(crate) struct KillableStream {
     inner: TcpStream,
     node: Arc<NodeRuntime>,
     kill: Arc<KillSwitch>,
@@ -326,7 +324,6 @@ impl Connected for KillableStream {
     fn connect_info(&self) -> Self::ConnectInfo {
         NodeConnInfo {
             node: self.node.clone(),
-            tcp: self.inner.connect_info(),
         }
     }
 }

@@ -354,11 +354,6 @@ impl Placer {
         self.open.get(&req).map(|o| &o.attempt)
     }
 
-    /// Requests being placed.
-    pub fn open_requests(&self) -> usize {
-        self.open.len()
-    }
-
     /// Handle one input at `now`; at most one output follows from it.
     pub fn handle(&mut self, now: Duration, input: Input) -> Option<Output> {
         if let Some(t) = &mut self.trace {

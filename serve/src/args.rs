@@ -9,7 +9,6 @@ use super::config::{
 };
 use super::error::ServeError;
 use super::service::start_replicas;
-use mock_node::admin_client::MockAdmin;
 use stampede_placement::{
     AccountingMode, FailureAnswers, PlacementConfig, REQUEST_TIMEOUT, SYNC_INTERVAL,
 };
@@ -23,12 +22,6 @@ pub struct ServeArgs {
     /// Orchestrator gRPC address, `host:port` or `id=host:port`; repeatable.
     #[arg(long = "node", value_name = "ADDR")]
     pub nodes: Vec<String>,
-    /// Read node ids and addresses from a mock-node admin endpoint (`GET /nodes`).
-    #[arg(long, value_name = "URL")]
-    pub mock_admin: Option<String>,
-    /// Bearer token of the mock-node admin endpoint, if it requires one.
-    #[arg(long, env = "STAMPEDE_MOCK_ADMIN_TOKEN", hide_env_values = true)]
-    pub mock_admin_token: Option<String>,
     /// Accounting mode: reported, in-flight, optimistic or reconciled.
     #[arg(long, default_value_t = PlacementConfig::default().mode)]
     pub accounting: AccountingMode,
@@ -162,30 +155,12 @@ impl ServeArgs {
     }
 }
 
-/// Node ids and gRPC addresses from a mock-node admin endpoint's `GET /nodes`.
-pub async fn nodes_from_mock_admin(
-    url: &str,
-    token: Option<&str>,
-) -> Result<Vec<NodeTarget>, ServeError> {
-    let body = MockAdmin::new(reqwest::Client::new(), url, token)
-        .nodes()
-        .await?;
-    Ok(body
-        .nodes
-        .into_iter()
-        .map(|n| NodeTarget {
-            id: Some(n.id),
-            addr: n.grpc_addr.to_string(),
-        })
-        .collect())
-}
-
-/// `stampede serve`: start the replicas and serve until Ctrl-C.
-pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
+/// `stampede serve`: start the replicas and serve until Ctrl-C, placing on the `--node`
+/// targets and on `discovered` (nodes the caller found, e.g. through a mock fleet's
+/// admin API: the service itself does not link the fake fleet).
+pub async fn run(args: ServeArgs, discovered: Vec<NodeTarget>) -> Result<(), ServeError> {
     let mut nodes = args.node_targets();
-    if let Some(url) = &args.mock_admin {
-        nodes.extend(nodes_from_mock_admin(url, args.mock_admin_token.as_deref()).await?);
-    }
+    nodes.extend(discovered);
     if nodes.is_empty() {
         return Err(ServeError::Config(
             "no nodes: give --node ADDR or --mock-admin URL".into(),
@@ -196,7 +171,7 @@ pub async fn run(args: ServeArgs) -> Result<(), ServeError> {
     }
     // Descriptors bound the connections the service can hold (a gated burst keeps one
     // per create open); take what the hard limit allows, as Go's runtime does for E2B.
-    mock_node::http_guard::raise_fd_limit();
+    stampede_http_kit::raise_fd_limit();
     let handles = start_replicas(args.config(), nodes, args.listen, args.replicas).await?;
     for h in &handles {
         use std::io::Write as _;

@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use mock_node::secret::validate_not_blank;
+use stampede_http_kit::validate_not_blank;
 use stampede_placement::{ApiStage, PlacementConfig};
 
 use super::error::ServeError;
@@ -38,7 +38,7 @@ pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(GATE_WAIT.as
 /// service leaves room for (5,000 creates, each on a connection of its own, all held
 /// open until the gate), the other half for every other client during it (deletes,
 /// collectors, a flood of stalled connections). Lowered to the descriptor limit less
-/// [`RESERVED_FDS`](mock_node::http_guard::RESERVED_FDS) at start.
+/// [`RESERVED_FDS`](stampede_http_kit::RESERVED_FDS) at start.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 
 /// Default [`ServeConfig::retry_backoff`] (and of the profile's
@@ -178,18 +178,6 @@ pub struct NodeTarget {
 }
 
 impl NodeTarget {
-    /// Every node of an in-process mock-node fleet, id and address known.
-    pub fn all_of(fleet: &mock_node::fleet::FleetHandle) -> Vec<NodeTarget> {
-        fleet
-            .nodes()
-            .into_iter()
-            .map(|n| NodeTarget {
-                id: Some(n.id),
-                addr: n.addr.to_string(),
-            })
-            .collect()
-    }
-
     /// A node known by address only.
     pub fn addr(addr: impl Into<String>) -> Self {
         Self {

@@ -23,15 +23,12 @@ pub enum ServeError {
         /// Why it is invalid.
         message: String,
     },
-    /// Reading the node list from a mock-node admin endpoint failed.
-    #[error("cannot read the nodes of a mock-node fleet")]
-    MockAdmin(#[from] mock_node::admin_client::MockAdminError),
     /// Invalid settings.
     #[error("invalid settings: {0}")]
     Config(String),
     /// The API key or the admin token is empty or whitespace.
     #[error(transparent)]
-    BlankSecret(#[from] mock_node::secret::EmptySecret),
+    BlankSecret(#[from] stampede_http_kit::EmptySecret),
     /// A non-loopback listen address with the published default API key.
     #[error(
         "--listen {0} is not a loopback address and the API key is the built-in default, \
@@ -72,14 +69,6 @@ impl ApiError {
             code: status.as_u16(),
             message: message.into(),
             error_code: None,
-        }
-    }
-
-    /// An error with `error_code`.
-    pub fn coded(status: StatusCode, error_code: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            error_code: Some(error_code),
-            ..Self::new(status, message)
         }
     }
 }

@@ -6,7 +6,7 @@
 //! the idle timeout; per request, a body deadline (a request whose body is not whole in
 //! time is answered 408 and its HTTP/1 connection closed); and a cap on connections
 //! open at once, kept below the descriptor limit
-//! ([`ConnectionCap`](mock_node::http_guard::ConnectionCap)), past which the
+//! ([`ConnectionCap`](stampede_http_kit::ConnectionCap)), past which the
 //! connection that has waited longest on its client is closed to admit a new one (a
 //! new one waits only while every connection is being answered). On stop it stops accepting and lets
 //! requests in progress finish.
@@ -21,7 +21,7 @@ use hyper::Request;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
-use mock_node::http_guard::{bounded_request, Admitted, BodyTimedOut, ConnectionCap};
+use stampede_http_kit::{bounded_request, Admitted, BodyTimedOut, ConnectionCap};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;

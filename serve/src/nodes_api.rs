@@ -10,8 +10,8 @@ use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
-use mock_node::secret::constant_time_eq;
 use serde::Deserialize;
+use stampede_http_kit::constant_time_eq;
 
 use super::error::ApiError;
 use super::params::{is_local_cluster, LOCAL_CLUSTER_ID};

@@ -9,8 +9,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use mock_node::secret::constant_time_eq;
 use serde::Deserialize;
+use stampede_http_kit::constant_time_eq;
 
 use super::error::ApiError;
 use super::lifecycle_api;

@@ -19,10 +19,10 @@ use super::listen::{serve, ConnTimeouts};
 use super::node_client::NodeClient;
 use super::nodes_api::node_json;
 use super::routes::router;
-use super::state::{lock, NodeConn, NodeInfo, Shared};
+use super::state::{NodeConn, NodeInfo, Shared};
 use super::sync::sync_all;
 use crate::counters::ServiceCounters;
-use stampede_placement::{ChannelCell, PlacementCore, TraceSink};
+use stampede_placement::{ChannelCell, TraceSink};
 
 /// A running instance. Dropping it does not stop it: call [`ServiceHandle::shutdown`].
 #[derive(Debug)]
@@ -121,11 +121,6 @@ impl ServiceHandle {
         }
     }
 
-    /// A copy of the placement core (what this instance believes, per node).
-    pub fn placement_snapshot(&self) -> PlacementCore {
-        lock(&self.shared.placer).core().clone()
-    }
-
     /// What `GET /nodes` would answer now.
     pub fn nodes(&self) -> Vec<super::rest::NodeJson> {
         node_json(&self.shared)
@@ -213,7 +208,7 @@ pub async fn start(
         idle: shared.cfg.idle_timeout,
         body_read: shared.cfg.body_read_timeout,
     };
-    let cap = mock_node::http_guard::ConnectionCap::new(shared.cfg.max_connections);
+    let cap = stampede_http_kit::ConnectionCap::new(shared.cfg.max_connections);
     if cap.limit() < shared.cfg.max_connections {
         tracing::warn!(
             connections = cap.limit(),

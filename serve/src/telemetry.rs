@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
-use mock_node::prometheus::{write_header, write_sample};
+use stampede_http_kit::{write_header, write_sample};
 
 use super::storm::StormBins;
 use super::telemetry_kind::KindTelemetry;
@@ -82,14 +82,8 @@ impl Telemetry {
         }
     }
 
-    /// Mean decision time so far.
-    pub fn mean_decision(&self) -> Option<Duration> {
-        let n = self.decisions.load(Relaxed);
-        (n > 0).then(|| Duration::from_nanos(self.decision_nanos.load(Relaxed) / n))
-    }
-
     /// Prometheus text exposition of every counter, labelled with the accounting mode
-    /// (label values escaped by mock-node's writer, the one both `/metrics` use).
+    /// (label values escaped by the project's one Prometheus writer, `stampede-http-kit`).
     pub fn render(&self, accounting: &str) -> String {
         let mut out = String::new();
         let counters: [(&str, &str, &AtomicU64); 15] = [

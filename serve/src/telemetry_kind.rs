@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
-use mock_node::prometheus::{write_header, write_sample};
+use stampede_http_kit::{write_header, write_sample};
 use stampede_placement::PlacementKind;
 
 /// Every kind, in the order the counters keep them.

@@ -3,8 +3,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use mock_node::api::FaultKind;
 use serde::{Deserialize, Serialize};
+use stampede_node_model::fault::FaultKind;
 
 use crate::chaos::AppliedFault;
 use crate::collect::{list_over_grpc, Sample, TruthSource};

@@ -335,19 +335,6 @@ impl ChaosClient {
             self.outside().active.remove(&k);
         }
     }
-
-    /// Heals every fault still active on every fleet (the last line of defence at the
-    /// end of a run); returns how many were healed.
-    pub async fn heal_all(&self) -> Result<usize, ChaosError> {
-        let mut healed = 0;
-        for (k, f) in self.list().await? {
-            if f.active {
-                self.heal(k, f.id).await?;
-                healed += 1;
-            }
-        }
-        Ok(healed)
-    }
 }
 
 fn trim(url: &str) -> String {
@@ -472,11 +459,6 @@ impl FaultGuard {
             }
             Some(e) => Err(e),
         }
-    }
-
-    /// Whether the guard still has something to heal.
-    pub fn is_armed(&self) -> bool {
-        self.armed
     }
 }
 

@@ -157,7 +157,7 @@ pub async fn template_and_limits(
     )
     .await?;
     let has = |c: &str| cols.split(',').any(|x| x == c);
-    let cpu = mock_node::machine::host_cpu();
+    let cpu = mock_node::host_cpu();
     let q = |s: &str| s.replace('\'', "''");
     let mut build_cols = vec![
         "id",

@@ -5,8 +5,10 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
-use mock_node::api::{FailureCode, FaultKind, FaultName, FaultParams, ServiceStatus};
 use serde::{Deserialize, Serialize};
+use stampede_node_model::config::FailureCode;
+use stampede_node_model::fault::{FaultKind, FaultName, FaultParams};
+use stampede_node_model::snapshot::ServiceStatus;
 
 use super::command_action::{CommandAction, DEFAULT_COMMAND_TIMEOUT, MAX_COMMAND_TIMEOUT};
 use super::limits::MAX_LATENCY;

@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
-use mock_node::config::LatencyDist;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
+use stampede_node_model::config::LatencyDist;
 
 /// A per-sandbox lifecycle. YAML:
 /// `{mix: 0.5, steps: [{hold: {dist: constant, value: 2s}}, pause, {hold: ...}, resume, kill]}`.

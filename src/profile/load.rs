@@ -155,7 +155,7 @@ fn too_large(file: &str) -> ProfileIssue {
 
 /// Opens `path` for reading only if it is a regular file (a FIFO would block the load).
 fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
-    mock_node::regular_file::open_regular(path, "a profile")
+    mock_node::open_regular(path, "a profile")
 }
 
 /// 1-based line and column just after `prefix` (valid UTF-8).

@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use mock_node::config::{ClusterConfig, LatencyDist};
 use serde::{Deserialize, Serialize};
+use stampede_node_model::config::{ClusterConfig, LatencyDist};
 
 use crate::placement::{AccountingMode, FailureAnswers};
 

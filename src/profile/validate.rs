@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use mock_node::config::{ClusterConfig, LatencyDist, NodeSpec};
+use stampede_node_model::config::{ClusterConfig, LatencyDist, NodeSpec};
 
 use super::check_table::{SetBound, CHECKS};
 use super::issue::ProfileIssue;

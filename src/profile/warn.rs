@@ -1,7 +1,7 @@
 //! Warnings: a profile that runs, but not as its author likely meant. `stampede
 //! validate` prints them; they never refuse a profile.
 
-use mock_node::config::{CpuPercentModel, NodeSpec};
+use stampede_node_model::config::{CpuPercentModel, NodeSpec};
 
 use super::issue::ProfileIssue;
 use super::load::Source;

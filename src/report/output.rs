@@ -18,13 +18,12 @@ pub fn write_json(report: &Report, mut w: impl Write) -> io::Result<()> {
 
 /// Read a `report.json`, refusing a schema version this build does not know.
 pub fn read_json(path: &Path) -> Result<Report, ReadReportError> {
-    let text =
-        mock_node::regular_file::read_regular_to_string(path, "a report").map_err(|source| {
-            ReadReportError::Read {
-                path: path.to_path_buf(),
-                source,
-            }
-        })?;
+    let text = mock_node::read_regular_to_string(path, "a report").map_err(|source| {
+        ReadReportError::Read {
+            path: path.to_path_buf(),
+            source,
+        }
+    })?;
     let report: Report = serde_json::from_str(&text).map_err(|source| ReadReportError::Parse {
         path: path.to_path_buf(),
         source,

@@ -42,7 +42,7 @@ pub(super) async fn run(
     };
     // Refused before any request: a key no header can carry never matches.
     let sendable = |var: &str, k: &ApiKey| {
-        mock_node::secret::validate_not_blank("its value", k.expose()).map_err(|why| {
+        stampede_http_kit::validate_not_blank("its value", k.expose()).map_err(|why| {
             StageError::UnusableKey {
                 var: var.to_string(),
                 why,

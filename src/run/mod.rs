@@ -112,7 +112,7 @@ pub enum StageError {
         var: String,
         /// What is wrong with its value.
         #[source]
-        why: mock_node::secret::EmptySecret,
+        why: stampede_http_kit::EmptySecret,
     },
     /// The chaos schedule could not be resolved or applied.
     #[error("chaos: {0}")]

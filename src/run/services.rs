@@ -9,9 +9,7 @@ use super::StageError;
 use crate::aggregate::ServiceCounters;
 use crate::placement::config::first_periodic_sync;
 use crate::profile::{EmbeddedPlacement, Profile, RunVariant};
-use crate::serve::{
-    self, ArrivalWindow, NodeTarget, ServeConfig, ServiceHandle, SyncPhaser, TelemetryReader,
-};
+use crate::serve::{self, ArrivalWindow, ServeConfig, ServiceHandle, SyncPhaser, TelemetryReader};
 use crate::workload::ApiKey;
 
 /// The running replicas of one run.
@@ -114,7 +112,7 @@ pub(super) async fn start_replicas(
         evictor: e.evictor,
         ..ServeConfig::default()
     };
-    let nodes = NodeTarget::all_of(fleet);
+    let nodes = crate::serve_cmd::targets_of(fleet);
     let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
     let handles = serve::start_replicas(cfg, nodes, listen, e.replicas.max(1) as usize)
         .await

@@ -2,9 +2,8 @@
 //! (`GET /metrics`), read from the same feeds as the progress line, one label set per
 //! run (accounting mode, or `external`). A finished run keeps its last figures. The
 //! endpoint is bounded as every listener of the project
-//! ([`mock_node::http_guard::serve_bounded`]).
+//! ([`stampede_http_kit::serve_bounded`]).
 
-use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -12,6 +11,7 @@ use std::time::Instant;
 use axum::extract::State;
 use axum::response::IntoResponse;
 use axum::routing::get;
+use stampede_http_kit::{write_header, write_sample};
 use tokio_util::sync::CancellationToken;
 
 use super::progress::{faults_in_force, ProgressFeed};
@@ -47,10 +47,10 @@ impl Telemetry {
             .with_state(t.runs.clone());
         // The policy of every listener of the project: deadlines, idle timeout, a fair
         // cap below the descriptor limit.
-        tokio::spawn(mock_node::http_guard::serve_bounded(
+        tokio::spawn(stampede_http_kit::serve_bounded(
             listener,
             app,
-            mock_node::http_guard::LOCAL_API_LIMITS,
+            stampede_http_kit::LOCAL_API_LIMITS,
             t.stop.clone(),
             body_timed_out,
         ));
@@ -76,7 +76,7 @@ impl Telemetry {
     }
 }
 
-fn body_timed_out(e: mock_node::http_guard::BodyTimedOut) -> axum::response::Response {
+fn body_timed_out(e: stampede_http_kit::BodyTimedOut) -> axum::response::Response {
     (axum::http::StatusCode::REQUEST_TIMEOUT, e.to_string()).into_response()
 }
 
@@ -186,22 +186,14 @@ fn render(feeds: &[Arc<ProgressFeed>], now: Instant) -> String {
         .collect();
     let mut out = String::new();
     for fam in &FAMILIES {
-        let _ = writeln!(out, "# HELP {} {}", fam.name, fam.help);
-        let _ = writeln!(out, "# TYPE {} {}", fam.name, fam.kind);
+        write_header(&mut out, fam.name, fam.kind, fam.help);
         for (label, f) in &figs {
             if let Some(v) = (fam.value)(f).filter(|v| v.is_finite()) {
-                let _ = writeln!(out, "{}{{run=\"{}\"}} {v}", fam.name, escape(label));
+                write_sample(&mut out, fam.name, &[("run", label)], v);
             }
         }
     }
     out
-}
-
-/// A label value escaped as the text format asks (backslash, quote, newline).
-fn escape(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 //! budget. Never an endless run.
 
 use crate::profile::LifecycleStep;
-use mock_node::config::LatencyDist;
+use stampede_node_model::config::LatencyDist;
 
 use super::error::SimError;
 use super::queue::Nanos;

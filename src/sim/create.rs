@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
-use mock_node::config::{FailureCode, LatencyDist, RpcKind};
-use mock_node::gate::{on_send, Arrival, CreateArrival, Sent};
-use mock_node::model::CreateRequest;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use stampede_node_model::config::{FailureCode, LatencyDist, RpcKind};
+use stampede_node_model::gate::{on_send, Arrival, CreateArrival, Sent};
+use stampede_node_model::model::CreateRequest;
 
 use super::engine::{sandbox_id, Engine, Event, SimNode};
 use super::queue::Nanos;
@@ -431,7 +431,7 @@ pub(super) fn hang_heals_at(
     active
         .iter()
         .filter_map(|&i| plan.get(i))
-        .filter(|f| f.kind == mock_node::api::FaultKind::Hang)
+        .filter(|f| f.kind == stampede_node_model::fault::FaultKind::Hang)
         .map(|f| f.until.unwrap_or(super::queue::Nanos::MAX))
         .max()
         .unwrap_or(0)

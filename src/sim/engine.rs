@@ -5,10 +5,10 @@
 //! `create.rs` the create RPC path, `nodes.rs` syncs, deletes and faults,
 //! `lifecycle.rs` pauses and resumes, and `measure.rs` what is recorded.
 
-use mock_node::model::NodeModel;
+use stampede_node_model::model::NodeModel;
 use std::collections::{HashMap, VecDeque};
 
-use mock_node::node::FaultEffect;
+use stampede_node_model::effect::FaultEffect;
 
 use super::error::SimError;
 use super::lifecycle::Lives;

@@ -6,9 +6,9 @@
 
 use std::collections::HashMap;
 
-use mock_node::api::FaultKind;
-use mock_node::config::ClusterConfig;
-use mock_node::node::FaultEffect;
+use stampede_node_model::config::ClusterConfig;
+use stampede_node_model::effect::FaultEffect;
+use stampede_node_model::fault::FaultKind;
 
 use super::error::SimError;
 use super::queue::Nanos;

@@ -24,7 +24,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use mock_node::resume::RESUME_WAIT_REASON;
+use stampede_node_model::starting::RESUME_WAIT_REASON;
 
 use super::create::{delete_ended, kill_on_node};
 use super::engine::{sandbox_id, Active, Engine, Event};

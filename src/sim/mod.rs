@@ -2,7 +2,7 @@
 //!
 //! Virtual time, one thread, one seeded RNG per run, no sockets and no wall clock. It
 //! drives the same sans-IO [`PlacementCore`](crate::placement::PlacementCore) and
-//! mock-node [`NodeModel`](mock_node::model::NodeModel) as `stampede run`, and produces
+//! mock-node [`NodeModel`](stampede_node_model::model::NodeModel) as `stampede run`, and produces
 //! the same [`Report`](crate::report::Report), marked `simulated`. Two runs of one
 //! profile and seed give byte-identical `report.json`.
 //!

@@ -1,10 +1,10 @@
 //! What happens to nodes: each replica's periodic sync (ServiceInfo + List into a
 //! [`SyncSnapshot`]) and the chaos faults starting and healing.
 
-use mock_node::api::FaultKind;
-use mock_node::config::RpcKind;
-use mock_node::effect::Listener;
-use mock_node::gate::{on_send, Arrival, Sent};
+use stampede_node_model::config::RpcKind;
+use stampede_node_model::effect::Listener;
+use stampede_node_model::fault::FaultKind;
+use stampede_node_model::gate::{on_send, Arrival, Sent};
 
 use super::create::hang_heals_at;
 use super::engine::{Engine, Event};

@@ -52,8 +52,8 @@ use super::engine::{Engine, Event};
 use super::queue::Nanos;
 use super::setup::to_duration;
 use crate::placement::{AccountingMode, CreateReply, Input, Output, PlacementKind};
-use mock_node::config::RpcKind;
-use mock_node::model::CreateRejection;
+use stampede_node_model::config::RpcKind;
+use stampede_node_model::model::CreateRejection;
 
 /// A request waiting for a state change, its retries certain to be refused.
 #[derive(Debug, Clone, Copy)]

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use mock_node::api::FaultKind;
+use stampede_node_model::fault::FaultKind;
 
 use super::queue::Nanos;
 use super::setup::SimSetup;

@@ -3,9 +3,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mock_node::config::{ClusterConfig, LatencyDist, NodeSpec};
-use mock_node::fleet::node_seed;
-use mock_node::model::NodeModel;
+use stampede_node_model::config::{ClusterConfig, LatencyDist, NodeSpec};
+use stampede_node_model::model::NodeModel;
+use stampede_node_model::seed::node_seed;
 
 use super::error::SimError;
 use super::faults::{plan_faults, PlannedFault};
@@ -78,7 +78,7 @@ pub struct SimSetup {
     /// The fleet (node count, specs, overrides).
     pub cluster: ClusterConfig,
     /// Seed of the node models ([`ClusterConfig::fleet_seed`] of the profile's seed),
-    /// passed through [`mock_node::fleet::node_seed`] as the real fleet does.
+    /// passed through [`stampede_node_model::seed::node_seed`] as the real fleet does.
     pub cluster_seed: u64,
     /// Parameters of every placement replica.
     pub placement: PlacementConfig,

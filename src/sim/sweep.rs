@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use mock_node::config::LatencyDist;
+use stampede_node_model::config::LatencyDist;
 
 use super::budget::SimBudget;
 use super::error::SimError;

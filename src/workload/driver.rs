@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use goose::config::{GooseConfiguration, GooseDefault, GooseDefaultType};
 use goose::prelude::*;
-use mock_node::config::LatencyDist;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use stampede_node_model::config::LatencyDist;
 use tokio::sync::{mpsc, Barrier};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -24,7 +24,7 @@ use super::request::{
     answered, create_body, delete, prepare_create, send_create, timed_out, transport, CreateResult,
     PreparedCreate, CREATE_NAME,
 };
-use super::secret::ApiKey;
+use super::ApiKey;
 use crate::goose_glue::killswitch;
 use crate::profile::{Lifecycle, PlannedStep, SandboxSpec};
 

@@ -13,7 +13,6 @@ mod limited;
 mod live;
 mod pacing;
 mod request;
-mod secret;
 
 pub use driver::{run_workload, WorkloadError, WorkloadOutput, WorkloadRun, GATE_WAIT};
 pub use ledger::{Ledger, LedgerEntry, Limit, LimitKind, Outcome};
@@ -22,4 +21,5 @@ pub use limited::LimitRetry;
 pub use live::{LiveCounts, Tail};
 pub use pacing::Pacing;
 pub use request::{sandbox_url, NODE_HEADER, RUN_TAG_KEY};
-pub use secret::ApiKey;
+/// The API key a run sends: the project's one redacting secret type.
+pub use stampede_http_kit::Secret as ApiKey;

@@ -127,7 +127,7 @@ async fn a_dropped_guard_heals_in_the_background() {
 #[tokio::test]
 async fn bad_faults_and_bad_tokens_are_errors_not_panics() {
     let opts = FleetOptions {
-        admin_token: Some(mock_node::secret::AdminToken::new("s3cret")),
+        admin_token: Some(stampede_http_kit::Secret::new("s3cret")),
         ..Default::default()
     };
     let f = fleet(2, opts).await;

@@ -6,7 +6,7 @@ use std::process::Command;
 
 use mock_node::config::ClusterConfig;
 use mock_node::fleet::{self, FleetOptions};
-use stampede::serve::{self, NodeTarget, ServeConfig};
+use stampede::serve::{self, ServeConfig};
 
 const KEY: &str = "e2b_canary_key_5f1d2c3b4a";
 const ADMIN: &str = "admin_canary_token_9e8d7c";
@@ -36,7 +36,7 @@ async fn api_key_and_admin_token_never_leak() {
     let fleet = fleet::start(cluster, FleetOptions::default())
         .await
         .expect("fleet");
-    let nodes = NodeTarget::all_of(&fleet);
+    let nodes = stampede::serve_cmd::targets_of(&fleet);
     let cfg = ServeConfig {
         api_key: KEY.into(),
         admin_token: Some(ADMIN.into()),

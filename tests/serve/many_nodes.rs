@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use mock_node::config::ClusterConfig;
 use mock_node::fleet::{self, FleetOptions};
-use stampede::serve::{self, NodeTarget, ServeConfig};
+use stampede::serve::{self, ServeConfig};
 
 const NODES: usize = 2_000;
 
@@ -33,7 +33,7 @@ async fn the_service_syncs_two_thousand_virtual_nodes() {
     // The first sync of every node completes inside `start`.
     let svc = tokio::time::timeout(
         Duration::from_secs(60),
-        serve::start(cfg, NodeTarget::all_of(&fleet), listen),
+        serve::start(cfg, stampede::serve_cmd::targets_of(&fleet), listen),
     )
     .await
     .expect("the first sync of 2,000 nodes ends within 60 s")

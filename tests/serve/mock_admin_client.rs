@@ -6,9 +6,9 @@ use std::error::Error as _;
 
 use mock_node::config::ClusterConfig;
 use mock_node::fleet::{self, FleetOptions};
-use mock_node::secret::AdminToken;
 use stampede::error_chain::chain_text;
 use stampede::mock_admin::{MockAdmin, MockAdminError};
+use stampede_http_kit::Secret;
 
 async fn fleet(nodes: usize, token: Option<&str>) -> fleet::FleetHandle {
     let cluster = ClusterConfig {
@@ -17,7 +17,7 @@ async fn fleet(nodes: usize, token: Option<&str>) -> fleet::FleetHandle {
         ..ClusterConfig::default()
     };
     let options = FleetOptions {
-        admin_token: token.map(AdminToken::new),
+        admin_token: token.map(Secret::new),
         ..FleetOptions::default()
     };
     fleet::start(cluster, options).await.expect("fleet starts")

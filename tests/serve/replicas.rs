@@ -14,7 +14,7 @@ async fn replicas_keep_their_own_state() {
     let fleet = mock_node::fleet::start(cluster(3, &[]), Default::default())
         .await
         .unwrap();
-    let nodes: Vec<NodeTarget> = NodeTarget::all_of(&fleet);
+    let nodes: Vec<NodeTarget> = stampede::serve_cmd::targets_of(&fleet);
     let mut cfg = serve_config(AccountingMode::Optimistic);
     cfg.kill_orphans = true;
     cfg.orphan_grace = std::time::Duration::ZERO;

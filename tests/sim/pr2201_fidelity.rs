@@ -12,10 +12,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use mock_node::fleet::node_seed;
-use mock_node::model::NodeModel;
 use stampede::profile::{load_and_validate, Profile};
 use stampede::report::Report;
 use stampede::sim::simulate_profile;
+use stampede_node_model::model::NodeModel;
 
 const SEEDS: u64 = 20;
 

@@ -28,7 +28,7 @@ pub async fn one_at_a_time() -> tokio::sync::MutexGuard<'static, ()> {
 /// stderr) when the descriptor limit, raised to the hard limit first, leaves no room
 /// for two kinds of client connections and the server's side of them.
 pub fn flood_size() -> usize {
-    let limit = mock_node::http_guard::raise_fd_limit().unwrap_or(1024) as usize;
+    let limit = stampede_http_kit::raise_fd_limit().unwrap_or(1024) as usize;
     let fits = limit.saturating_sub(1_000) / 4;
     if fits < FLOOD {
         eprintln!("descriptor limit {limit}: holding {fits} connections of each kind, not {FLOOD}");

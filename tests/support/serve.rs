@@ -11,7 +11,7 @@ use mock_node::config::{ClusterConfig, NodeOverride, NodeSpec, VcpuRange};
 use mock_node::fleet::{FleetHandle, FleetOptions};
 use serde_json::Value;
 use stampede::placement::{AccountingMode, PlacementConfig};
-use stampede::serve::{NodeTarget, ServeConfig, ServiceHandle, DEFAULT_API_KEY};
+use stampede::serve::{ServeConfig, ServiceHandle, DEFAULT_API_KEY};
 
 /// A fleet and a service placing on it.
 pub struct Rig {
@@ -79,7 +79,7 @@ impl Rig {
         let fleet = mock_node::fleet::start(cluster, FleetOptions::default())
             .await
             .expect("fleet starts");
-        let nodes = NodeTarget::all_of(&fleet);
+        let nodes = stampede::serve_cmd::targets_of(&fleet);
         let listen: SocketAddr = "127.0.0.1:0".parse().unwrap();
         let svc = stampede::serve::start(cfg, nodes, listen)
             .await

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 /// Why a filter was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum FilterError {
+pub(crate) enum FilterError {
     /// The expression does not parse (Nomad: "failed to read filter expression").
     #[error("failed to read filter expression: {0}")]
     Syntax(String),
@@ -35,7 +35,7 @@ pub enum FilterError {
 
 /// A parsed filter expression.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Expr {
+pub(crate) enum Expr {
     /// Both hold.
     And(Box<Expr>, Box<Expr>),
     /// Either holds.
@@ -55,7 +55,7 @@ pub enum Expr {
 
 /// A match operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Op {
+pub(crate) enum Op {
     /// `==`
     Equal,
     /// `!=`
@@ -363,7 +363,7 @@ fn is_keyword(w: &str) -> bool {
 }
 
 /// Parses a filter expression.
-pub fn parse(s: &str) -> Result<Expr, FilterError> {
+pub(crate) fn parse(s: &str) -> Result<Expr, FilterError> {
     let toks = lex(s)?;
     let mut p = Parser {
         len: s.len(),
@@ -384,7 +384,7 @@ pub fn parse(s: &str) -> Result<Expr, FilterError> {
 /// Longest filter accepted, in bytes (an assumption: Nomad sets none, E2B's filters
 /// are under 200 bytes, and a URL rarely carries more than 8 KiB). It bounds the number
 /// of match expressions, and so the work per listed object.
-pub const MAX_FILTER_LEN: usize = 4096;
+pub(crate) const MAX_FILTER_LEN: usize = 4096;
 
 /// Most memory one `matches` pattern may compile to (the `regex` crate's own bound);
 /// matching is linear in the field's length whatever the pattern.
@@ -394,14 +394,14 @@ const MAX_PATTERN_BYTES: usize = 1 << 20;
 /// when the evaluator is made: the work per listed object is then the expression's
 /// size times its fields' lengths, never a compilation.
 #[derive(Debug, Clone)]
-pub struct Filter {
+pub(crate) struct Filter {
     expr: Expr,
     patterns: std::collections::HashMap<String, regex::Regex>,
 }
 
 impl Filter {
     /// Parses `s` (at most [`MAX_FILTER_LEN`] bytes) and compiles each distinct pattern.
-    pub fn new(s: &str) -> Result<Filter, FilterError> {
+    pub(crate) fn new(s: &str) -> Result<Filter, FilterError> {
         if s.len() > MAX_FILTER_LEN {
             return Err(FilterError::Syntax(format!(
                 "the expression is {} bytes, more than the {MAX_FILTER_LEN} accepted",
@@ -426,13 +426,14 @@ impl Filter {
     }
 
     /// Patterns compiled (one per distinct `matches` literal).
-    pub fn patterns(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn patterns(&self) -> usize {
         self.patterns.len()
     }
 
     /// Whether `datum` (an object's JSON form, field names as Nomad's API spells them)
     /// matches.
-    pub fn eval(&self, datum: &Value) -> Result<bool, FilterError> {
+    pub(crate) fn eval(&self, datum: &Value) -> Result<bool, FilterError> {
         self.expr.eval_with(datum, &self.patterns)
     }
 }

@@ -42,7 +42,7 @@ fn uuid_with_prefix(prefix: u32, salt: u64) -> String {
 }
 
 /// Nomad node UUID of node `k` in a fleet seeded with `seed`.
-pub fn node_uuid(seed: u64, k: usize) -> String {
+pub(crate) fn node_uuid(seed: u64, k: usize) -> String {
     // k < 2^32 for any fleet that fits in memory; truncation keeps the bijection there.
     let prefix = (k as u32).wrapping_mul(0x9E37_79B1) ^ (mix64(seed) as u32);
     uuid_with_prefix(prefix, seed ^ mix64(k as u64))
@@ -50,7 +50,7 @@ pub fn node_uuid(seed: u64, k: usize) -> String {
 
 /// Allocation UUID of node `k`'s current incarnation (`service_id` changes at restart,
 /// as a replaced allocation gets a new id in Nomad).
-pub fn alloc_uuid(seed: u64, k: usize, service_id: &str) -> String {
+pub(crate) fn alloc_uuid(seed: u64, k: usize, service_id: &str) -> String {
     let h = service_id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     });
@@ -60,7 +60,7 @@ pub fn alloc_uuid(seed: u64, k: usize, service_id: &str) -> String {
 
 /// The address to advertise for a node bound at `bound`: the configured IP if any; for
 /// an unspecified bind (0.0.0.0 / ::), the host's outbound IP; otherwise the bound one.
-pub fn advertised(bound: SocketAddr, advertise_ip: Option<std::net::IpAddr>) -> SocketAddr {
+pub(crate) fn advertised(bound: SocketAddr, advertise_ip: Option<std::net::IpAddr>) -> SocketAddr {
     if let Some(ip) = advertise_ip {
         return SocketAddr::new(ip, bound.port());
     }

@@ -16,8 +16,8 @@
 //! allocation has none; its Nomad node stays `ready`. A restart gives it a new
 //! allocation id. Blocking queries (`index`, `wait`) are validated and answered at once.
 
-pub mod filter;
-pub mod identity;
+pub(crate) mod filter;
+pub(crate) mod identity;
 mod wire;
 
 use std::collections::HashMap;
@@ -35,7 +35,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use crate::fleet::FleetShared;
-pub use identity::NomadIdentity;
+pub(crate) use identity::NomadIdentity;
 use wire::{NodeListStub, ServiceListEntry, ServiceRegistration, ServiceStub};
 
 /// How the virtual fleet presents itself to Nomad clients.
@@ -84,12 +84,12 @@ struct NomadState {
 }
 
 /// Serves the Nomad API on `listener` until the fleet shuts down.
-pub fn spawn(
+pub(crate) fn spawn(
     fleet: Arc<FleetShared>,
     listener: TcpListener,
     opts: NomadOptions,
     seed: u64,
-    token: Option<crate::secret::AdminToken>,
+    token: Option<stampede_http_kit::Secret>,
 ) -> JoinHandle<()> {
     let stop = fleet.shutdown.clone();
     let state = Arc::new(NomadState {
@@ -117,10 +117,10 @@ pub fn spawn(
         ));
     }
     // The policy of every listener of the project: a stalled client cannot hold it open.
-    tokio::spawn(crate::http_guard::serve_bounded(
+    tokio::spawn(stampede_http_kit::serve_bounded(
         listener,
         app,
-        crate::http_guard::LOCAL_API_LIMITS,
+        stampede_http_kit::LOCAL_API_LIMITS,
         stop,
         body_timed_out,
     ))
@@ -135,7 +135,7 @@ async fn nomad_token(
     let ok = req
         .headers()
         .get("X-Nomad-Token")
-        .is_some_and(|v| crate::secret::constant_time_eq(v.as_bytes(), expected.as_bytes()));
+        .is_some_and(|v| stampede_http_kit::constant_time_eq(v.as_bytes(), expected.as_bytes()));
     if ok {
         next.run(req).await
     } else {
@@ -149,7 +149,7 @@ async fn nomad_token(
 }
 
 /// A request body that missed its deadline: plain text, as a Nomad agent writes errors.
-fn body_timed_out(e: crate::http_guard::BodyTimedOut) -> axum::response::Response {
+fn body_timed_out(e: stampede_http_kit::BodyTimedOut) -> axum::response::Response {
     use axum::response::IntoResponse;
     (axum::http::StatusCode::REQUEST_TIMEOUT, e.to_string()).into_response()
 }

@@ -3,12 +3,12 @@
 use serde::Serialize;
 
 /// Version the virtual Nomad nodes report (a 1.x client with native service discovery).
-pub const NOMAD_VERSION: &str = "1.10.0";
+pub(super) const NOMAD_VERSION: &str = "1.10.0";
 
 /// One entry of `GET /v1/service/<name>` (Nomad `api.ServiceRegistration`).
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct ServiceRegistration {
+pub(super) struct ServiceRegistration {
     #[serde(rename = "ID")]
     pub id: String,
     pub service_name: String,
@@ -30,7 +30,7 @@ pub struct ServiceRegistration {
 /// One entry of `GET /v1/nodes` (Nomad `api.NodeListStub`).
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct NodeListStub {
+pub(super) struct NodeListStub {
     pub address: String,
     #[serde(rename = "ID")]
     pub id: String,
@@ -55,7 +55,7 @@ pub struct NodeListStub {
 /// One namespace of `GET /v1/services`.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct ServiceListEntry {
+pub(super) struct ServiceListEntry {
     pub namespace: String,
     pub services: Vec<ServiceStub>,
 }
@@ -63,7 +63,7 @@ pub struct ServiceListEntry {
 /// One service of a namespace in `GET /v1/services`.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct ServiceStub {
+pub(super) struct ServiceStub {
     pub service_name: String,
     pub tags: Vec<String>,
 }

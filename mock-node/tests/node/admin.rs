@@ -50,7 +50,7 @@ async fn admin_token_is_required_when_set_and_for_non_loopback() {
     assert!(matches!(e, FleetError::AdminNotLoopback(_)), "{e}");
 
     let opts = FleetOptions {
-        admin_token: Some(mock_node::secret::AdminToken::new("s3cret")),
+        admin_token: Some(stampede_http_kit::Secret::new("s3cret")),
         ..Default::default()
     };
     let f = fleet::start(cfg, opts).await.expect("starts");
@@ -155,7 +155,7 @@ async fn fault_duration_8000y_is_400_and_get_faults_keeps_answering() {
     let (status, body) = list_faults(&f).await;
     assert_eq!(status, 200, "{body}");
     // The ceiling itself is accepted, and listing it still works.
-    let max = humantime::format_duration(mock_node::faults::MAX_FAULT_DURATION).to_string();
+    let max = humantime::format_duration(mock_node::MAX_FAULT_DURATION).to_string();
     let id = fault(
         &f,
         json!({"kind": "hang", "nodes": ["node-00"], "duration": max}),
@@ -200,7 +200,7 @@ async fn fault_request_with_an_unknown_field_is_400_naming_it() {
 async fn fault_book_is_bounded_healed_faults_forgotten_and_active_ones_capped() {
     // No unbounded growth: every POST used to stay listed forever.
     use mock_node::api::{FaultKind, FaultRequest, FaultsResponse};
-    use mock_node::faults::{MAX_ACTIVE_FAULTS, MAX_HEALED_FAULTS_KEPT};
+    use mock_node::{MAX_ACTIVE_FAULTS, MAX_HEALED_FAULTS_KEPT};
     let f = fleet_with(1, |_| {}).await;
     let req = |kind| FaultRequest {
         kind,
@@ -274,7 +274,7 @@ async fn blank_admin_token_is_refused_at_start() {
     };
     for blank in ["", "   ", "\t"] {
         let opts = FleetOptions {
-            admin_token: Some(mock_node::secret::AdminToken::new(blank)),
+            admin_token: Some(stampede_http_kit::Secret::new(blank)),
             ..Default::default()
         };
         let e = fleet::start(cfg.clone(), opts)
@@ -372,7 +372,7 @@ async fn stalled_admin_bodies_are_cut_at_the_deadline_and_others_served() {
     let t0 = std::time::Instant::now();
     let (status, body) = list_faults(&f).await;
     assert_eq!(status, 200, "served during the flood: {body}");
-    let limit = mock_node::admin::ADMIN_LIMITS.body_read + std::time::Duration::from_secs(5);
+    let limit = mock_node::ADMIN_LIMITS.body_read + std::time::Duration::from_secs(5);
     for (i, c) in stalled.iter_mut().enumerate() {
         let mut seen = Vec::new();
         let closed = tokio::time::timeout_at(

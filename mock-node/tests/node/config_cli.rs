@@ -4,8 +4,8 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use clap::Parser;
 use mock_node::cli::MockNodeArgs;
-use mock_node::config_file::{parse_cluster, ConfigFileError};
 use mock_node::fleet::{self, Addressing, FleetOptions};
+use mock_node::{parse_cluster, ConfigFileError};
 
 #[derive(Parser)]
 struct Cli {

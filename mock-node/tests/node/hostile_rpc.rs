@@ -6,8 +6,8 @@ use crate::support as common;
 use std::time::Duration;
 
 use common::*;
-use mock_node::limit::MAX_MESSAGE_BYTES;
 use mock_node::model::MAX_ID_BYTES;
+use mock_node::MAX_MESSAGE_BYTES;
 use stampede_proto::{SandboxDeleteRequest, SandboxPauseRequest, SandboxUpdateRequest};
 use tonic::Code;
 

@@ -320,7 +320,7 @@ async fn a_wildcard_nomad_bind_needs_a_token_and_is_announced_reachable() {
         .expect_err("refused");
     assert!(matches!(e, FleetError::NomadNotLoopback(_)), "{e}");
 
-    exposed.admin_token = Some(mock_node::secret::AdminToken::new("s3cret"));
+    exposed.admin_token = Some(stampede_http_kit::Secret::new("s3cret"));
     let f = fleet::start(cfg, exposed).await.expect("starts");
     let line = mock_node::cli::ready_line(&f);
     assert!(!line.contains("0.0.0.0"), "{line}");

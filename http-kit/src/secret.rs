@@ -41,40 +41,57 @@ pub fn constant_time_eq(given: &[u8], expected: &[u8]) -> bool {
     given.len() == expected.len() && std::hint::black_box(diff) == 0
 }
 
-/// The admin API token. `Debug` and `Display` print `<redacted>`.
+/// A credential (an admin token, an API key). `Debug` and `Display` print `<redacted>`.
 #[derive(Clone, PartialEq, Eq)]
-pub struct AdminToken(String);
+pub struct Secret(String);
 
-impl AdminToken {
-    /// A token from its text.
+impl Secret {
+    /// A secret from its text.
     pub fn new(token: impl Into<String>) -> Self {
         Self(token.into())
     }
 
-    /// The token text, for comparing with a request header.
+    /// The secret text, for the one place that sends it (a request header).
     pub fn expose(&self) -> &str {
         &self.0
     }
-}
 
-impl fmt::Debug for AdminToken {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("AdminToken(<redacted>)")
+    /// A secret from its text, refused when blank or not visible ASCII; `what` names
+    /// the setting in the error (`"the admin token"`).
+    pub fn parse(what: &'static str, text: &str) -> Result<Self, EmptySecret> {
+        validate_not_blank(what, text)?;
+        Ok(Self(text.to_string()))
+    }
+
+    /// Reads the secret from the environment variable `var`; `None` when unset or empty.
+    pub fn from_env(var: &str) -> Option<Self> {
+        std::env::var(var).ok().filter(|v| !v.is_empty()).map(Self)
+    }
+
+    /// Whether `given` (a request header's value) is this secret, in constant time.
+    pub fn matches(&self, given: &[u8]) -> bool {
+        constant_time_eq(given, self.0.as_bytes())
     }
 }
 
-impl fmt::Display for AdminToken {
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
+impl fmt::Display for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("<redacted>")
     }
 }
 
-impl FromStr for AdminToken {
+impl FromStr for Secret {
     type Err = EmptySecret;
-    /// Refuses an empty or whitespace token (`--admin-token ""`,
-    /// `MOCK_NODE_ADMIN_TOKEN=`): it would read as "no token" or let an empty one in.
+    /// Refuses an empty or whitespace secret (`--admin-token ""`,
+    /// `MOCK_NODE_ADMIN_TOKEN=`): it would read as "no secret" or let an empty one in.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        validate_not_blank("the admin token", s)?;
+        validate_not_blank("the secret", s)?;
         Ok(Self(s.to_string()))
     }
 }
@@ -86,9 +103,9 @@ mod tests {
     #[test]
     fn blank_tokens_are_refused() {
         for blank in ["", " ", "\t\n"] {
-            assert!(blank.parse::<AdminToken>().is_err(), "{blank:?}");
+            assert!(blank.parse::<Secret>().is_err(), "{blank:?}");
         }
-        assert!("t0k3n".parse::<AdminToken>().is_ok());
+        assert!("t0k3n".parse::<Secret>().is_ok());
     }
 
     #[test]
@@ -100,6 +117,15 @@ mod tests {
                 "{odd:?}"
             );
         }
+    }
+
+    #[test]
+    fn debug_and_display_hide_the_secret() {
+        let k = Secret::new("e2b_supersecret");
+        assert!(!format!("{k:?}{k}").contains("supersecret"));
+        assert_eq!(k.expose(), "e2b_supersecret");
+        assert!(k.matches(b"e2b_supersecret"));
+        assert!(!k.matches(b"e2b_supersecreT"));
     }
 
     #[test]

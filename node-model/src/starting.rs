@@ -15,9 +15,12 @@
 //! in E2B barring that window. The simulator hands slots the same way.
 //!
 //! Pure: tickets in, tickets out. The node's driver wakes the waiting calls
-//! ([`resume`](crate::resume)).
+//! (mock-node's `resume` module).
 
 use std::collections::{BTreeMap, VecDeque};
+
+/// The reason a wait that ran out is counted under, among the node's refusals.
+pub const RESUME_WAIT_REASON: &str = "max_starting_resume";
 
 /// A call waiting for a starting slot, named by the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

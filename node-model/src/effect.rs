@@ -7,8 +7,8 @@
 
 use std::time::Duration;
 
-use crate::api::FaultKind;
 use crate::config::FailureCode;
+use crate::fault::FaultKind;
 use crate::model::{NodeModel, ServiceStatus};
 
 /// The effect of every fault in force on one node, recomputed whenever one changes.

@@ -1,0 +1,26 @@
+//! `stampede-http-kit`: what every HTTP listener of the project shares, below both
+//! servers (mock-node, `stampede serve`) and the harness (a run's metrics endpoint).
+//!
+//! - The listener policy and bounded accept loop ([`serve_bounded`], [`ConnectionCap`],
+//!   [`bounded_request`], [`HttpLimits`]): deadlines on each request head and body, an
+//!   idle timeout, a connection cap under the descriptor limit.
+//! - One redacting [`Secret`], the constant-time compare and the blank check.
+//! - The Prometheus text line writer ([`write_header`], [`write_sample`]).
+//!
+//! Dependencies: the accept loop drives hyper's connections itself (header-read timer,
+//! idle timeout, eviction) and serves an axum `Router`, so this crate depends on tokio,
+//! hyper, hyper-util and axum; the secret and the Prometheus writer use std alone.
+#![deny(missing_docs)]
+#![warn(unreachable_pub)]
+
+mod listener;
+mod prometheus;
+mod secret;
+
+pub use listener::{
+    bounded_request, fd_room, raise_fd_limit, serve_bounded, Admitted, BodyDeadlineHit,
+    BodyTimedOut, ConnMark, ConnectionCap, DeadlineBody, HttpLimits, RequestMark, LOCAL_API_LIMITS,
+    RESERVED_FDS,
+};
+pub use prometheus::{escape_label_value, write_header, write_sample};
+pub use secret::{constant_time_eq, validate_not_blank, EmptySecret, Secret};
