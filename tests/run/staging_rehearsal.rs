@@ -133,7 +133,16 @@ async fn nightly_against(accounting: &str) -> ((ExitStatus, Value, String), (Opt
     let profile = dir.join("nightly-short.yaml");
     std::fs::write(&profile, short).expect("short nightly profile");
     let out = run_to_end(
-        &["--api", &c.api, "--admin-token-env", "REHEARSAL_ADMIN"],
+        // Truth from the fleet, belief from the API's `GET /nodes`: two sources, so the
+        // accounting error is measured (one source for both would make it unmeasured).
+        &[
+            "--api",
+            &c.api,
+            "--admin-token-env",
+            "REHEARSAL_ADMIN",
+            "--mock-admin",
+            &c.admin,
+        ],
         &profile,
         &reports,
     )
