@@ -2,7 +2,6 @@
 //! are this run's only (the truth read before is subtracted), and every sandbox the
 //! run created and did not delete is killed at the end unless `--keep`.
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use super::cleanup::{self, CleanupTarget, Leftovers};
@@ -14,7 +13,7 @@ use crate::error_chain::chain_text;
 use crate::placement::{REQUEST_TIMEOUT, SYNC_INTERVAL};
 use crate::profile::{ExternalPlacement, Profile};
 use crate::redact::redact_userinfo;
-use crate::report::{CleanupReport, Report};
+use crate::report::{CleanupReport, Report, RunSettings};
 use crate::workload::{ApiKey, RUN_TAG_KEY};
 
 /// One run against `x.url`, truth from the first source the profile gives:
@@ -78,8 +77,7 @@ pub(super) async fn run(
         redact_userinfo(&x.url)
     );
     warn_of_leftovers(&x.url, &key, &tag).await;
-    let mut settings = BTreeMap::new();
-    settings.insert("target".to_string(), redact_userinfo(&x.url).into_owned());
+    let settings = RunSettings::external(redact_userinfo(&x.url).into_owned());
     let target = Target {
         label: "external".into(),
         urls: vec![x.url.clone()],
