@@ -22,6 +22,7 @@ pub mod node_view;
 pub mod preferred;
 pub mod score;
 pub mod sync_reply;
+pub mod sync_timer;
 pub mod trace;
 
 #[cfg(test)]
@@ -46,4 +47,5 @@ pub use preferred::{PlacementKind, PreferredNode};
 pub use score::score;
 pub use stampede_id::{format_id, Id};
 pub use sync_reply::{status_from_wire, InfoReply, Listed};
+pub use sync_timer::{SyncTimer, MIN_SYNC_INTERVAL};
 pub use trace::{replay, Replay, TraceError, TraceLine, TraceSink};
