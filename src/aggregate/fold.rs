@@ -6,15 +6,16 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 
 use super::latency_bins::LatencyBins;
-use super::outcomes::OutcomeFold;
 use crate::placement::AccountingMode;
+use crate::profile::RunSettings;
 use crate::report::{
     AccountingError, CleanupReport, FaultWindow, Figure, LatencySummary, NodeFigures,
-    ResumeFigures, RetryStorm, RunResult, RunSettings, SendTiming, SetAudit, SkewOverTime,
-    SkewStats, StagingFacts, TimelinePoint,
+    ResumeFigures, RetryStorm, RunResult, SendTiming, SetAudit, SkewOverTime, SkewStats,
+    StagingFacts, TimelinePoint,
 };
 use crate::serve::{ArrivalWindow, ServiceCounters};
 use crate::workload::Outcome;
+use crate::workload::OutcomeFold;
 
 /// How the workload sent: which send figure the result reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

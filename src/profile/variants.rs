@@ -4,9 +4,9 @@
 //! parameters from here, so a profile's runs are the same on the wire and in the
 //! simulator (E2B's `BenchmarkPlacementDistribution` runs K3 and K5 in one go).
 
+use super::run_settings::RunSettings;
 use super::types::EmbeddedPlacement;
 use crate::placement::{AccountingMode, PlacementConfig};
-use crate::report::RunSettings;
 
 /// One run of an embedded profile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

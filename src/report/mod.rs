@@ -14,7 +14,6 @@ mod model;
 mod output;
 mod over_time;
 mod resumes;
-mod settings;
 mod staging;
 mod stats;
 mod step_summary;
@@ -40,7 +39,6 @@ pub use output::{
 };
 pub use over_time::{LatencyBin, LatencyOverTime, RetryStorm, SkewOverTime};
 pub use resumes::{ResumeCall, ResumeFigures};
-pub use settings::RunSettings;
 pub use staging::{
     limited_count, write_staging, Baseline, CleanupReport, FinalRead, NotCleaned, StagingFacts,
     CANCELLED_KEY,

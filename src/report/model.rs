@@ -88,7 +88,7 @@ pub struct RunResult {
     /// sweep's varied values), a map of text in `report.json`.
     #[serde(default)]
     #[schemars(with = "BTreeMap<String, String>")]
-    pub settings: super::settings::RunSettings,
+    pub settings: crate::profile::RunSettings,
     /// The accounting mode the run's placement used, typed, for the profile's
     /// `per_mode` checks (`settings["accounting"]` is its text). Not in `report.json`:
     /// `None` for a run against an external API and for a report read back.

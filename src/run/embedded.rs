@@ -9,10 +9,10 @@ use rand_chacha::ChaCha8Rng;
 
 use super::drive::{drive, Target};
 use super::{RunOptions, StageError};
+use crate::api_key::ApiKey;
 use crate::collect::TruthSource;
 use crate::profile::{EmbeddedPlacement, Profile, RunVariant};
 use crate::report::{Report, RunResult};
-use crate::workload::ApiKey;
 
 use super::services::start_replicas;
 

@@ -8,13 +8,15 @@ use super::cleanup::{self, CleanupTarget, Leftovers};
 use super::drive::{drive, StagingTarget, Target};
 use super::{RunOptions, StageError};
 use crate::aggregate::ServiceCounters;
+use crate::api_key::ApiKey;
 use crate::collect::{Before, TruthSource};
 use crate::error_chain::chain_text;
 use crate::placement::{REQUEST_TIMEOUT, SYNC_INTERVAL};
+use crate::profile::RunSettings;
 use crate::profile::{ExternalPlacement, Profile};
 use crate::redact::redact_userinfo;
-use crate::report::{CleanupReport, Report, RunSettings};
-use crate::workload::{ApiKey, RUN_TAG_KEY};
+use crate::report::{CleanupReport, Report};
+use crate::workload::RUN_TAG_KEY;
 
 /// One run against `x.url`, truth from the first source the profile gives:
 /// mock-node admin URLs, else orchestrators over gRPC, else the API's `/nodes`.

@@ -13,7 +13,8 @@ use crate::aggregate::{
 };
 use crate::collect::NodeCalls;
 use crate::placement::{CreateStatus, Placer};
-use crate::report::{FaultWindow, RunResult, RunSettings};
+use crate::profile::RunSettings;
+use crate::report::{FaultWindow, RunResult};
 use crate::workload::Outcome;
 
 /// The run's aggregate, the simulated service's counters, and the fault windows' records.

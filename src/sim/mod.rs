@@ -47,7 +47,8 @@ pub use table::{write_sweep_csv, write_sweep_table};
 
 use crate::placement::AccountingMode;
 use crate::profile::Profile;
-use crate::report::{self, Report, RunResult, RunSettings};
+use crate::profile::RunSettings;
+use crate::report::{self, Report, RunResult};
 
 /// `started_at` of every simulated report: a fixed time keeps two runs byte-identical.
 pub const SIM_STARTED_AT: &str = "1970-01-01T00:00:00Z";

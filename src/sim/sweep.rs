@@ -11,8 +11,9 @@ use super::error::SimError;
 use super::setup::{profile_modes, validate_profile, SimSetup};
 use super::simulate_setup;
 use crate::placement::AccountingMode;
+use crate::profile::RunSettings;
 use crate::profile::{EmbeddedPlacement, OneOrMany, PlacementSection, Profile, RunVariant, Shape};
-use crate::report::{RunResult, RunSettings};
+use crate::report::RunResult;
 
 /// One setting a sweep can vary: how its values parse and where one goes in a profile.
 #[derive(Clone, Copy)]

@@ -11,15 +11,15 @@ mod ledger;
 mod lifecycle;
 mod limited;
 mod live;
+mod outcomes;
 mod pacing;
 mod request;
-mod secret;
 
 pub use driver::{run_workload, WorkloadError, WorkloadOutput, WorkloadRun, GATE_WAIT};
 pub use ledger::{Ledger, LedgerEntry, Limit, LimitKind, Outcome};
 pub use lifecycle::{StepEntry, StepKind};
 pub use limited::LimitRetry;
 pub use live::{LiveCounts, Tail};
+pub use outcomes::{OutcomeFold, OutcomeSnapshot};
 pub use pacing::Pacing;
 pub use request::{sandbox_url, NODE_HEADER, RUN_TAG_KEY};
-pub use secret::ApiKey;

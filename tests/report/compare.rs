@@ -4,7 +4,7 @@
 use crate::support::report as report_support;
 
 use report_support::{run, two_mode_report, typed};
-use stampede::profile::Checks;
+use stampede::profile::{Checks, RunSettings};
 use stampede::report::*;
 
 fn cmp(a: &Report, b: &Report) -> Comparison {

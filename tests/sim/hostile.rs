@@ -9,8 +9,9 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use stampede::placement::AccountingMode;
+use stampede::profile::RunSettings;
 use stampede::profile::{parse, Bound, Checks, Profile, Source};
-use stampede::report::{evaluate, Report, RunResult, RunSettings, SkewStats};
+use stampede::report::{evaluate, Report, RunResult, SkewStats};
 use stampede::sim::{
     run_sim_cli, run_sweep_within, simulate, simulate_profile_within, SimArgs, SimBudget, SimError,
     SweepAxis,

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use stampede::profile::RunSettings;
 use stampede::report::*;
 
 /// A run named `label` whose final per-node counts are `counts` (1 vCPU each).
