@@ -125,7 +125,7 @@ pub struct EmbeddedPlacement {
     pub retry_backoff: Option<Duration>,
     /// Simulator only: client-visible round trip of an RPC a node answers at once (a
     /// refusal, an injected error), which paces E2B's retry loop. Default 1ms
-    /// ([`RPC_ROUND_TRIP`]).
+    /// ([`RPC_ROUND_TRIP`](crate::profile::RPC_ROUND_TRIP)).
     #[serde(with = "humantime_serde")]
     #[schemars(with = "String")]
     pub rpc_round_trip: Duration,
