@@ -2,10 +2,10 @@
 
 use std::process::ExitCode;
 
+use crate::api_key::ApiKey;
 use crate::collect::{fetch_truth, TruthSource};
 use crate::profile::is_loopback_host;
 use crate::report::{format, SkewStats};
-use crate::workload::ApiKey;
 
 /// Where to read the cluster from (one source).
 #[derive(Debug, clap::Args)]

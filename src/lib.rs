@@ -2,6 +2,7 @@
 #![deny(missing_docs)]
 
 pub mod aggregate;
+pub mod api_key;
 pub mod audit;
 pub mod chaos;
 pub mod cli;

@@ -14,14 +14,15 @@ pub mod channel;
 pub mod config;
 pub mod core;
 pub mod evict;
-pub mod lifecycle;
 pub mod mode;
 #[cfg(feature = "mutations")]
 pub mod mutation;
 pub mod node_view;
+pub mod placer;
 pub mod preferred;
 pub mod score;
 pub mod sync_reply;
+pub mod sync_timer;
 pub mod trace;
 
 #[cfg(test)]
@@ -36,14 +37,15 @@ pub use api_stage::{ApiStage, StageQueue, MAX_STAGE_WORKERS};
 pub use attempt::{CreateErrorCode, CreateOutcome, Decision, PlacementAttempt, PlacementFailure};
 pub use channel::{node_status, routable, ChannelCell, ChannelState};
 pub use config::{PlacementConfig, PlacementConfigError, REQUEST_TIMEOUT, SYNC_INTERVAL};
-pub use lifecycle::{
+pub use mode::AccountingMode;
+pub use node_view::{NodeCounters, NodeId, NodeMetrics, NodeStatus, NodeView, SyncSnapshot};
+pub use placer::{
     Answered, CreateReply, ErrorKind, Failure, FailureKind, Input, Output, Placer, PlacerConfig,
     RequestId,
 };
-pub use mode::AccountingMode;
-pub use node_view::{NodeCounters, NodeId, NodeMetrics, NodeStatus, NodeView, SyncSnapshot};
 pub use preferred::{PlacementKind, PreferredNode};
 pub use score::score;
 pub use stampede_id::{format_id, Id};
 pub use sync_reply::{status_from_wire, InfoReply, Listed};
+pub use sync_timer::{SyncTimer, MIN_SYNC_INTERVAL};
 pub use trace::{replay, Replay, TraceError, TraceLine, TraceSink};

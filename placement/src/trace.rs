@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 
 use super::channel::ChannelState;
 use super::core::PlacementCore;
-use super::lifecycle::{Input, Output, Placer, PlacerConfig};
 use super::node_view::NodeId;
+use super::placer::{Input, Output, Placer, PlacerConfig};
 
 /// One line of a trace.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -20,6 +20,7 @@
 pub mod activity;
 pub mod args;
 pub mod arrivals;
+mod auth;
 pub mod channel_watch;
 pub mod config;
 pub mod counters;

@@ -33,7 +33,7 @@ use std::time::{Duration, SystemTime};
 
 use axum::body::Bytes;
 use axum::extract::{Path, Query, RawQuery, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -42,10 +42,11 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 use tonic::Code;
 
+use super::auth::ApiKeyAuth;
 use super::error::ApiError;
 use super::place::{place_from_snapshot, FromSnapshot, CLIENT_ID};
 use super::rest::{NewSandbox, Sandbox};
-use super::routes::{require_key, ApiResult};
+use super::routes::ApiResult;
 use super::state::{lock, SandboxRecord, Shared};
 use super::transition::{self, begin_from_running, begin_resume, Move, MoveGuard, Whereabouts};
 use super::usage::{self, SandboxMetric};
@@ -234,11 +235,10 @@ fn api_sandbox(shared: &Shared, id: &str, r: &SandboxRecord) -> Sandbox {
 
 async fn set_timeout(
     State(shared): State<Arc<Shared>>,
-    headers: HeaderMap,
+    _auth: ApiKeyAuth,
     Path(id): Path<String>,
     body: Bytes,
 ) -> ApiResult<StatusCode> {
-    require_key(&shared, &headers)?;
     let m = object_body(&body, true)?;
     let t = required_timeout(&m)?;
     keep_alive(&shared, &id, Duration::from_secs(t as u64), true).await?;
@@ -247,11 +247,10 @@ async fn set_timeout(
 
 async fn refresh(
     State(shared): State<Arc<Shared>>,
-    headers: HeaderMap,
+    _auth: ApiKeyAuth,
     Path(id): Path<String>,
     body: Bytes,
 ) -> ApiResult<StatusCode> {
-    require_key(&shared, &headers)?;
     let m = object_body(&body, false)?;
     let d = int_field(&m, "duration", 0, 3600)?;
     let duration = d.map_or(REFRESH_MINIMUM, |s| {
@@ -263,11 +262,10 @@ async fn refresh(
 
 async fn pause(
     State(shared): State<Arc<Shared>>,
-    headers: HeaderMap,
+    _auth: ApiKeyAuth,
     Path(id): Path<String>,
     body: Bytes,
 ) -> ApiResult<StatusCode> {
-    require_key(&shared, &headers)?;
     let m = object_body(&body, false)?;
     bool_field(&m, "memory")?;
     // In its own task: a pause carries on when the client hangs up.
@@ -416,11 +414,10 @@ pub(super) fn created(shared: &Shared, sandbox: Sandbox) -> Response {
 
 async fn resume(
     State(shared): State<Arc<Shared>>,
-    headers: HeaderMap,
+    _auth: ApiKeyAuth,
     Path(id): Path<String>,
     body: Bytes,
 ) -> ApiResult<Response> {
-    require_key(&shared, &headers)?;
     let m = object_body(&body, false)?;
     let timeout = resume_timeout(&shared, int_field(&m, "timeout", 0, INT32_MAX)?)?;
     bool_field(&m, "autoPause")?;
@@ -442,11 +439,10 @@ pub const CONNECT_V2_DEFAULT_TIMEOUT: i64 = 300;
 
 async fn connect(
     State(shared): State<Arc<Shared>>,
-    headers: HeaderMap,
+    _auth: ApiKeyAuth,
     Path(id): Path<String>,
     body: Bytes,
 ) -> ApiResult<Response> {
-    require_key(&shared, &headers)?;
     let m = object_body(&body, true)?;
     let t = required_timeout(&m)?;
     connect_for(&shared, &id, &m, t).await
@@ -456,11 +452,10 @@ async fn connect(
 /// default [`CONNECT_V2_DEFAULT_TIMEOUT`]); otherwise as `POST /sandboxes/{id}/connect`.
 async fn connect_v2(
     State(shared): State<Arc<Shared>>,
-    headers: HeaderMap,
+    _auth: ApiKeyAuth,
     Path(id): Path<String>,
     body: Bytes,
 ) -> ApiResult<Response> {
-    require_key(&shared, &headers)?;
     let m = object_body(&body, false)?;
     let t = int_field(&m, "timeout", 0, INT32_MAX)?.unwrap_or(CONNECT_V2_DEFAULT_TIMEOUT);
     connect_for(&shared, &id, &m, t).await
@@ -546,11 +541,10 @@ pub struct ForkError {
 
 async fn fork(
     State(shared): State<Arc<Shared>>,
-    headers: HeaderMap,
+    _auth: ApiKeyAuth,
     Path(id): Path<String>,
     body: Bytes,
 ) -> ApiResult<Response> {
-    require_key(&shared, &headers)?;
     let m = object_body(&body, false)?;
     let timeout = resume_timeout(&shared, int_field(&m, "timeout", 0, INT32_MAX)?)?;
     let count = int_field(&m, "count", i64::MIN, i64::MAX)?.unwrap_or(1);
@@ -675,11 +669,10 @@ fn unix_param(name: &str, v: Option<&str>) -> ApiResult<Option<u64>> {
 
 async fn metrics_one(
     State(shared): State<Arc<Shared>>,
-    headers: HeaderMap,
+    _auth: ApiKeyAuth,
     Path(id): Path<String>,
     query: Result<Query<Interval>, axum::extract::rejection::QueryRejection>,
 ) -> ApiResult<Json<Vec<SandboxMetric>>> {
-    require_key(&shared, &headers)?;
     let Query(q) = query.map_err(|e| bad_request(e.body_text()))?;
     let from = unix_param("start", q.start.as_deref())?;
     let to = unix_param("end", q.end.as_deref())?;
@@ -747,10 +740,9 @@ pub struct SandboxesWithMetrics {
 
 async fn metrics_many(
     State(shared): State<Arc<Shared>>,
-    headers: HeaderMap,
+    _auth: ApiKeyAuth,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<SandboxesWithMetrics>> {
-    require_key(&shared, &headers)?;
     let Some(list) = query_list(raw.as_deref(), "sandbox_ids") else {
         return Err(bad_request("sandbox_ids is required"));
     };

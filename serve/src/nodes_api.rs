@@ -8,11 +8,11 @@ use std::time::SystemTime;
 
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::Json;
 use serde::Deserialize;
-use stampede_http_kit::constant_time_eq;
 
+use super::auth::AdminAuth;
 use super::error::ApiError;
 use super::params::{is_local_cluster, LOCAL_CLUSTER_ID};
 use super::rest::{
@@ -21,23 +21,6 @@ use super::rest::{
 use super::routes::{json_body, ApiResult};
 use super::state::{lock, Shared};
 use stampede_placement::AccountingMode;
-
-/// `X-Admin-Token` must match the configured admin token (E2B's `AdminApiKeyAuth`, the
-/// only security of `/nodes`); without one configured the admin routes refuse all.
-pub fn require_admin(shared: &Shared, headers: &HeaderMap) -> ApiResult<()> {
-    let token = headers.get("x-admin-token").and_then(|v| v.to_str().ok());
-    match (&shared.cfg.admin_token, token) {
-        (Some(expected), Some(t)) if constant_time_eq(t.as_bytes(), expected.as_bytes()) => Ok(()),
-        (_, Some(_)) => Err(ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "Invalid admin token",
-        )),
-        (_, None) => Err(ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "Missing admin token: send it in the X-Admin-Token header",
-        )),
-    }
-}
 
 /// Every node as E2B's `Node`, `allocatedCPU` being this instance's belief.
 pub fn node_json(shared: &Shared) -> Vec<NodeJson> {
@@ -133,10 +116,9 @@ fn local(
 /// `GET /nodes`.
 pub async fn nodes(
     State(shared): State<Arc<Shared>>,
-    headers: HeaderMap,
+    _auth: AdminAuth,
     query: Result<Query<ClusterQuery>, axum::extract::rejection::QueryRejection>,
 ) -> ApiResult<Json<Vec<NodeJson>>> {
-    require_admin(&shared, &headers)?;
     if !local(query)? {
         return Ok(Json(Vec::new()));
     }
@@ -153,11 +135,10 @@ fn node_not_found(node_id: &str) -> ApiError {
 /// `GET /nodes/{nodeID}` (E2B `NodeDetail`).
 pub async fn node_detail(
     State(shared): State<Arc<Shared>>,
-    headers: HeaderMap,
+    _auth: AdminAuth,
     Path(node_id): Path<String>,
     query: Result<Query<ClusterQuery>, axum::extract::rejection::QueryRejection>,
 ) -> ApiResult<Json<NodeJson>> {
-    require_admin(&shared, &headers)?;
     if !local(query)? {
         return Err(node_not_found(&node_id));
     }
@@ -176,11 +157,10 @@ pub async fn node_detail(
 /// or another cluster; 400 for `connecting`, which has no orchestrator counterpart.
 pub async fn change_status(
     State(shared): State<Arc<Shared>>,
-    headers: HeaderMap,
+    _auth: AdminAuth,
     Path(node_id): Path<String>,
     body: Bytes,
 ) -> ApiResult<StatusCode> {
-    require_admin(&shared, &headers)?;
     let change: NodeStatusChange = json_body(&body)?;
     let local = is_local_cluster(change.cluster_id.as_deref())
         .map_err(|m| ApiError::new(StatusCode::BAD_REQUEST, m))?;

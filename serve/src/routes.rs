@@ -5,17 +5,17 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use serde::Deserialize;
-use stampede_http_kit::constant_time_eq;
 
+use super::auth::{AdminAuth, ApiKeyAuth};
 use super::error::ApiError;
 use super::lifecycle_api;
 use super::limits::{validate_metadata, validate_size, LargestNode};
-use super::nodes_api::{change_status, node_detail, nodes, require_admin};
+use super::nodes_api::{change_status, node_detail, nodes};
 use super::params::{
     metadata_matches, parse_date_time, parse_metadata_filter, unix_nanos, validate_template_id,
 };
@@ -58,18 +58,6 @@ fn bad_request(message: impl Into<String>) -> ApiError {
     ApiError::new(StatusCode::BAD_REQUEST, message)
 }
 
-/// The client's `X-API-Key` must be the service's (401 otherwise).
-pub fn require_key(shared: &Shared, headers: &HeaderMap) -> ApiResult<()> {
-    match headers.get("x-api-key").and_then(|v| v.to_str().ok()) {
-        Some(k) if constant_time_eq(k.as_bytes(), shared.cfg.api_key.as_bytes()) => Ok(()),
-        Some(_) => Err(ApiError::new(StatusCode::UNAUTHORIZED, "Invalid API key")),
-        None => Err(ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "Missing API key: send it in the X-API-Key header",
-        )),
-    }
-}
-
 async fn health() -> StatusCode {
     StatusCode::NO_CONTENT
 }
@@ -83,9 +71,8 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
 /// ([`ServiceCounters`](crate::counters::ServiceCounters)); `/metrics` is for Prometheus.
 async fn counters(
     State(shared): State<Arc<Shared>>,
-    headers: HeaderMap,
+    _auth: AdminAuth,
 ) -> ApiResult<Json<crate::counters::ServiceCounters>> {
-    require_admin(&shared, &headers)?;
     Ok(Json(shared.telemetry.counters()))
 }
 
@@ -93,9 +80,8 @@ async fn counters(
 /// expose them), so that a harness's set audit forgives exactly those.
 async fn evicted(
     State(shared): State<Arc<Shared>>,
-    headers: HeaderMap,
+    _auth: AdminAuth,
 ) -> ApiResult<Json<EvictedIds>> {
-    require_admin(&shared, &headers)?;
     let sandbox_ids = lock(&shared.evicted).clone();
     Ok(Json(EvictedIds { sandbox_ids }))
 }
@@ -106,10 +92,9 @@ async fn not_found() -> ApiError {
 
 async fn create(
     State(shared): State<Arc<Shared>>,
-    headers: HeaderMap,
+    _auth: ApiKeyAuth,
     body: Bytes,
 ) -> ApiResult<Response> {
-    require_key(&shared, &headers)?;
     let req: NewSandbox = json_body(&body)?;
     validate_template_id(&req.template_id).map_err(bad_request)?;
     // E2B's `handlers/timeout_helper.go` (validateAndParseTimeout).
@@ -143,10 +128,9 @@ async fn create(
 
 async fn delete(
     State(shared): State<Arc<Shared>>,
-    headers: HeaderMap,
+    _auth: ApiKeyAuth,
     Path(sandbox_id): Path<String>,
 ) -> ApiResult<StatusCode> {
-    require_key(&shared, &headers)?;
     // In its own task: a kill carries on when the client hangs up.
     let task = tokio::spawn(super::kill::kill(shared, sandbox_id));
     match task.await {
@@ -194,10 +178,9 @@ fn metadata_filter(q: Option<&str>) -> ApiResult<BTreeMap<String, String>> {
 
 async fn list_v1(
     State(shared): State<Arc<Shared>>,
-    headers: HeaderMap,
+    _auth: ApiKeyAuth,
     query: Result<Query<MetadataQuery>, axum::extract::rejection::QueryRejection>,
 ) -> ApiResult<Json<Vec<ListedSandbox>>> {
-    require_key(&shared, &headers)?;
     let Query(q) = query.map_err(|e| bad_request(e.body_text()))?;
     let filter = metadata_filter(q.metadata.as_deref())?;
     let all = lock(&shared.sandboxes);
@@ -229,10 +212,9 @@ struct ListQuery {
 
 async fn list_v2(
     State(shared): State<Arc<Shared>>,
-    headers: HeaderMap,
+    _auth: ApiKeyAuth,
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> ApiResult<Response> {
-    require_key(&shared, &headers)?;
     let Query(q) = query.map_err(|e| bad_request(e.body_text()))?;
     let limit = match q.limit.as_deref() {
         None => 100,
@@ -326,10 +308,9 @@ async fn list_v2(
 
 async fn get_sandbox(
     State(shared): State<Arc<Shared>>,
-    headers: HeaderMap,
+    _auth: ApiKeyAuth,
     Path(sandbox_id): Path<String>,
 ) -> ApiResult<Json<ListedSandbox>> {
-    require_key(&shared, &headers)?;
     // E2B's `handlers/sandbox_get.go`: a sandbox being paused reads as paused, one
     // being killed as gone; one being resumed is still its snapshot there.
     match locate(&shared, &sandbox_id) {

@@ -22,7 +22,8 @@ use super::routes::router;
 use super::state::{NodeConn, NodeInfo, Shared};
 use super::sync::sync_all;
 use crate::counters::ServiceCounters;
-use stampede_placement::{ChannelCell, TraceSink};
+use crate::state::lock;
+use stampede_placement::{ChannelCell, SyncTimer, TraceSink};
 
 /// A running instance. Dropping it does not stop it: call [`ServiceHandle::shutdown`].
 #[derive(Debug)]
@@ -278,28 +279,47 @@ pub async fn start_replicas(
     Ok(handles)
 }
 
+/// Syncs every node when the placer's timer says so: this loop only keeps time. The
+/// first periodic sync comes one interval after start-up, unless a harness moves it.
 async fn sync_forever(
     shared: Arc<Shared>,
     mut phase: watch::Receiver<Option<Instant>>,
     cancel: CancellationToken,
 ) {
-    let period = shared.cfg.sync_interval.max(Duration::from_millis(10));
-    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let interval = shared.cfg.sync_interval;
+    let first = shared.now().saturating_add(interval);
+    lock(&shared.placer).start_syncs(SyncTimer::new(interval, first));
     let mut phased = true;
     loop {
+        let due = lock(&shared.placer).poll_timeout();
+        // A timer past the clock's range never fires: wait for the phase or the end.
+        let wake = due.and_then(|d| shared.epoch.checked_add(d));
         tokio::select! {
             _ = cancel.cancelled() => return,
             changed = phase.changed(), if phased => match changed {
                 Ok(()) => {
                     if let Some(first) = *phase.borrow_and_update() {
-                        tick.reset_at(first.into());
+                        let first = first.saturating_duration_since(shared.epoch);
+                        lock(&shared.placer).reset_syncs(first);
                     }
                 }
                 Err(_) => phased = false,
             },
-            _ = tick.tick() => sync_all(&shared).await,
+            _ = sleep_until(wake) => {
+                let sync = lock(&shared.placer).handle_timeout(shared.now());
+                if sync {
+                    sync_all(&shared).await;
+                }
+            }
         }
+    }
+}
+
+/// Sleeps until `at`, or for ever without one.
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
     }
 }
 

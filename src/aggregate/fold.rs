@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 
 use super::latency_bins::LatencyBins;
-use super::outcomes::OutcomeFold;
 use crate::placement::AccountingMode;
+use crate::profile::RunSettings;
 use crate::report::{
     AccountingError, CleanupReport, FaultWindow, Figure, LatencySummary, NodeFigures,
     ResumeFigures, RetryStorm, RunResult, SendTiming, SetAudit, SkewOverTime, SkewStats,
@@ -15,6 +15,7 @@ use crate::report::{
 };
 use crate::serve::{ArrivalWindow, ServiceCounters};
 use crate::workload::Outcome;
+use crate::workload::OutcomeFold;
 
 /// How the workload sent: which send figure the result reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -263,12 +264,7 @@ impl RunAggregate {
     }
 
     /// The report entry of the run: the last call, every late fact fed before it.
-    pub fn finish(
-        self,
-        label: String,
-        settings: BTreeMap<String, String>,
-        wall_ms: f64,
-    ) -> RunResult {
+    pub fn finish(self, label: String, settings: RunSettings, wall_ms: f64) -> RunResult {
         let counts: Vec<u64> = self.nodes.iter().map(|n| n.sandboxes).collect();
         let requests = self.outcomes.requests();
         let failed = self.outcomes.failed();
@@ -384,7 +380,7 @@ mod tests {
         agg.sample(2.0, vec![0, 1], []);
         agg.final_node("a", 0, 0.0, [0.0, 2.0]);
         agg.final_node("b", 1, 2.0, []);
-        let r = agg.finish("optimistic".into(), BTreeMap::new(), 7.0);
+        let r = agg.finish("optimistic".into(), RunSettings::default(), 7.0);
         assert_eq!(r.timeline[0].placed, vec![0, 0]);
         assert_eq!(r.timeline[1].placed, vec![0, 1]);
         assert_eq!(r.timeline[0].accounting_error_vcpu, Some(2.0));
@@ -422,7 +418,7 @@ mod tests {
                 agg.node_refusals(0);
             }
             agg.staging(StagingFacts::default());
-            agg.finish("external".into(), BTreeMap::new(), 1.0)
+            agg.finish("external".into(), RunSettings::default(), 1.0)
         };
         let r = external(false, false);
         assert_eq!(
@@ -441,7 +437,7 @@ mod tests {
         let mut agg = RunAggregate::new(ids(), RunShape::Burst);
         agg.answered(&Outcome::Status(201), 0.0, 1000);
         assert!(agg
-            .finish("reported".into(), BTreeMap::new(), 1.0)
+            .finish("reported".into(), RunSettings::default(), 1.0)
             .not_measured
             .is_empty());
     }
@@ -460,7 +456,7 @@ mod tests {
             ..ServiceCounters::default()
         });
         agg.sent(0.0, 2_000);
-        let r = agg.finish("x".into(), BTreeMap::new(), 0.0);
+        let r = agg.finish("x".into(), RunSettings::default(), 0.0);
         assert_eq!((r.retries, r.refusals), (5, 5));
         let storm = r.retry_storm.expect("refusals were binned");
         assert_eq!(storm.node_total, vec![3, 2]);
@@ -484,7 +480,7 @@ mod tests {
             kept: true,
             ..CleanupReport::default()
         });
-        let r = burst.finish("b".into(), BTreeMap::new(), 9.0);
+        let r = burst.finish("b".into(), RunSettings::default(), 9.0);
         assert_eq!(r.send.burst_release_realtime, Some(true));
         assert_eq!(r.send.server_arrival_spread_ms, Some(3.0));
         assert_eq!(r.send.server_arrivals, Some(2));
@@ -500,7 +496,7 @@ mod tests {
             }
             agg.server_arrivals(arrivals);
             agg.cleanup(CleanupReport::default());
-            let r = agg.finish("p".into(), BTreeMap::new(), 0.0);
+            let r = agg.finish("p".into(), RunSettings::default(), 0.0);
             assert_eq!(r.send.server_arrivals, None);
             assert_eq!(
                 r.staging, None,

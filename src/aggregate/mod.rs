@@ -6,7 +6,8 @@
 //! figures, and the placement service's counters as a typed [`ServiceCounters`]
 //! snapshot (never Prometheus text). [`RunAggregate::finish`] is the one builder of a
 //! run's [`RunResult`](crate::report::RunResult). The outcome part of the fold,
-//! [`OutcomeFold`], is also what the live progress view reads while a run goes on.
+//! [`OutcomeFold`](crate::workload::OutcomeFold), is the workload's: the live progress
+//! view reads it while a run goes on.
 //! [`needs_set_audit`] is the one place that decides whether a run keeps its client
 //! ledger for the set audit; [`Entries`] is that audit's ledger, fed per answer.
 //! [`fault_windows`] is the one definition of the chaos fault windows, fed typed
@@ -17,7 +18,6 @@
 mod entries;
 mod fold;
 mod latency_bins;
-mod outcomes;
 mod sets;
 mod windows;
 
@@ -25,6 +25,5 @@ pub use crate::serve::ServiceCounters;
 pub use entries::{Entries, EntryAnswer};
 pub use fold::{RunAggregate, RunShape};
 pub use latency_bins::LatencyBins;
-pub use outcomes::{OutcomeFold, OutcomeSnapshot};
 pub use sets::needs_set_audit;
 pub use windows::{fault_windows, CallSample, FaultRecord, Growth, RequestRecord};

@@ -10,10 +10,10 @@ use mock_node::api::FaultInfo;
 
 use super::backend::command::run_argv;
 use super::plan::PlannedFault;
+use crate::api_key::ApiKey;
 use crate::error_chain::chain_text;
 use crate::mock_admin::{MockAdmin, MockAdminError};
 use crate::profile::CommandAction;
-use crate::workload::ApiKey;
 
 /// Deadline of one drain call to a placement API.
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);

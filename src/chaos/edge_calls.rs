@@ -10,8 +10,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::api_key::ApiKey;
 use crate::collect::fetch_api_nodes;
-use crate::workload::ApiKey;
 
 /// Create RPCs the placement services had sent to a fault's nodes at one instant,
 /// summed over services and nodes.

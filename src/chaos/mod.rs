@@ -2,7 +2,7 @@
 //! through mock-node admin APIs, the placement API's `POST /nodes/{nodeID}` (`drain`)
 //! or programs (`command`) by a [`ChaosClient`] (each fault held by a
 //! [`FaultGuard`] that heals it), run on the workload's clock by [`run_schedule`], and
-//! summarised per fault by [`fault_windows`].
+//! summarised per fault by [`fault_windows_from_run`].
 
 mod backend;
 mod client;
@@ -16,4 +16,4 @@ pub use client::{ChaosClient, ChaosError, FaultGuard};
 pub use edge_calls::{CallProbe, EdgeCalls};
 pub use plan::{FaultPlan, PlanError, PlannedFault};
 pub use schedule::{run_schedule, AppliedFault};
-pub use windows::fault_windows;
+pub use windows::fault_windows_from_run;

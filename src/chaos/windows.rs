@@ -16,7 +16,7 @@ use super::schedule::AppliedFault;
 
 /// One window per applied fault, in the order given; faults never applied are skipped.
 /// What each figure means is [`aggregate::fault_windows`]'s.
-pub fn fault_windows(
+pub fn fault_windows_from_run(
     applied: &[AppliedFault],
     ledger: &Ledger,
     samples: &[Sample],

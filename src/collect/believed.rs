@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::CollectError;
-use crate::workload::ApiKey;
+use crate::api_key::ApiKey;
 
 /// The fields of E2B's `Node` schema the collector reads. Older E2B versions put
 /// `allocatedCPU` at the top level and name the id `nodeID`; both are accepted.

@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::believed::fetch_api_nodes;
 use super::truth::{fetch_truth, Truth, TruthSource};
-use crate::workload::ApiKey;
+use crate::api_key::ApiKey;
 
 /// Truth (and belief, per placement replica) at one instant.
 #[derive(Debug, Clone)]

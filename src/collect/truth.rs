@@ -8,8 +8,8 @@ use stampede_proto::sandbox_service_client::SandboxServiceClient;
 
 use super::believed::fetch_api_nodes;
 use super::CollectError;
+use crate::api_key::ApiKey;
 use crate::mock_admin::MockAdmin;
-use crate::workload::ApiKey;
 
 /// Where node truth comes from.
 #[derive(Debug, Clone)]

@@ -13,4 +13,4 @@ mod mute;
 mod scratch;
 
 pub(crate) use mute::MutedStdout;
-pub(crate) use scratch::GooseScratch;
+pub(crate) use scratch::{GooseScratch, ScratchDirs};

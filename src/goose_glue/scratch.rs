@@ -2,15 +2,45 @@
 //! reports there until the run's report directory exists. Removed on every way out of a
 //! run: moved into the report, dropped on error, removed by an abort.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::run::AbortState;
+/// The scratch directories of this process that exist or may be created: what an
+/// abort removes when a run cannot. Cheap to clone; clones share the list.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ScratchDirs {
+    dirs: Arc<Mutex<BTreeSet<PathBuf>>>,
+}
+
+impl ScratchDirs {
+    /// Registers a scratch directory.
+    pub(crate) fn add(&self, dir: PathBuf) {
+        self.lock().insert(dir);
+    }
+
+    /// Forgets a scratch directory (it was removed).
+    pub(crate) fn remove(&self, dir: &Path) {
+        self.lock().remove(dir);
+    }
+
+    /// The registered directories, in order.
+    pub(crate) fn listed(&self) -> BTreeSet<PathBuf> {
+        self.lock().clone()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, BTreeSet<PathBuf>> {
+        self.dirs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
 
 /// The scratch directory of one run; dropping it removes the directory.
 #[derive(Debug)]
 pub(crate) struct GooseScratch {
     dir: PathBuf,
-    abort: AbortState,
+    registry: ScratchDirs,
 }
 
 impl GooseScratch {
@@ -19,16 +49,16 @@ impl GooseScratch {
         parent.join(format!(".goose-{}", std::process::id()))
     }
 
-    /// Scratch under `parent` for this process, registered with `abort`. The scratch
-    /// directories that runs killed without a chance to clean up (SIGKILL) left under
-    /// `parent` are removed first.
-    pub(crate) fn new(parent: &Path, abort: &AbortState) -> Self {
+    /// Scratch under `parent` for this process, registered in `registry` (what an
+    /// abort removes). The scratch directories that runs killed without a chance to
+    /// clean up (SIGKILL) left under `parent` are removed first.
+    pub(crate) fn new(parent: &Path, registry: &ScratchDirs) -> Self {
         remove_stale(parent);
         let dir = Self::dir_under(parent);
-        abort.add_scratch(dir.clone());
+        registry.add(dir.clone());
         Self {
             dir,
-            abort: abort.clone(),
+            registry: registry.clone(),
         }
     }
 
@@ -108,7 +138,7 @@ impl Drop for GooseScratch {
                 tracing::warn!(dir = %self.dir.display(), error = %e, "cannot remove goose's scratch directory");
             }
         }
-        self.abort.remove_scratch(&self.dir);
+        self.registry.remove(&self.dir);
     }
 }
 
@@ -122,7 +152,7 @@ mod tests {
         let _ = std::fs::remove_dir_all(&root);
         let report = root.join("report");
         std::fs::create_dir_all(&report).unwrap();
-        let abort = AbortState::default();
+        let abort = ScratchDirs::default();
         let staged = GooseScratch::dir_under(&root);
         {
             let s = GooseScratch::new(&root, &abort);

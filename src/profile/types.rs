@@ -10,6 +10,14 @@ use crate::placement::{AccountingMode, FailureAnswers};
 
 pub use super::one_or_many::OneOrMany;
 
+/// Client-visible round trip of an RPC the node answers at once (a refusal, an
+/// injected error, a killed listener), which paces E2B's no-backoff ResourceExhausted
+/// loop. An assumption, E2B publishes no figure: a gRPC unary call between two hosts
+/// of one datacenter with the orchestrator's handling of a refused Create, taken at the
+/// round upper end of the sub-millisecond to millisecond range such calls take. The
+/// real wire on a loaded 2-core machine is slower (docs/fidelity.md).
+pub const RPC_ROUND_TRIP: Duration = Duration::from_millis(1);
+
 /// A run profile (`profiles/*.yaml`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -117,7 +125,7 @@ pub struct EmbeddedPlacement {
     pub retry_backoff: Option<Duration>,
     /// Simulator only: client-visible round trip of an RPC a node answers at once (a
     /// refusal, an injected error), which paces E2B's retry loop. Default 1ms
-    /// ([`RPC_ROUND_TRIP`](crate::sim::RPC_ROUND_TRIP)).
+    /// ([`RPC_ROUND_TRIP`](crate::profile::RPC_ROUND_TRIP)).
     #[serde(with = "humantime_serde")]
     #[schemars(with = "String")]
     pub rpc_round_trip: Duration,
@@ -149,7 +157,7 @@ impl Default for EmbeddedPlacement {
             create_rpc_timeout: None,
             failure_answers: FailureAnswers::default(),
             retry_backoff: crate::serve::DEFAULT_RETRY_BACKOFF,
-            rpc_round_trip: crate::sim::RPC_ROUND_TRIP,
+            rpc_round_trip: RPC_ROUND_TRIP,
             api_stage: crate::placement::ApiStage::default(),
             evictor: true,
         }

@@ -4,8 +4,7 @@
 //! parameters from here, so a profile's runs are the same on the wire and in the
 //! simulator (E2B's `BenchmarkPlacementDistribution` runs K3 and K5 in one go).
 
-use std::collections::BTreeMap;
-
+use super::run_settings::RunSettings;
 use super::types::EmbeddedPlacement;
 use crate::placement::{AccountingMode, PlacementConfig};
 
@@ -31,12 +30,9 @@ impl RunVariant {
         }
     }
 
-    /// The settings every report of this run carries (`accounting`, `k`).
-    pub fn settings(&self) -> BTreeMap<String, String> {
-        BTreeMap::from([
-            ("accounting".to_string(), self.mode.to_string()),
-            ("k".to_string(), self.k.to_string()),
-        ])
+    /// The settings every report of this run carries, simulated or not.
+    pub fn settings(&self) -> RunSettings {
+        RunSettings::placement(self.mode, self.k)
     }
 }
 

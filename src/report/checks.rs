@@ -12,7 +12,7 @@ use super::staging::CANCELLED_KEY;
 
 /// Evaluate `checks` on every run of `report`, in run order then in the order of
 /// [`CHECKS`]. A run whose accounting mode is listed under `per_mode`
-/// (or whose `settings["k"]` is listed under `per_k`) uses those checks in place of the
+/// (or whose `settings.k` is listed under `per_k`) uses those checks in place of the
 /// shared ones they name.
 pub fn evaluate(checks: &Checks, report: &Report) -> Vec<CheckOutcome> {
     let mut out = Vec::new();
@@ -135,7 +135,7 @@ pub(super) fn figure(id: CheckId, run: &RunResult) -> Result<f64, String> {
 /// mode's `k`'s overrides, each replacing the checks it names.
 fn effective(checks: &Checks, run: &RunResult) -> Checks {
     let mode = run.accounting;
-    let k: Option<usize> = run.setting("k").and_then(|k| k.parse().ok());
+    let k = run.settings.k;
     let by_k = |c: &Checks| k.and_then(|k| c.per_k.get(&k)).cloned();
     let by_mode = mode.and_then(|m| checks.per_mode.get(&m));
     let layers = [by_k(checks), by_mode.cloned(), by_mode.and_then(by_k)];

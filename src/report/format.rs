@@ -2,6 +2,7 @@
 //! and comparison output agree to the digit.
 
 use super::model::{Figure, Report, RunResult, NOT_MEASURED};
+use crate::placement::AccountingMode;
 
 /// The verdict of a complete report whose profile has no checks: nothing passed,
 /// because nothing was judged.
@@ -89,6 +90,7 @@ pub fn node_bars(run: &RunResult) -> Vec<String> {
 /// `k=v k=v` of a run's settings (empty when none).
 pub fn settings_line(run: &RunResult) -> String {
     run.settings
+        .to_map()
         .iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
@@ -298,10 +300,10 @@ pub fn check_unit(name: &str) -> &'static str {
 /// report's runs compare several `k` (E2B's benchmark runs K3 and K5): the header and
 /// the rows, `-` where a combination did not run. `None` when one `k` or fewer ran.
 pub fn cv_by_mode_and_k(report: &Report) -> Option<(Vec<String>, Vec<Vec<String>>)> {
-    let mut modes: Vec<&str> = Vec::new();
-    let mut ks: Vec<&str> = Vec::new();
+    let mut modes: Vec<AccountingMode> = Vec::new();
+    let mut ks: Vec<usize> = Vec::new();
     for run in &report.runs {
-        let (Some(m), Some(k)) = (run.setting("accounting"), run.setting("k")) else {
+        let (Some(m), Some(k)) = (run.settings.accounting, run.settings.k) else {
             continue;
         };
         if !modes.contains(&m) {
@@ -324,7 +326,7 @@ pub fn cv_by_mode_and_k(report: &Report) -> Option<(Vec<String>, Vec<Vec<String>
                 let run = report
                     .runs
                     .iter()
-                    .find(|r| r.setting("accounting") == Some(m) && r.setting("k") == Some(k));
+                    .find(|r| r.settings.accounting == Some(m) && r.settings.k == Some(k));
                 row.push(run.map_or_else(|| "-".to_string(), |r| ratio(r.skew.cv)));
             }
             row

@@ -84,9 +84,11 @@ impl Report {
 pub struct RunResult {
     /// Name of the run, e.g. `reported` or `accounting=reported k=3 replicas=1`.
     pub label: String,
-    /// The varied settings of this run (`accounting`, `k`, `replicas`, ...).
+    /// The settings of this run (`accounting`, `k`; `target` for an external API; a
+    /// sweep's varied values), a map of text in `report.json`.
     #[serde(default)]
-    pub settings: BTreeMap<String, String>,
+    #[schemars(with = "BTreeMap<String, String>")]
+    pub settings: crate::profile::RunSettings,
     /// The accounting mode the run's placement used, typed, for the profile's
     /// `per_mode` checks (`settings["accounting"]` is its text). Not in `report.json`:
     /// `None` for a run against an external API and for a report read back.
@@ -196,11 +198,6 @@ impl RunResult {
         } else {
             NOT_MEASURED.to_string()
         }
-    }
-
-    /// The value of setting `key` (e.g. `accounting`).
-    pub fn setting(&self, key: &str) -> Option<&str> {
-        self.settings.get(key).map(String::as_str)
     }
 }
 

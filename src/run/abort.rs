@@ -6,11 +6,12 @@
 
 use std::collections::BTreeSet;
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::chaos::ChaosClient;
+use crate::goose_glue::ScratchDirs;
 
 /// Deadline of reading one fleet's faults, before the run starts and on abort.
 const LIST_TIMEOUT: Duration = Duration::from_secs(2);
@@ -19,12 +20,12 @@ const LIST_TIMEOUT: Duration = Duration::from_secs(2);
 #[derive(Debug, Clone, Default)]
 pub struct AbortState {
     inner: Arc<Mutex<Inner>>,
+    /// goose scratch directories that exist or may be created.
+    scratch: ScratchDirs,
 }
 
 #[derive(Debug, Default)]
 struct Inner {
-    /// goose scratch directories that exist or may be created.
-    scratch: BTreeSet<PathBuf>,
     /// Fleets this run applies faults to that outlive the process.
     faults: Option<FaultWatch>,
     /// Sandboxes on an external API this run may leave running.
@@ -85,14 +86,9 @@ fn lock(m: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
 }
 
 impl AbortState {
-    /// Registers a goose scratch directory to remove on abort.
-    pub(crate) fn add_scratch(&self, dir: PathBuf) {
-        lock(&self.inner).scratch.insert(dir);
-    }
-
-    /// Forgets a scratch directory (the run removed it).
-    pub(crate) fn remove_scratch(&self, dir: &Path) {
-        lock(&self.inner).scratch.remove(dir);
+    /// The goose scratch directories an abort removes (a run registers its own there).
+    pub(crate) fn scratch_dirs(&self) -> &ScratchDirs {
+        &self.scratch
     }
 
     /// Watches the fleets of `client` (whose faults outlive this process): the faults
@@ -159,7 +155,7 @@ impl AbortState {
         let (scratch, watch, sandboxes) = {
             let inner = lock(&self.inner);
             (
-                inner.scratch.clone(),
+                self.scratch.listed(),
                 inner.faults.clone(),
                 inner.sandboxes.clone(),
             )
@@ -170,8 +166,8 @@ impl AbortState {
         };
         for dir in scratch {
             match std::fs::remove_dir_all(&dir) {
-                Ok(()) => self.remove_scratch(&dir),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => self.remove_scratch(&dir),
+                Ok(()) => self.scratch.remove(&dir),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => self.scratch.remove(&dir),
                 Err(e) => out.scratch_left.push((dir, e.to_string())),
             }
         }
@@ -350,8 +346,8 @@ mod tests {
         std::fs::create_dir_all(&staging).unwrap();
         std::fs::write(staging.join("goose-x.html"), "x").unwrap();
         let state = AbortState::default();
-        state.add_scratch(staging.clone());
-        state.add_scratch(dir.join(".goose-never-created"));
+        state.scratch_dirs().add(staging.clone());
+        state.scratch_dirs().add(dir.join(".goose-never-created"));
         let summary = state.abort().await;
         assert!(!staging.exists());
         assert!(summary.scratch_left.is_empty(), "{summary:?}");

@@ -10,7 +10,9 @@ use super::drive::Target;
 use super::{AbortState, StageError};
 use crate::aggregate::RunAggregate;
 use crate::audit::{audit, collect_inventory, read_evicted, Inventory, InventoryError};
-use crate::chaos::{fault_windows, run_schedule, AppliedFault, CallProbe, ChaosClient, FaultPlan};
+use crate::chaos::{
+    fault_windows_from_run, run_schedule, AppliedFault, CallProbe, ChaosClient, FaultPlan,
+};
 use crate::collect::Sample;
 use crate::error_chain::chain_text;
 use crate::profile::Profile;
@@ -149,7 +151,7 @@ pub(crate) async fn judge(
     target: &Target,
     before: Option<&Inventory>,
 ) -> Result<(), StageError> {
-    agg.faults(fault_windows(applied, &workload.ledger, samples));
+    agg.faults(fault_windows_from_run(applied, &workload.ledger, samples));
     let mut inv = match collect_inventory(&crate::http_client::client(), &target.truth, None).await
     {
         Ok(inv) => inv,

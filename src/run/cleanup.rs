@@ -9,8 +9,9 @@ use std::time::Duration;
 use futures::stream::{self, StreamExt};
 
 use super::abort::AbortState;
+use crate::api_key::ApiKey;
 use crate::report::{CleanupReport, NotCleaned};
-use crate::workload::{ApiKey, RUN_TAG_KEY};
+use crate::workload::RUN_TAG_KEY;
 
 /// Attempts per DELETE before the id is reported as not cleaned.
 const DELETE_ATTEMPTS: u32 = 3;

@@ -11,14 +11,13 @@ use super::progress::{Progress, ProgressFeed};
 use super::result::{aggregate, RunRecords};
 use super::{RunOptions, StageError};
 use crate::aggregate::{needs_set_audit, RunAggregate, RunShape, ServiceCounters};
+use crate::api_key::ApiKey;
 use crate::collect::{Before, Sampler, TruthSource};
 use crate::goose_glue::MutedStdout;
 use crate::profile::{Profile, Shape};
 use crate::report::{Baseline, StagingFacts};
 use crate::serve::TelemetryReader;
-use crate::workload::{
-    run_workload, ApiKey, Ledger, LimitRetry, LiveCounts, Outcome, Pacing, WorkloadRun,
-};
+use crate::workload::{run_workload, Ledger, LimitRetry, LiveCounts, Outcome, Pacing, WorkloadRun};
 
 /// After a signal, how long a create in flight may still answer before it is given up.
 pub(crate) const CANCEL_GRACE: Duration = Duration::from_millis(1500);

@@ -9,10 +9,10 @@ use rand_chacha::ChaCha8Rng;
 
 use super::drive::{drive, Target};
 use super::{RunOptions, StageError};
+use crate::api_key::ApiKey;
 use crate::collect::TruthSource;
 use crate::profile::{EmbeddedPlacement, Profile, RunVariant};
 use crate::report::{Report, RunResult};
-use crate::workload::ApiKey;
 
 use super::services::start_replicas;
 
@@ -89,12 +89,6 @@ async fn run_one(
             fleet.admin_url()
         );
     }
-    let mut settings = run.settings();
-    settings.insert("replicas".to_string(), e.replicas.to_string());
-    settings.insert(
-        "sync_interval".to_string(),
-        humantime::format_duration(e.sync_interval).to_string(),
-    );
     let target = Target {
         label: run.label(),
         urls: replicas.urls(),
@@ -122,5 +116,5 @@ async fn run_one(
     agg.server_arrivals(arrivals);
     agg.accounting(run.mode);
     let wall_ms = wall.elapsed().as_secs_f64() * 1000.0;
-    Ok(agg.finish(run.label(), settings, wall_ms))
+    Ok(agg.finish(run.label(), run.settings(), wall_ms))
 }

@@ -2,20 +2,21 @@
 //! are this run's only (the truth read before is subtracted), and every sandbox the
 //! run created and did not delete is killed at the end unless `--keep`.
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use super::cleanup::{self, CleanupTarget, Leftovers};
 use super::drive::{drive, StagingTarget, Target};
 use super::{RunOptions, StageError};
 use crate::aggregate::ServiceCounters;
+use crate::api_key::ApiKey;
 use crate::collect::{Before, TruthSource};
 use crate::error_chain::chain_text;
 use crate::placement::{REQUEST_TIMEOUT, SYNC_INTERVAL};
+use crate::profile::RunSettings;
 use crate::profile::{ExternalPlacement, Profile};
 use crate::redact::redact_userinfo;
 use crate::report::{CleanupReport, Report};
-use crate::workload::{ApiKey, RUN_TAG_KEY};
+use crate::workload::RUN_TAG_KEY;
 
 /// One run against `x.url`, truth from the first source the profile gives:
 /// mock-node admin URLs, else orchestrators over gRPC, else the API's `/nodes`.
@@ -78,8 +79,7 @@ pub(super) async fn run(
         redact_userinfo(&x.url)
     );
     warn_of_leftovers(&x.url, &key, &tag).await;
-    let mut settings = BTreeMap::new();
-    settings.insert("target".to_string(), redact_userinfo(&x.url).into_owned());
+    let settings = RunSettings::external(redact_userinfo(&x.url).into_owned());
     let target = Target {
         label: "external".into(),
         urls: vec![x.url.clone()],

@@ -9,7 +9,8 @@ use futures::stream::{self, StreamExt};
 use serde::Deserialize;
 
 use super::cleanup::{CleanupTarget, Killed};
-use crate::workload::{ApiKey, RUN_TAG_KEY};
+use crate::api_key::ApiKey;
+use crate::workload::RUN_TAG_KEY;
 
 /// Deadline of one page of the listing.
 const PAGE_TIMEOUT: Duration = Duration::from_secs(10);

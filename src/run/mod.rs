@@ -142,7 +142,7 @@ pub async fn run_profile(path: &Path, opts: RunOptions) -> Result<RunOutcome, Ru
     let started = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let mut report = Report::new(&profile.name, &profile.description, profile.seed, &started);
     tracing::info!(profile = %profile.name, seed = profile.seed, "run starting");
-    let scratch = GooseScratch::new(&report_parent(&profile, &opts), &opts.abort);
+    let scratch = GooseScratch::new(&report_parent(&profile, &opts), opts.abort.scratch_dirs());
     let outcome = match &profile.placement {
         PlacementSection::Embedded(e) => {
             report.fleet_seed = Some(profile.cluster.fleet_seed(profile.seed));

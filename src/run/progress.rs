@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::aggregate::OutcomeSnapshot;
 use crate::serve::TelemetryReader;
+use crate::workload::OutcomeSnapshot;
 use crate::workload::{LiveCounts, Tail};
 
 /// Redraw period on a terminal.

@@ -189,7 +189,7 @@ mod tests {
             shape: RunShape::Paced,
             counters: &counters,
         })
-        .finish("run".into(), BTreeMap::new(), 0.0);
+        .finish("run".into(), crate::profile::RunSettings::default(), 0.0);
         assert_eq!(r.timeline[0].placed, vec![0, 1]);
         assert_eq!(r.timeline[1].placed, vec![1, 1]);
         assert_eq!(r.timeline[0].sandboxes, vec![0, 1]);

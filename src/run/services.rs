@@ -7,10 +7,10 @@ use mock_node::fleet::FleetHandle;
 
 use super::StageError;
 use crate::aggregate::ServiceCounters;
+use crate::api_key::ApiKey;
 use crate::placement::config::first_periodic_sync;
 use crate::profile::{EmbeddedPlacement, Profile, RunVariant};
 use crate::serve::{self, ArrivalWindow, ServeConfig, ServiceHandle, SyncPhaser, TelemetryReader};
-use crate::workload::ApiKey;
 
 /// The running replicas of one run.
 pub(super) struct Replicas {

@@ -7,6 +7,7 @@
 
 use stampede_node_model::model::NodeModel;
 use std::collections::{HashMap, VecDeque};
+use std::time::Duration;
 
 use stampede_node_model::effect::FaultEffect;
 
@@ -16,10 +17,10 @@ use super::measure::{Edge, Tally};
 use super::queue::{EventQueue, Nanos};
 use super::retry::Park;
 use super::set_audit::SetLedger;
-use super::setup::{to_duration, Arrivals, SimSetup};
+use super::setup::{to_duration, to_nanos, Arrivals, SimSetup};
 use crate::aggregate::EntryAnswer;
 use crate::placement::{
-    CreateOutcome, CreateStatus, Id, Input, PlacementKind, Placer, PlacerConfig,
+    CreateOutcome, CreateStatus, Id, Input, PlacementKind, Placer, PlacerConfig, SyncTimer,
 };
 use crate::workload::Outcome;
 
@@ -251,10 +252,12 @@ impl<'a> Engine<'a> {
         for r in 0..self.setup.replicas {
             self.events += 1;
             self.sync_all(r as u32);
-            self.queue.push(
+            let timer = SyncTimer::new(
+                to_duration(self.setup.sync_interval),
                 self.first_periodic_sync(r),
-                Event::Sync { replica: r as u32 },
             );
+            self.placers[r].start_syncs(timer);
+            self.queue_next_sync(r as u32);
         }
         self.queue.push(0, Event::Sample);
         for (i, f) in self.setup.faults.iter().enumerate() {
@@ -316,14 +319,21 @@ impl<'a> Engine<'a> {
             && self.lives.is_empty()
     }
 
+    /// The event of replica `replica`'s next periodic sync, when its placer asks for it.
+    fn queue_next_sync(&mut self, replica: u32) {
+        if let Some(at) = self.placers[replica as usize].poll_timeout() {
+            self.queue.push(to_nanos(at), Event::Sync { replica });
+        }
+    }
+
     /// Replica `r` syncs `r / replicas` of an interval after replica 0.
-    fn first_periodic_sync(&self, r: usize) -> Nanos {
-        super::setup::to_nanos(crate::placement::config::first_periodic_sync(
-            super::setup::to_duration(self.setup.sync_interval),
-            super::setup::to_duration(self.setup.sync_phase),
+    fn first_periodic_sync(&self, r: usize) -> Duration {
+        crate::placement::config::first_periodic_sync(
+            to_duration(self.setup.sync_interval),
+            to_duration(self.setup.sync_phase),
             r,
             self.setup.replicas,
-        ))
+        )
     }
 
     fn handle(&mut self, event: Event) {
@@ -339,9 +349,10 @@ impl<'a> Engine<'a> {
             Event::Delete { req, node, replica } => self.delete(req, node, replica),
             Event::Evict { req, node, replica } => self.evict(req, node, replica),
             Event::Sync { replica } => {
-                self.sync_all(replica);
-                let next = self.now.saturating_add(self.setup.sync_interval);
-                self.queue.push(next, Event::Sync { replica });
+                if self.placers[replica as usize].handle_timeout(to_duration(self.now)) {
+                    self.sync_all(replica);
+                }
+                self.queue_next_sync(replica);
             }
             Event::SyncCycleEnd { replica, node } => self.sync_cycle_end(replica, node),
             Event::FaultStart { fault } => {

@@ -4,8 +4,6 @@
 //! services' per-node create counters read at each fault's edges and at every sample
 //! (from the simulated placement cores), and every request's times and outcome.
 
-use std::collections::BTreeMap;
-
 use super::engine::Engine;
 use super::queue::Nanos;
 use super::set_audit::audit_sets;
@@ -15,6 +13,7 @@ use crate::aggregate::{
 };
 use crate::collect::NodeCalls;
 use crate::placement::{CreateStatus, Placer};
+use crate::profile::RunSettings;
 use crate::report::{FaultWindow, RunResult};
 use crate::workload::Outcome;
 
@@ -276,11 +275,7 @@ impl Engine<'_> {
     }
 
     /// The run's figures at its end (`end` = when the workload finished).
-    pub(super) fn result(
-        &mut self,
-        label: String,
-        settings: BTreeMap<String, String>,
-    ) -> RunResult {
+    pub(super) fn result(&mut self, label: String, settings: RunSettings) -> RunResult {
         if self
             .tally
             .agg

@@ -32,8 +32,6 @@ mod setup;
 mod sweep;
 mod table;
 
-use std::collections::BTreeMap;
-
 pub use budget::{EstimatePart, SimBudget, SimEstimate, DEFAULT_MAX_EVENTS, DEFAULT_MAX_MEMORY_MB};
 pub use cli::{run_sim_cli, SimArgs};
 pub use error::SimError;
@@ -49,6 +47,7 @@ pub use table::{write_sweep_csv, write_sweep_table};
 
 use crate::placement::AccountingMode;
 use crate::profile::Profile;
+use crate::profile::RunSettings;
 use crate::report::{self, Report, RunResult};
 
 /// `started_at` of every simulated report: a fixed time keeps two runs byte-identical.
@@ -72,13 +71,8 @@ pub fn simulate(profile: &Profile, mode: AccountingMode) -> Result<RunResult, Si
     let setup = SimSetup::from_profile(profile, mode)?;
     let budget = SimBudget::default();
     budget.admit(&[setup.estimate()])?;
-    Ok(simulate_setup(
-        &setup,
-        mode.as_str().to_string(),
-        settings_of(mode),
-        &budget,
-    )?
-    .result)
+    let settings = RunSettings::placement(mode, setup.placement.k);
+    Ok(simulate_setup(&setup, mode.as_str().to_string(), settings, &budget)?.result)
 }
 
 /// Simulate a resolved setup, labelling the run `label` with `settings`. It stops with
@@ -87,7 +81,7 @@ pub fn simulate(profile: &Profile, mode: AccountingMode) -> Result<RunResult, Si
 pub fn simulate_setup(
     setup: &SimSetup,
     label: String,
-    settings: BTreeMap<String, String>,
+    settings: RunSettings,
     budget: &SimBudget,
 ) -> Result<SimRun, SimError> {
     let mut engine = engine::Engine::new(setup);
@@ -139,8 +133,4 @@ pub fn new_report(profile: &Profile) -> Report {
     report.fleet_seed = Some(profile.cluster.fleet_seed(profile.seed));
     report.simulated = true;
     report
-}
-
-fn settings_of(mode: AccountingMode) -> BTreeMap<String, String> {
-    BTreeMap::from([("accounting".to_string(), mode.as_str().to_string())])
 }

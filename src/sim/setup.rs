@@ -13,18 +13,11 @@ use super::queue::Nanos;
 use crate::aggregate::needs_set_audit;
 use crate::placement::{AccountingMode, ApiStage, PlacementConfig};
 use crate::profile::limits::{MAX_PLAN_STARTED_USERS, MAX_PLAN_USERS};
+pub use crate::profile::RPC_ROUND_TRIP;
 use crate::profile::{
     parse_test_plan, Lifecycle, PlacementSection, Profile, ProfileErrors, RunVariant, SandboxSpec,
     Shape, Source,
 };
-
-/// Client-visible round trip of an RPC the node answers at once (a refusal, an
-/// injected error, a killed listener), which paces E2B's no-backoff ResourceExhausted
-/// loop. An assumption, E2B publishes no figure: a gRPC unary call between two hosts
-/// of one datacenter with the orchestrator's handling of a refused Create, taken at the
-/// round upper end of the sub-millisecond to millisecond range such calls take. The
-/// real wire on a loaded 2-core machine is slower (docs/fidelity.md).
-pub const RPC_ROUND_TRIP: Duration = Duration::from_millis(1);
 
 /// When the workload's requests are meant to leave.
 #[derive(Debug, Clone, PartialEq)]

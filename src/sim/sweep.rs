@@ -11,6 +11,7 @@ use super::error::SimError;
 use super::setup::{profile_modes, validate_profile, SimSetup};
 use super::simulate_setup;
 use crate::placement::AccountingMode;
+use crate::profile::RunSettings;
 use crate::profile::{EmbeddedPlacement, OneOrMany, PlacementSection, Profile, RunVariant, Shape};
 use crate::report::RunResult;
 
@@ -450,26 +451,31 @@ pub fn run_sweep_within(
                 k: k.unwrap_or_default(),
                 k_varies: false,
             };
-            setups.push(SimSetup::from_run(&p, run)?);
+            setups.push((SimSetup::from_run(&p, run)?, run));
         }
         plans.push((values, label, setups));
     }
     let estimates: Vec<_> = plans
         .iter()
-        .flat_map(|(_, _, setups)| setups.iter().map(SimSetup::estimate))
+        .flat_map(|(_, _, setups)| setups.iter().map(|(s, _)| s.estimate()))
         .collect();
     budget.admit(&estimates)?;
     let mut left = *budget;
     let mut points = Vec::new();
     for (values, label, setups) in plans {
-        let settings: BTreeMap<String, String> = axes
+        let swept: BTreeMap<String, String> = axes
             .iter()
             .zip(&values)
+            .filter(|(a, _)| a.key != "accounting" && a.key != "k")
             .map(|(a, v)| (a.key.clone(), v.clone()))
             .collect();
         let mut runs = Vec::with_capacity(setups.len());
-        for setup in &setups {
-            let run = simulate_setup(setup, label.clone(), settings.clone(), &left)?;
+        for (setup, variant) in &setups {
+            let settings = RunSettings {
+                swept: swept.clone(),
+                ..variant.settings()
+            };
+            let run = simulate_setup(setup, label.clone(), settings, &left)?;
             left.max_events = left.max_events.saturating_sub(run.events);
             runs.push(run.result);
         }

@@ -24,7 +24,7 @@ use super::request::{
     answered, create_body, delete, prepare_create, send_create, timed_out, transport, CreateResult,
     PreparedCreate, CREATE_NAME,
 };
-use super::ApiKey;
+use crate::api_key::ApiKey;
 use crate::goose_glue::killswitch;
 use crate::profile::{Lifecycle, PlannedStep, SandboxSpec};
 

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::ledger::Outcome;
 use super::request::{delete, NODE_HEADER};
-use super::ApiKey;
+use crate::api_key::ApiKey;
 use crate::profile::PlannedStep;
 
 /// Which lifecycle call a [`StepEntry`] records.

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use super::ledger::Outcome;
-use crate::aggregate::{OutcomeFold, OutcomeSnapshot};
+use super::outcomes::{OutcomeFold, OutcomeSnapshot};
 
 /// Creates answered so far, and where the successful ones landed.
 #[derive(Debug, Default)]

@@ -11,15 +11,17 @@ mod ledger;
 mod lifecycle;
 mod limited;
 mod live;
+mod outcomes;
 mod pacing;
 mod request;
 
+/// The API key a run sends (defined below the harness's layers in [`crate::api_key`]).
+pub use crate::api_key::ApiKey;
 pub use driver::{run_workload, WorkloadError, WorkloadOutput, WorkloadRun, GATE_WAIT};
 pub use ledger::{Ledger, LedgerEntry, Limit, LimitKind, Outcome};
 pub use lifecycle::{StepEntry, StepKind};
 pub use limited::LimitRetry;
 pub use live::{LiveCounts, Tail};
+pub use outcomes::{OutcomeFold, OutcomeSnapshot};
 pub use pacing::Pacing;
 pub use request::{sandbox_url, NODE_HEADER, RUN_TAG_KEY};
-/// The API key a run sends: the project's one redacting secret type.
-pub use stampede_http_kit::Secret as ApiKey;

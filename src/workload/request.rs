@@ -6,7 +6,7 @@ use goose::prelude::*;
 use serde::Deserialize;
 
 use super::ledger::{Limit, LimitKind, Outcome};
-use super::ApiKey;
+use crate::api_key::ApiKey;
 use crate::profile::SandboxSpec;
 
 /// E2B's create response; only the fields the workload reads.

@@ -8,10 +8,10 @@ use std::time::Duration;
 use mock_node::api::{FaultKind, ServiceStatus};
 use serde_json::json;
 use serve_common::{cluster, serve_config, Rig, TEST_ADMIN_TOKEN};
+use stampede::api_key::ApiKey;
 use stampede::chaos::{ChaosClient, FaultPlan};
 use stampede::placement::AccountingMode;
 use stampede::profile::{ChaosFault, ChaosStep, NodeSelector, ProfileError, Source};
-use stampede::workload::ApiKey;
 
 fn drain_step() -> ChaosStep {
     ChaosStep {

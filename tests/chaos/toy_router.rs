@@ -14,7 +14,7 @@ use mock_node::config::ClusterConfig;
 use mock_node::fleet::{self, FleetHandle, FleetOptions};
 use stampede::audit::{audit, collect_inventory};
 use stampede::chaos::{
-    fault_windows, run_schedule, AppliedFault, ChaosClient, FaultPlan, PlannedFault,
+    fault_windows_from_run, run_schedule, AppliedFault, ChaosClient, FaultPlan, PlannedFault,
 };
 use stampede::collect::{Sample, Sampler, TruthSource};
 use stampede::report::{FaultWindow, SetAudit};
@@ -149,7 +149,7 @@ async fn drill(f: &FleetHandle, faults: Vec<PlannedFault>) -> Run {
     inv.note_samples(&samples);
     inv.note_restarts(&applied);
     let set_audit = audit(&ledger, &inv);
-    let windows = fault_windows(&applied, &ledger, &samples);
+    let windows = fault_windows_from_run(&applied, &ledger, &samples);
     Run {
         ledger,
         placed,

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use mock_node::api::FaultKind;
-use stampede::chaos::{fault_windows, AppliedFault, PlannedFault};
+use stampede::chaos::{fault_windows_from_run, AppliedFault, PlannedFault};
 use stampede::collect::{NodeSample, Sample, Truth};
 use stampede::workload::{Ledger, LedgerEntry, Outcome};
 
@@ -93,7 +93,7 @@ fn a_killed_node_gets_nothing_then_work_again_after_the_heal() {
             grow(3_000.0) + grow(t - 6_500.0)
         }
     };
-    let w = fault_windows(
+    let w = fault_windows_from_run(
         &[applied(FaultKind::Kill, &["b"], 3_000.0, Some(6_000.0))],
         &ledger(|_| None),
         &samples(b),
@@ -116,7 +116,7 @@ fn a_killed_node_gets_nothing_then_work_again_after_the_heal() {
 #[test]
 fn placements_that_go_on_during_the_window_are_counted_and_never_avoided() {
     let b = |t: f64| (t / 500.0) as usize; // one new sandbox per sample, always
-    let w = &fault_windows(
+    let w = &fault_windows_from_run(
         &[applied(
             FaultKind::Slow {
                 latency: std::time::Duration::from_millis(200),
@@ -142,7 +142,7 @@ fn the_ledger_node_is_used_when_the_service_names_it() {
         let b = i % 2 == 1 && !(3_000.0..4_500.0).contains(&t);
         Some(if b { "b" } else { "a" }.to_string())
     };
-    let w = &fault_windows(
+    let w = &fault_windows_from_run(
         &[applied(
             FaultKind::Errors {
                 probability: 1.0,
@@ -167,7 +167,7 @@ fn unapplied_faults_have_no_window_and_unhealed_ones_run_to_the_end() {
     failed.id.clear();
     failed.error = Some("POST: connection refused".into());
     let open = applied(FaultKind::Exhaust, &["a"], 8_000.0, None);
-    let w = fault_windows(&[failed, open], &ledger(|_| None), &samples(|_| 0));
+    let w = fault_windows_from_run(&[failed, open], &ledger(|_| None), &samples(|_| 0));
     assert_eq!(w.len(), 1);
     assert_eq!(w[0].kind, "exhaust");
     assert_eq!(w[0].healed_at_ms, None);
@@ -195,7 +195,7 @@ fn a_held_create_counts_when_it_was_sent_not_when_it_timed_out() {
             deleted: None,
         });
     }
-    let w = fault_windows(
+    let w = fault_windows_from_run(
         &[applied(FaultKind::Hang, &["b"], 3_000.0, None)],
         &l,
         &samples(|_| 0),

@@ -240,7 +240,10 @@ fn a_run_reports_the_api_the_nodes_and_the_twin_and_leaves_nothing_running() {
     assert_eq!(code, Some(0), "{err}");
     assert_none_left(&s.0);
     let left = runs_left(&s);
-    assert!(left.is_empty(), "the run folders were not removed: {left:#?}");
+    assert!(
+        left.is_empty(),
+        "the run folders were not removed: {left:#?}"
+    );
     let j = summary(&s);
     let runs = j["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2, "{j:#}");

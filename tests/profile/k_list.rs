@@ -38,7 +38,7 @@ fn a_k_list_gives_one_run_per_k_and_mode_in_profile_order() {
     );
     let cfg = e.placement_config(e.runs()[3]);
     assert_eq!((cfg.k, cfg.mode.as_str()), (5, "optimistic"));
-    assert_eq!(e.runs()[2].settings()["k"], "5");
+    assert_eq!(e.runs()[2].settings().k, Some(5));
 }
 
 #[test]
@@ -50,7 +50,7 @@ fn one_k_keeps_the_mode_as_the_label() {
     let runs = e.runs();
     assert_eq!(runs.len(), 1);
     assert_eq!(runs[0].label(), "reported");
-    assert_eq!(runs[0].settings()["k"], "2");
+    assert_eq!(runs[0].settings().k, Some(2));
 }
 
 #[test]

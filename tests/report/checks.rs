@@ -159,7 +159,7 @@ fn per_k_overrides_apply_by_k_and_within_a_mode() {
         ("5", "optimistic"),
     ] {
         let mut r = report_support::run(&format!("{mode} K{k}"), mode, &[10, 20, 30]);
-        r.settings.insert("k".into(), k.into());
+        r.settings.k = Some(k.parse().expect("a k"));
         report.runs.push(r);
     }
     let mut reported = Checks {

@@ -4,7 +4,7 @@
 use crate::support::report as report_support;
 
 use report_support::{run, two_mode_report, typed};
-use stampede::profile::Checks;
+use stampede::profile::{Checks, RunSettings};
 use stampede::report::*;
 
 fn cmp(a: &Report, b: &Report) -> Comparison {
@@ -16,7 +16,7 @@ fn external_like(a: &Report, like: &str) -> Report {
     let mut b = a.clone();
     let mut r = a.run(like).expect("run").clone();
     r.label = "external".into();
-    r.settings = [("target".to_string(), "http://127.0.0.1:3000".to_string())].into();
+    r.settings = RunSettings::external("http://127.0.0.1:3000".to_string());
     r.staging = Some(StagingFacts::default());
     r.not_measured = vec![Figure::Retries, Figure::Refusals, Figure::AccountingError];
     b.runs = vec![r];

@@ -119,8 +119,8 @@ async fn only_the_evictors_deletes_are_forgiven_not_every_expired_sandbox() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_api_without_admin_evicted_leaves_the_evictions_not_known() {
     use axum::routing::get;
+    use stampede::api_key::ApiKey;
     use stampede::audit::read_evicted;
-    use stampede::workload::ApiKey;
 
     async fn serve(app: axum::Router) -> String {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

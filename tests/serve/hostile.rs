@@ -293,11 +293,12 @@ async fn embedded_service_refuses_blank_secrets() {
     }
 }
 
-/// A stalled create: its head and part of its body, the rest never sent.
+/// A stalled create with the service's key (a wrong key is answered 401 before the
+/// body is read): its head and part of its body, the rest never sent.
 async fn stalled_create(addr: SocketAddr) -> TcpStream {
     let mut c = TcpStream::connect(addr).await.expect("connect");
     c.write_all(
-        b"POST /sandboxes HTTP/1.1\r\nHost: x\r\nX-API-Key: k\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{\"templateID\":",
+        b"POST /sandboxes HTTP/1.1\r\nHost: x\r\nX-API-Key: e2b_stampede_local_key\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{\"templateID\":",
     )
     .await
     .expect("write");
@@ -389,7 +390,7 @@ async fn a_flood_of_stalled_clients_does_not_keep_the_service_from_answering() {
     let rig = Rig::start(cluster(1, &[]), cfg).await;
     crate::support::flood::withstands(
         rig.svc.addr(),
-        b"POST /sandboxes HTTP/1.1\r\nHost: x\r\nX-API-Key: k\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{\"templateID\":",
+        b"POST /sandboxes HTTP/1.1\r\nHost: x\r\nX-API-Key: e2b_stampede_local_key\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{\"templateID\":",
         b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
         "HTTP/1.1 204",
     )

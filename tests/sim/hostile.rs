@@ -3,13 +3,13 @@
 //! messages printed once and naming their file, and no skew check passing on nothing.
 //! Every simulation here runs on a worker thread with a time bound.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::mpsc;
 use std::time::Duration;
 
 use stampede::placement::AccountingMode;
+use stampede::profile::RunSettings;
 use stampede::profile::{parse, Bound, Checks, Profile, Source};
 use stampede::report::{evaluate, Report, RunResult, SkewStats};
 use stampede::sim::{
@@ -322,7 +322,10 @@ fn skew_checks_fail_when_no_sandbox_is_left() {
     // The same on a hand-made report: every bound fails, none passes on nothing.
     let run = RunResult {
         label: "optimistic".into(),
-        settings: BTreeMap::from([("accounting".to_string(), "optimistic".to_string())]),
+        settings: RunSettings {
+            accounting: Some(AccountingMode::Optimistic),
+            ..RunSettings::default()
+        },
         skew: SkewStats::from_counts(&[0, 0, 0]),
         requests: 10,
         ok: 10,

@@ -201,6 +201,8 @@ async fn a_small_retry_storm_agrees_on_the_wire_and_in_the_simulator() {
             );
         }
         let r = real.run(mode).expect("mode run");
+        // `stampede run` and `stampede sim` of one profile show the same settings.
+        assert_eq!(r.settings, own.settings, "{mode}: settings");
         let counts = ranked(&r.skew.counts);
         println!(
             "{mode}: real {counts:?} refusals {} | sim per rank {spread:?} refusals {refusals:?}",

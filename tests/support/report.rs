@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use stampede::profile::RunSettings;
 use stampede::report::*;
 
 /// A run named `label` whose final per-node counts are `counts` (1 vCPU each).
@@ -23,9 +24,10 @@ pub fn run(label: &str, mode: &str, counts: &[u64]) -> RunResult {
     let mut statuses = BTreeMap::new();
     statuses.insert("201".to_string(), total);
     statuses.insert("503".to_string(), 5);
-    let mut settings = BTreeMap::new();
-    settings.insert("accounting".to_string(), mode.to_string());
-    settings.insert("k".to_string(), "3".to_string());
+    let settings = RunSettings::from_map(BTreeMap::from([
+        ("accounting".to_string(), mode.to_string()),
+        ("k".to_string(), "3".to_string()),
+    ]));
     RunResult {
         label: label.to_string(),
         // As a report read back: the typed mode is not in report.json (see `typed`).
@@ -95,10 +97,10 @@ pub fn run(label: &str, mode: &str, counts: &[u64]) -> RunResult {
 }
 
 /// `report` with each run's accounting mode typed as a run or a simulation gives it
-/// to the checks (its `settings["accounting"]`).
+/// to the checks (its `settings.accounting`).
 pub fn typed(mut report: Report) -> Report {
     for r in &mut report.runs {
-        r.accounting = r.setting("accounting").and_then(|m| m.parse().ok());
+        r.accounting = r.settings.accounting;
     }
     report
 }

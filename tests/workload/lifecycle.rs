@@ -3,10 +3,11 @@
 
 use std::time::Duration;
 
+use stampede::api_key::ApiKey;
 use stampede::placement::AccountingMode;
 use stampede::profile::Lifecycle;
 use stampede::serve::DEFAULT_API_KEY;
-use stampede::workload::{run_workload, ApiKey, Outcome, StepKind};
+use stampede::workload::{run_workload, Outcome, StepKind};
 
 use crate::support::bare_target::burst;
 use crate::support::serve::{cluster, serve_config, Rig};

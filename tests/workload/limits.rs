@@ -12,10 +12,9 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use stampede::api_key::ApiKey;
 use stampede::profile::SandboxSpec;
-use stampede::workload::{
-    run_workload, ApiKey, LimitKind, LimitRetry, Outcome, Pacing, WorkloadRun,
-};
+use stampede::workload::{run_workload, LimitKind, LimitRetry, Outcome, Pacing, WorkloadRun};
 use tokio_util::sync::CancellationToken;
 
 #[derive(Clone, Copy)]

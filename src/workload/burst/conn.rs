@@ -23,7 +23,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
 use super::gated_io::{Gate, GatedIo};
-use crate::workload::ApiKey;
+use crate::api_key::ApiKey;
 
 /// What a target answered.
 #[derive(Debug)]

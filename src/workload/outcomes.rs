@@ -1,11 +1,11 @@
 //! How creates ended, and where the successful ones landed: the part of the fold the
-//! live progress view reads while a run goes on, and [`RunAggregate`](super::RunAggregate)
-//! reads at its end.
+//! live progress view reads while a run goes on, and
+//! [`RunAggregate`](crate::aggregate::RunAggregate) reads at its end.
 
 use std::collections::BTreeMap;
 
+use super::ledger::Outcome;
 use crate::report::SkewStats;
-use crate::workload::Outcome;
 
 /// Outcome counts and landings per node, folded one answer at a time.
 #[derive(Debug, Clone, Default)]

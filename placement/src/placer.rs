@@ -27,6 +27,7 @@ use super::core::PlacementCore;
 use super::node_view::{NodeId, NodeStatus};
 use super::preferred::PreferredNode;
 use super::sync_reply::{snapshot, InfoReply, Listed};
+use super::sync_timer::SyncTimer;
 use super::trace::TraceSink;
 use stampede_id::Id;
 
@@ -299,6 +300,8 @@ pub struct Placer {
     stage: Option<StageQueue>,
     open: HashMap<RequestId, Open, foldhash::fast::RandomState>,
     trace: Option<TraceSink>,
+    /// The periodic sync, once a driver starts it.
+    syncs: Option<SyncTimer>,
 }
 
 impl std::fmt::Debug for Placer {
@@ -325,6 +328,7 @@ impl Placer {
             cfg,
             open: HashMap::default(),
             trace: None,
+            syncs: None,
         }
     }
 
@@ -352,6 +356,30 @@ impl Placer {
     /// The attempt state of an open request.
     pub fn attempt(&self, req: RequestId) -> Option<&PlacementAttempt> {
         self.open.get(&req).map(|o| &o.attempt)
+    }
+
+    /// Sync every node periodically as `timer` says, from now on.
+    pub fn start_syncs(&mut self, timer: SyncTimer) {
+        self.syncs = Some(timer);
+    }
+
+    /// The next periodic sync comes at `first`, then every interval after it.
+    pub fn reset_syncs(&mut self, first: Duration) {
+        if let Some(t) = &mut self.syncs {
+            t.reset(first);
+        }
+    }
+
+    /// When the driver should next call [`handle_timeout`](Self::handle_timeout): the
+    /// next periodic sync (`None` before [`start_syncs`](Self::start_syncs)).
+    pub fn poll_timeout(&self) -> Option<Duration> {
+        self.syncs.as_ref().map(SyncTimer::poll_timeout)
+    }
+
+    /// The driver's clock reads `now`: whether to sync every node now (see
+    /// [`SyncTimer::handle_timeout`]).
+    pub fn handle_timeout(&mut self, now: Duration) -> bool {
+        self.syncs.as_mut().is_some_and(|t| t.handle_timeout(now))
     }
 
     /// Handle one input at `now`; at most one output follows from it.
