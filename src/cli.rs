@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+use crate::stdout::{closed_is_fine, out};
 use tokio_util::sync::CancellationToken;
 
 use crate::run::{
@@ -593,20 +595,5 @@ fn print_cleanup(
             "creates still unanswered when a run was killed may never have been recorded by \
              the API, so no listing finds them: the API's orphan sweep removes them"
         )
-    }
-}
-
-/// Prints one line on stdout. A closed stdout (`stampede validate … | head -1`) is not an
-/// error: the reader has what it wanted, and the verb's exit code stays its own.
-pub(crate) fn out(line: std::fmt::Arguments<'_>) -> std::io::Result<()> {
-    use std::io::Write as _;
-    closed_is_fine(writeln!(std::io::stdout().lock(), "{line}"))
-}
-
-/// `written`, with a closed stdout (broken pipe) taken as success.
-pub(crate) fn closed_is_fine(written: std::io::Result<()>) -> std::io::Result<()> {
-    match written {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => other,
     }
 }

@@ -94,7 +94,7 @@ pub async fn run(args: CollectArgs) -> Result<ExitCode, CollectCmdError> {
     let max = counts.iter().copied().max().unwrap_or(0);
     for n in &truth.nodes {
         // A closed stdout ends nothing but the table; the exit code stays the verdict.
-        let _ = crate::cli::out(format_args!(
+        let _ = crate::stdout::out(format_args!(
             "{:<12} |{}| {:>5}  {:>7.1} vCPU  {}",
             n.id,
             format::bar(n.sandboxes, max),
@@ -104,7 +104,7 @@ pub async fn run(args: CollectArgs) -> Result<ExitCode, CollectCmdError> {
         ));
     }
     let s = SkewStats::from_counts(&counts);
-    let _ = crate::cli::out(format_args!(
+    let _ = crate::stdout::out(format_args!(
         "nodes {}  mean {:.2}  std {:.2}  CV {:.3}  min {}  max {}  max/mean {:.2}  Jain {:.3}",
         counts.len(),
         s.mean,

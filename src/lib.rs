@@ -18,6 +18,7 @@ pub mod report;
 pub mod run;
 pub mod serve_cmd;
 pub mod sim;
+pub(crate) mod stdout;
 pub mod workload;
 
 /// The client of a mock-node fleet's admin API (mock-node's library).
