@@ -32,20 +32,44 @@ impl<'de, T: DeserializeOwned> Deserialize<'de> for Obj<T> {
 #[serde(rename_all = "camelCase")]
 pub struct NewSandboxExtras {
     /// `SandboxAutoResumeConfig`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present_not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub auto_resume: Option<Obj<AutoResume>>,
     /// `SandboxNetworkConfig`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present_not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub network: Option<Obj<NetworkConfig>>,
     /// `Mcp`: any object, or `null` (the spec's `nullable`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp: Option<serde_json::Map<String, serde_json::Value>>,
     /// `SandboxIam`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present_not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub iam: Option<Obj<Iam>>,
     /// `SandboxVolumeMount` list.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present_not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub volume_mounts: Option<Vec<Obj<VolumeMount>>>,
+}
+
+/// A field E2B's spec does not mark nullable: absent is `None` (through `default`), a
+/// present `null` is refused as E2B's request validator refuses it (400).
+fn present_not_null<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
 }
 
 /// `SandboxAutoResumeConfig`.
@@ -156,6 +180,8 @@ mod tests {
             r#"{"templateID":"base","mcp":[]}"#,
             r#"{"templateID":"base","network":[]}"#,
             r#"{"templateID":"base","volumeMounts":[["v","/d"]]}"#,
+            r#"{"templateID":"base","volumeMounts":null}"#,
+            r#"{"templateID":"base","network":null}"#,
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
