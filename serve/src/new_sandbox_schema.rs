@@ -84,22 +84,46 @@ pub struct AutoResume {
 #[serde(rename_all = "camelCase")]
 pub struct NetworkConfig {
     /// Sandbox URLs reachable without authentication.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present_not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub allow_public_traffic: Option<bool>,
     /// Allowed egress destinations.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present_not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub allow_out: Option<Vec<String>>,
     /// Denied egress destinations.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present_not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub deny_out: Option<Vec<String>>,
     /// `SandboxEgressProxyConfig` (nullable).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present_not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub egress_proxy: Option<Obj<EgressProxy>>,
     /// Host mask of the sandbox's requests.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present_not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub mask_request_host: Option<String>,
     /// Per-domain transform rules: a list of `SandboxNetworkRule` per domain.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present_not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub rules: Option<BTreeMap<String, Vec<Obj<NetworkRule>>>>,
 }
 
@@ -109,10 +133,18 @@ pub struct EgressProxy {
     /// SOCKS5 proxy `host:port` (required).
     pub address: String,
     /// SOCKS5 user name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present_not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub username: Option<String>,
     /// SOCKS5 password.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present_not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub password: Option<String>,
 }
 
@@ -120,7 +152,11 @@ pub struct EgressProxy {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NetworkRule {
     /// `SandboxNetworkTransform`: an object, never an array.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present_not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub transform: Option<Obj<NetworkTransform>>,
 }
 
@@ -128,7 +164,11 @@ pub struct NetworkRule {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NetworkTransform {
     /// Headers to inject or override (string values).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present_not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub headers: Option<BTreeMap<String, String>>,
 }
 
@@ -136,7 +176,11 @@ pub struct NetworkTransform {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Iam {
     /// `SandboxIamTokens`: token name -> definition.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present_not_null",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub tokens: Option<BTreeMap<String, Obj<IamToken>>>,
 }
 
@@ -182,6 +226,7 @@ mod tests {
             r#"{"templateID":"base","volumeMounts":[["v","/d"]]}"#,
             r#"{"templateID":"base","volumeMounts":null}"#,
             r#"{"templateID":"base","network":null}"#,
+            r#"{"templateID":"base","iam":{"tokens":null}}"#,
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
