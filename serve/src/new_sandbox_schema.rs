@@ -105,11 +105,8 @@ pub struct NetworkConfig {
     )]
     pub deny_out: Option<Vec<String>>,
     /// `SandboxEgressProxyConfig` (nullable).
-    #[serde(
-        default,
-        deserialize_with = "present_not_null",
-        skip_serializing_if = "Option::is_none"
-    )]
+    // Nullable in E2B's spec.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub egress_proxy: Option<Obj<EgressProxy>>,
     /// Host mask of the sandbox's requests.
     #[serde(
