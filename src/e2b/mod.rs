@@ -9,6 +9,7 @@
 //! stampede's own edits and modules.
 
 mod apilog;
+mod arrivals;
 pub mod args;
 mod build;
 mod child;

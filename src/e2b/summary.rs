@@ -269,13 +269,13 @@ pub fn write_markdown(s: &E2bSummary, mut w: impl Write) -> io::Result<()> {
         w,
         "## Runs: the API's placements (mock-node's `creates_ok`) beside the twin's\n"
     )?;
-    writeln!(w, "| build | run | phase s (asked / met) | real per node | twin per node | sum of differences | real CV | twin CV | refusals real / twin | p50 / p99 ms |")?;
-    writeln!(w, "|---|---|---|---|---|---|---|---|---|---|")?;
+    writeln!(w, "| build | run | phase s (asked / met) | real per node | twin per node | sum of differences | real CV | twin CV | refusals real / twin | p50 / p99 ms | node arrivals from the first, p5 / p50 / p95 / last ms |")?;
+    writeln!(w, "|---|---|---|---|---|---|---|---|---|---|---|")?;
     for r in &s.runs {
         let t = r.twin.as_ref();
         writeln!(
             w,
-            "| {} | {} | {:.1} / {} | {} | {} | {} | {} | {} | {} / {} | {:.0} / {:.0} |",
+            "| {} | {} | {:.1} / {} | {} | {} | {} | {} | {} | {} / {} | {:.0} / {:.0} | {} |",
             r.label,
             r.run + 1,
             r.real.target_phase_s,
@@ -293,6 +293,14 @@ pub fn write_markdown(s: &E2bSummary, mut w: impl Write) -> io::Result<()> {
                 .unwrap_or_else(|| "-".into()),
             r.real.p50_ms,
             r.real.p99_ms,
+            r.real
+                .arrivals
+                .as_ref()
+                .map(|a| format!(
+                    "{:.0} / {:.0} / {:.0} / {:.0}",
+                    a.p5_ms, a.p50_ms, a.p95_ms, a.span_ms
+                ))
+                .unwrap_or_else(|| "-".into()),
         )?;
     }
     writeln!(w, "\n## Per build\n")?;

@@ -3,6 +3,7 @@
 //! run --api ... --mock-admin ...` as a child), both truths, then everything stopped.
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -14,6 +15,7 @@ use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
 use super::apilog::{LogCompactor, LogSummary};
+use super::arrivals::{read_starts, ArrivalSpread};
 use super::build::Built;
 use super::child::{ChildError, Procs};
 use super::database::{free_port, start_postgres, start_redis, StoreError, Stores};
@@ -150,6 +152,9 @@ pub struct TrialResult {
     pub report_dir: Option<PathBuf>,
     /// The workload's exit code (0 checks passed, 1 a check failed).
     pub run_exit: Option<i32>,
+    /// When the Creates of the sandboxes still running reached the nodes; `None` when
+    /// none was running at the end or the nodes could not be listed (said as progress).
+    pub arrivals: Option<ArrivalSpread>,
     /// The API's log, compacted.
     #[serde(skip)]
     pub api_log: LogSummary,
@@ -420,7 +425,8 @@ async fn trial_steps(
             "--admin-token-env",
             ADMIN_VAR,
         ])
-        .args(["--mock-admin", &mock_admin, "--quiet", "--report-dir"])
+        // The sandboxes stay for the arrivals read below; the stack goes with the trial.
+        .args(["--mock-admin", &mock_admin, "--keep", "--quiet", "--report-dir"])
         .arg(&report_parent)
         .env(KEY_VAR, &api_key)
         .env(ADMIN_VAR, &admin)
@@ -466,8 +472,16 @@ async fn trial_steps(
         _ => None,
     };
 
-    // Truths: mock-node's counters and the API's own view.
-    let mut nodes = mock_counts(&http, &mock_admin).await?;
+    // Truths: mock-node's counters, when each Create reached a node, and the API's own
+    // view.
+    let (mut nodes, grpc) = mock_counts(&http, &mock_admin).await?;
+    let arrivals = match read_starts(&grpc).await {
+        Ok(starts) => ArrivalSpread::from_seconds(starts),
+        Err(e) => {
+            say(&format!("node arrivals not read: {e}"));
+            None
+        }
+    };
     if let Ok(view) = api_counts(&http, &api_url, &admin).await {
         for n in &mut nodes {
             n.api_count = view.get(&n.id).copied();
@@ -495,6 +509,7 @@ async fn trial_steps(
         p99_ms: p99,
         report_dir,
         run_exit: status.code(),
+        arrivals,
         api_log: LogSummary::default(),
         stopped: Vec::new(),
     })
@@ -644,7 +659,11 @@ async fn wait_nodes_ready(
     )))
 }
 
-async fn mock_counts(http: &reqwest::Client, admin: &str) -> Result<Vec<NodeCount>, TrialError> {
+/// mock-node's counters per node, in id order, and every node's gRPC address.
+async fn mock_counts(
+    http: &reqwest::Client,
+    admin: &str,
+) -> Result<(Vec<NodeCount>, Vec<SocketAddr>), TrialError> {
     let body: mock_node::api::NodesResponse = http
         .get(format!("{admin}/nodes"))
         .send()
@@ -654,6 +673,7 @@ async fn mock_counts(http: &reqwest::Client, admin: &str) -> Result<Vec<NodeCoun
         .json()
         .await
         .map_err(|e| step(format!("reading mock-node's counters: {e}")))?;
+    let grpc = body.nodes.iter().map(|n| n.grpc_addr).collect();
     let mut out: Vec<NodeCount> = body
         .nodes
         .into_iter()
@@ -665,7 +685,7 @@ async fn mock_counts(http: &reqwest::Client, admin: &str) -> Result<Vec<NodeCoun
         })
         .collect();
     out.sort_by(|a, b| a.id.cmp(&b.id));
-    Ok(out)
+    Ok((out, grpc))
 }
 
 /// E2B's per-node `createSuccesses` (its cumulative count) by node id.
