@@ -32,51 +32,93 @@ pub const MAX_STAGE_WORKERS: u32 = 100_000;
 
 /// Time before the placement decision, and how many requests the API works on at once.
 ///
-/// The default is no stage: each request is decided the instant it arrives. That stays
-/// the default until E2B's own API has been measured (`stampede e2b`: the time from a
-/// request's arrival to the node's Create, alone and under a burst); the measured figure
-/// replaces [`ApiStage::default`], the one place it is written.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+/// The default is E2B's own API as measured on loopback with `stampede e2b` (see
+/// [`ApiStage::measured`]); [`ApiStage::off`] decides each request the instant it
+/// arrives. A profile or `stampede serve` that sets only one field keeps the other's
+/// default; `time: {dist: constant, value: 0ms}` turns the stage off.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct ApiStage {
-    /// Time each request holds a worker before its placement decision. Default none (no
-    /// stage).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub time: Option<LatencyDist>,
+    /// Time each request holds a worker before its placement decision. Default
+    /// [`MEASURED_TIME_MEDIAN`], lognormal with sigma [`MEASURED_TIME_SIGMA`].
+    pub time: LatencyDist,
     /// Requests in the stage at once, at most; the rest wait in arrival order. Default
-    /// none: every request starts its time at once.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// [`MEASURED_WORKERS`]; absent (`null`): every request starts its time at once.
     pub workers: Option<u32>,
 }
 
+/// Median of E2B's own time per create before its Create reaches the node: the client's
+/// p50 on one create at a time (`profiles/e2b-api-alone.yaml` through `stampede e2b`,
+/// E2B's HEAD as shipped, 7 runs of 30 creates: 8.4-11.4 ms) less the mock node's
+/// 1-5 ms create (3 ms mean), on a 2-core host at load 1-5 (docs/fidelity.md).
+pub const MEASURED_TIME_MEDIAN: Duration = Duration::from_millis(7);
+/// Sigma of that time's lognormal: from the alone runs' p90/p50 of 1.2-1.6
+/// (docs/fidelity.md).
+pub const MEASURED_TIME_SIGMA: f64 = 0.3;
+/// How many creates E2B's API worked on at once under a burst of 500
+/// (`profiles/burst-500.yaml` through `stampede e2b`): the measured time times 500 over
+/// the span of the Creates' arrivals at the nodes (docs/fidelity.md).
+pub const MEASURED_WORKERS: u32 = 40;
+
+impl Default for ApiStage {
+    fn default() -> Self {
+        Self::measured()
+    }
+}
+
 impl ApiStage {
-    /// Whether the stage delays anything: a time that is not always zero.
-    pub fn is_active(&self) -> bool {
-        match &self.time {
-            None => false,
-            Some(LatencyDist::Constant { value }) => !value.is_zero(),
-            Some(_) => true,
+    /// E2B's API as measured here (the default): see [`MEASURED_TIME_MEDIAN`],
+    /// [`MEASURED_TIME_SIGMA`] and [`MEASURED_WORKERS`]. A deployment's own API replaces
+    /// them with its own figures.
+    pub fn measured() -> Self {
+        Self {
+            time: LatencyDist::Lognormal {
+                median: MEASURED_TIME_MEDIAN,
+                sigma: MEASURED_TIME_SIGMA,
+            },
+            workers: Some(MEASURED_WORKERS),
         }
     }
 
-    /// Whether the stage is off (the default): no request waits.
+    /// No stage: each request is decided the instant it arrives.
+    pub fn off() -> Self {
+        Self {
+            time: LatencyDist::Constant {
+                value: Duration::ZERO,
+            },
+            workers: None,
+        }
+    }
+
+    /// Whether the stage delays anything: a time that is not always zero.
+    pub fn is_active(&self) -> bool {
+        match &self.time {
+            LatencyDist::Constant { value } => !value.is_zero(),
+            _ => true,
+        }
+    }
+
+    /// Whether the stage is off: no request waits.
     pub fn is_off(&self) -> bool {
         !self.is_active()
+    }
+
+    /// Whether this is the default stage (serialisers leave it out).
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
     }
 
     /// Every semantic problem, as `(field, message)` under the stage's own path.
     pub fn validate(&self) -> Vec<(&'static str, String)> {
         let mut errs = Vec::new();
-        if let Some(t) = &self.time {
-            if let Err(m) = t.check() {
-                errs.push(("time", m));
-            }
+        if let Err(m) = self.time.check() {
+            errs.push(("time", m));
         }
         if let Some(w) = self.workers {
             if !(1..=MAX_STAGE_WORKERS).contains(&w) {
                 errs.push((
                     "workers",
-                    format!("must be in [1, {MAX_STAGE_WORKERS}] (omit it for no bound)"),
+                    format!("must be in [1, {MAX_STAGE_WORKERS}] (null for no bound)"),
                 ));
             }
         }
@@ -101,7 +143,7 @@ impl StageQueue {
             return None;
         }
         Some(Self {
-            time: stage.time.clone()?,
+            time: stage.time.clone(),
             workers: stage.workers.map(|w| w.max(1) as usize),
             rng: ChaCha8Rng::seed_from_u64(seed ^ STAGE_SALT),
             free_at: BinaryHeap::new(),
@@ -138,15 +180,16 @@ mod tests {
 
     fn constant(v: Duration, workers: Option<u32>) -> ApiStage {
         ApiStage {
-            time: Some(LatencyDist::Constant { value: v }),
+            time: LatencyDist::Constant { value: v },
             workers,
         }
     }
 
     #[test]
-    fn off_by_default_and_at_zero() {
-        assert!(ApiStage::default().is_off());
-        assert!(StageQueue::new(&ApiStage::default(), 1).is_none());
+    fn measured_by_default_and_off_at_zero() {
+        assert!(ApiStage::default().is_active());
+        assert!(ApiStage::off().is_off());
+        assert!(StageQueue::new(&ApiStage::off(), 1).is_none());
         assert!(constant(Duration::ZERO, Some(1)).is_off());
         assert!(constant(ms(1), None).is_active());
     }
@@ -170,10 +213,10 @@ mod tests {
     #[test]
     fn draws_are_seeded_and_apart_from_the_placers_stream() {
         let stage = ApiStage {
-            time: Some(LatencyDist::Uniform {
+            time: LatencyDist::Uniform {
                 min: ms(1),
                 max: ms(100),
-            }),
+            },
             workers: None,
         };
         let mut a = StageQueue::new(&stage, 7).unwrap();
@@ -185,7 +228,7 @@ mod tests {
         // The placer's own stream (seed 7, unsalted) gives other numbers.
         let mut own = ChaCha8Rng::seed_from_u64(7);
         let zs: Vec<_> = (0..50)
-            .map(|_| stage.time.as_ref().unwrap().sample(&mut own))
+            .map(|_| stage.time.sample(&mut own))
             .collect();
         assert_ne!(xs, zs);
     }
@@ -193,15 +236,16 @@ mod tests {
     #[test]
     fn validation_names_the_field() {
         let bad = ApiStage {
-            time: Some(LatencyDist::Uniform {
+            time: LatencyDist::Uniform {
                 min: ms(5),
                 max: ms(1),
-            }),
+            },
             workers: Some(0),
         };
         let fields: Vec<_> = bad.validate().into_iter().map(|(f, _)| f).collect();
         assert_eq!(fields, vec!["time", "workers"]);
         assert!(ApiStage::default().validate().is_empty());
+        assert!(ApiStage::off().validate().is_empty());
     }
 
     proptest! {

@@ -33,7 +33,10 @@ pub use accounting::NodeAccounting;
 pub use answer::{
     CreateStatus, DeleteOutcome, ErrorCode, FailureAnswer, FailureAnswers, FAILED_TO_PLACE,
 };
-pub use api_stage::{ApiStage, StageQueue, MAX_STAGE_WORKERS};
+pub use api_stage::{
+    ApiStage, StageQueue, MAX_STAGE_WORKERS, MEASURED_TIME_MEDIAN, MEASURED_TIME_SIGMA,
+    MEASURED_WORKERS,
+};
 pub use attempt::{CreateErrorCode, CreateOutcome, Decision, PlacementAttempt, PlacementFailure};
 pub use channel::{node_status, routable, ChannelCell, ChannelState};
 pub use config::{PlacementConfig, PlacementConfigError, REQUEST_TIMEOUT, SYNC_INTERVAL};

@@ -51,8 +51,8 @@ pub struct PlacerConfig {
     /// retried at once.
     pub defer_retries: bool,
     /// Time each request spends in the API before its first decision, and how many the
-    /// API works on at once. Default none ([`ApiStage::default`]).
-    #[serde(default, skip_serializing_if = "ApiStage::is_off")]
+    /// API works on at once. Default E2B's as measured ([`ApiStage::default`]).
+    #[serde(default, skip_serializing_if = "ApiStage::is_default")]
     pub api_stage: ApiStage,
 }
 

@@ -65,7 +65,7 @@ pub struct ServeConfig {
     pub retry_backoff: Option<Duration>,
     /// Time each create spends in the API before its placement decision, and how many
     /// the API works on at once (the placer's schedule, waited for on the service's
-    /// clock). Default none ([`ApiStage::default`]).
+    /// clock). Default E2B's API as measured ([`ApiStage::default`]).
     pub api_stage: ApiStage,
     /// Deadline of the other RPCs (ServiceInfo, List, Delete).
     pub rpc_timeout: Duration,

@@ -12,11 +12,13 @@ pub use super::one_or_many::OneOrMany;
 
 /// Client-visible round trip of an RPC the node answers at once (a refusal, an
 /// injected error, a killed listener), which paces E2B's no-backoff ResourceExhausted
-/// loop. An assumption, E2B publishes no figure: a gRPC unary call between two hosts
-/// of one datacenter with the orchestrator's handling of a refused Create, taken at the
-/// round upper end of the sub-millisecond to millisecond range such calls take. The
-/// real wire on a loaded 2-core machine is slower (docs/fidelity.md).
-pub const RPC_ROUND_TRIP: Duration = Duration::from_millis(1);
+/// loop: the API's own time per refused retry. Measured on E2B's API as shipped with
+/// `stampede e2b` (`profiles/seed-000-five-node.yaml`, 13 runs of three builds on this
+/// 2-core host at load 2-8): the request-seconds a run spent over the refusals it
+/// counted, 48-104 ms, median 57. It includes E2B's handling of each refusal (a WARN
+/// with a stack trace, as its logger is configured) and the host's contention among the
+/// waiting requests; a deployment sets its own from its API's logs (docs/fidelity.md).
+pub const RPC_ROUND_TRIP: Duration = Duration::from_millis(57);
 
 /// A run profile (`profiles/*.yaml`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -124,17 +126,17 @@ pub struct EmbeddedPlacement {
     #[schemars(with = "Option<String>")]
     pub retry_backoff: Option<Duration>,
     /// Simulator only: client-visible round trip of an RPC a node answers at once (a
-    /// refusal, an injected error), which paces E2B's retry loop. Default 1ms
-    /// ([`RPC_ROUND_TRIP`](crate::profile::RPC_ROUND_TRIP)).
+    /// refusal, an injected error), which paces E2B's retry loop. Default 57ms, as
+    /// measured on E2B's API ([`RPC_ROUND_TRIP`](crate::profile::RPC_ROUND_TRIP)).
     #[serde(with = "humantime_serde")]
     #[schemars(with = "String")]
     pub rpc_round_trip: Duration,
     /// The API's own time before each placement decision, in the simulator and the
     /// embedded service alike: `time`, a distribution each request holds one of
     /// `workers` for (`{time: {dist: uniform, min: 100ms, max: 400ms}, workers: 8}`).
-    /// Default none: every request is decided the instant it arrives, until E2B's API
-    /// is measured (see [`ApiStage`](crate::placement::ApiStage)).
-    #[serde(skip_serializing_if = "crate::placement::ApiStage::is_off")]
+    /// Default E2B's API as measured (see [`ApiStage`](crate::placement::ApiStage));
+    /// `{time: {dist: constant, value: 0ms}}` decides each request as it arrives.
+    #[serde(skip_serializing_if = "crate::placement::ApiStage::is_default")]
     pub api_stage: crate::placement::ApiStage,
     /// Run the embedded service's evictor, which kills each sandbox at its end time as
     /// E2B's API does. `false` leaves expired sandboxes on their nodes (`stampede serve

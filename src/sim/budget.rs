@@ -159,7 +159,7 @@ impl SimSetup {
         // The API stage: one event more per request (passes it through) and, with a bound
         // on its workers, the time a burst takes to drain through them.
         let (stage_span, stage_events) = match &self.api_stage.time {
-            Some(t) if self.api_stage.is_active() => {
+            t if self.api_stage.is_active() => {
                 let rounds = self
                     .api_stage
                     .workers

@@ -480,7 +480,7 @@ impl<'a> Engine<'a> {
         if let Some(user) = user.filter(|&u| self.user_active(u)) {
             // The closed loop: the next request one client round trip later.
             self.user_sends += 1;
-            let at = self.now.saturating_add(self.setup.rpc_round_trip);
+            let at = self.now.saturating_add(super::setup::CLIENT_ROUND_TRIP);
             self.queue.push(at, Event::UserSend { user });
         }
         // A waiting request starts now. It may be answered at once (its deadline passed

@@ -7,8 +7,9 @@
 //! profile and seed give byte-identical `report.json`.
 //!
 //! Known simplifications against a real run: a goose `plan` is a closed model whose
-//! users send their next create one [`RPC_ROUND_TRIP`] after an answer; an RPC answered
-//! at once (refusal, injected error, killed node) takes [`RPC_ROUND_TRIP`]; a successful
+//! users send their next create one [`CLIENT_ROUND_TRIP`](setup::CLIENT_ROUND_TRIP) after
+//! an answer; an RPC answered at once (refusal, injected error, killed node) takes the
+//! profile's `rpc_round_trip` (default [`RPC_ROUND_TRIP`]); a successful
 //! create answers when the node finishes it; a create in flight on a node that is
 //! killed fails when it would have completed; syncs and deletes ignore `slow`; a hung
 //! node's sync fails at once; deletes ignore their latency; orphans are never killed.

@@ -14,6 +14,12 @@ use crate::aggregate::needs_set_audit;
 use crate::placement::{AccountingMode, ApiStage, PlacementConfig};
 use crate::profile::limits::{MAX_PLAN_STARTED_USERS, MAX_PLAN_USERS};
 pub use crate::profile::RPC_ROUND_TRIP;
+
+/// Time from an answer to a closed-loop user's next create (a goose `plan`), in the
+/// simulator. An assumption: a client beside the API, within a millisecond of it (the
+/// real run's users send at once, over a loopback round trip of tens of microseconds).
+/// Apart from [`RPC_ROUND_TRIP`], which is the API's own time per refused retry.
+pub const CLIENT_ROUND_TRIP: Nanos = 1_000_000;
 use crate::profile::{
     parse_test_plan, Lifecycle, PlacementSection, Profile, ProfileErrors, RunVariant, SandboxSpec,
     Shape, Source,
@@ -35,7 +41,7 @@ pub enum Arrivals {
         total: u64,
     },
     /// A goose test plan (closed model): each user sends a create, waits for the
-    /// answer, and sends the next one [`RPC_ROUND_TRIP`] later, while it is active.
+    /// answer, and sends the next one [`CLIENT_ROUND_TRIP`] later, while it is active.
     Plan {
         /// `(start, stop)` of every user's activity, in start order.
         users: Vec<(Nanos, Nanos)>,

@@ -45,7 +45,7 @@ fn placer(stage: ApiStage, timeout: Duration) -> Placer {
 
 fn stage(value: Duration, workers: u32) -> ApiStage {
     ApiStage {
-        time: Some(LatencyDist::Constant { value }),
+        time: LatencyDist::Constant { value },
         workers: Some(workers),
     }
 }
@@ -60,7 +60,7 @@ fn create(req: u64) -> Input {
 
 #[test]
 fn a_staged_burst_decides_on_the_stages_schedule_with_the_same_draws() {
-    let mut off = placer(ApiStage::default(), ms(70_000));
+    let mut off = placer(ApiStage::off(), ms(70_000));
     let mut on = placer(stage(ms(10), 2), ms(70_000));
     let mut direct = Vec::new();
     let mut staged = Vec::new();

@@ -14,7 +14,7 @@ fn placer(nodes: usize) -> Placer {
         seed: 7,
         request_timeout: Duration::from_secs(70),
         retry_backoff: None,
-        api_stage: Default::default(),
+        api_stage: crate::ApiStage::off(),
         defer_retries: false,
     };
     let ids: Vec<String> = (0..nodes).map(|i| format!("node-{i}")).collect();
