@@ -1,10 +1,10 @@
 //! Killing a sandbox, for `DELETE /sandboxes/{id}` ([`kill`]) and the evictor
 //! ([`delete_sandbox`]).
 //!
-//! A DELETE that finds its sandbox in a move (a pause, a resume, another kill) waits for
-//! the move to end and then kills it where it landed; it does not cancel the move. E2B's
-//! kill does the same with a pause in flight: `StartRemoving` sees the transition key,
-//! waits for the transition's result and retries the removal
+//! A DELETE that finds its sandbox in a move (a pause, a resume, a snapshot, another
+//! kill) waits for the move to end and then kills it where it landed; it does not cancel
+//! the move. E2B's kill does the same with a pause in flight: `StartRemoving` sees the
+//! transition key, waits for the transition's result and retries the removal
 //! (`packages/api/internal/sandbox/storage/redis/state_change.go`,
 //! `handleExistingTransition`), and its handler then deletes the snapshot the pause made
 //! (`handlers/sandbox_kill.go`). A second kill joins the first and answers 204

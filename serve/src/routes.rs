@@ -96,8 +96,13 @@ async fn create(
     _auth: ApiKeyAuth,
     body: Bytes,
 ) -> ApiResult<Response> {
-    let req: NewSandbox = json_body(&body)?;
+    let mut req: NewSandbox = json_body(&body)?;
     validate_template_id(&req.template_id).map_err(bad_request)?;
+    // A snapshot's sandboxes are of its size, as E2B's builds carry it.
+    if let Some(size) = lock(&shared.snapshots).size_of(&req.template_id) {
+        req.cpu_count = req.cpu_count.or(Some(size.vcpu));
+        req.memory_mb = req.memory_mb.or(Some(size.ram_mb));
+    }
     // E2B's `handlers/timeout_helper.go` (validateAndParseTimeout).
     if let Some(t) = req.timeout {
         if t == 0 {

@@ -13,7 +13,8 @@
 //!   (`X-Next-Token`).
 //!
 //! A new sandbox is made from a snapshot with `POST /sandboxes` and its `snapshotID` as
-//! the template, an ordinary create there as in E2B (no origin node is preferred).
+//! the template, an ordinary create there as in E2B (no origin node is preferred), of
+//! the snapshot's size unless the body gives one (E2B takes it from the build).
 //! E2B's handler answers 400 for a malformed sandbox id, name or token on both routes,
 //! which its spec does not list for `GET /snapshots`; stampede's document does.
 
@@ -35,7 +36,7 @@ use super::error::ApiError;
 use super::kill::kill_after_snapshot;
 use super::lifecycle_api::{changing_state, not_found, object_body};
 use super::routes::ApiResult;
-use super::snapshots::{Cursor, ListFilter, SnapshotInfo, SnapshotName, LIST_LIMIT};
+use super::snapshots::{Cursor, ListFilter, SandboxSize, SnapshotInfo, SnapshotName, LIST_LIMIT};
 use super::state::{lock, SandboxRecord, Shared};
 use super::transition::{begin_from_running, Move, MoveGuard, Whereabouts};
 
@@ -161,7 +162,11 @@ async fn snapshot_task(
         .await
     {
         Ok(()) => {
-            let info = lock(&shared.snapshots).record(&id, name.as_ref(), SystemTime::now());
+            let size = SandboxSize {
+                vcpu: record.vcpu,
+                ram_mb: record.ram_mb,
+            };
+            let info = lock(&shared.snapshots).record(&id, size, name.as_ref(), SystemTime::now());
             running_again(&shared, guard, &id, record, true);
             Ok(info)
         }

@@ -145,13 +145,30 @@ fn truncate_to_micros(t: SystemTime) -> SystemTime {
     UNIX_EPOCH + Duration::from_micros(u64::try_from(since.as_micros()).unwrap_or(u64::MAX))
 }
 
+/// One build of a template: its tag and the size of the sandbox it was taken of.
+#[derive(Debug, Clone)]
+struct Build {
+    tag: String,
+    size: SandboxSize,
+}
+
+/// The size a snapshot's sandboxes get (E2B's build `vcpu` and `ram_mb`, the source
+/// sandbox's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SandboxSize {
+    /// vCPU.
+    pub vcpu: u32,
+    /// Memory, MiB.
+    pub ram_mb: u32,
+}
+
 #[derive(Debug, Clone)]
 struct Template {
     alias: Option<String>,
     sandbox_id: String,
     created_at: SystemTime,
-    /// The tags of its builds, oldest first.
-    builds: Vec<String>,
+    /// Its builds, oldest first.
+    builds: Vec<Build>,
 }
 
 impl Template {
@@ -229,12 +246,28 @@ impl Snapshots {
         })
     }
 
-    /// Record a build of `sandbox_id` taken at `now`: under `name`'s template when that
+    /// The size of the sandboxes a create from `template` gets, when it names a snapshot
+    /// (by alias or id; its newest build of the tag, `default` when none is given), as
+    /// E2B's create takes them from the template's build.
+    pub fn size_of(&self, template: &str) -> Option<SandboxSize> {
+        let name = SnapshotName::parse(template).ok()?;
+        let id = self.resolve(&name)?;
+        let tag = name.tag_or_default();
+        self.templates[&id]
+            .builds
+            .iter()
+            .rev()
+            .find(|b| b.tag == tag)
+            .map(|b| b.size)
+    }
+
+    /// Record a build of `sandbox_id` (of `size`) taken at `now`: under `name`'s template when that
     /// alias exists, else a new template (aliased when named). The answer of E2B's
     /// create: `namespace/alias:tag` and the name, or `templateID:tag` and no names.
     pub fn record(
         &mut self,
         sandbox_id: &str,
+        size: SandboxSize,
         name: Option<&SnapshotName>,
         now: SystemTime,
     ) -> SnapshotInfo {
@@ -254,7 +287,10 @@ impl Snapshots {
             id
         });
         let template = self.templates.get_mut(&id).expect("just found or made");
-        template.builds.push(tag.to_string());
+        template.builds.push(Build {
+            tag: tag.to_string(),
+            size,
+        });
         match name {
             Some(n) => {
                 let full = format!("{TEAM_SLUG}/{}", n.alias);
@@ -309,8 +345,8 @@ impl Snapshots {
                     .builds
                     .iter()
                     .rev()
-                    .find(|b| tag.is_none_or(|want| want == b.as_str()))?;
-                Some((id, t, build.as_str()))
+                    .find(|b| tag.is_none_or(|want| want == b.tag))?;
+                Some((id, t, build.tag.as_str()))
             })
             .collect();
         rows.sort_by(|a, b| (b.1.created_at, b.0).cmp(&(a.1.created_at, a.0)));
@@ -339,6 +375,11 @@ mod tests {
         SnapshotName::parse(s).expect("valid")
     }
 
+    const SIZE: SandboxSize = SandboxSize {
+        vcpu: 2,
+        ram_mb: 512,
+    };
+
     #[test]
     fn names_parse_as_e2b_reads_them() {
         assert_eq!(
@@ -366,12 +407,17 @@ mod tests {
     fn a_named_snapshot_reuses_its_template_and_lists_once_by_its_newest_build() {
         let mut s = Snapshots::new(7);
         let t0 = UNIX_EPOCH + Duration::from_secs(1_000);
-        let first = s.record("isbx", Some(&name("snap")), t0);
+        let first = s.record("isbx", SIZE, Some(&name("snap")), t0);
         assert_eq!(first.snapshot_id, "stampede/snap:default");
         assert_eq!(first.names, vec!["stampede/snap".to_string()]);
-        let second = s.record("isbx", Some(&name("snap:v2")), t0 + Duration::from_secs(1));
+        let second = s.record(
+            "isbx",
+            SandboxSize { vcpu: 4, ..SIZE },
+            Some(&name("snap:v2")),
+            t0 + Duration::from_secs(1),
+        );
         assert_eq!(second.snapshot_id, "stampede/snap:v2");
-        let bare = s.record("iother", None, t0 + Duration::from_secs(2));
+        let bare = s.record("iother", SIZE, None, t0 + Duration::from_secs(2));
         assert!(bare.snapshot_id.ends_with(":default") && bare.names.is_empty());
 
         let now = t0 + Duration::from_secs(60);
@@ -394,12 +440,22 @@ mod tests {
             sandbox_id: Some("iother".into()),
             ..ListFilter::default()
         };
-        assert_eq!(s.list(&of_sandbox, None, LIST_LIMIT, now).0, vec![bare]);
+        assert_eq!(
+            s.list(&of_sandbox, None, LIST_LIMIT, now).0,
+            vec![bare.clone()]
+        );
         let unknown = ListFilter {
             name: Some(name("nothing")),
             ..ListFilter::default()
         };
         assert!(s.list(&unknown, None, LIST_LIMIT, now).0.is_empty());
+
+        // A create from a snapshot gets the size of the build its reference names.
+        assert_eq!(s.size_of("snap"), Some(SIZE));
+        assert_eq!(s.size_of("stampede/snap:v2").map(|z| z.vcpu), Some(4));
+        assert_eq!(s.size_of(&bare.snapshot_id), Some(SIZE));
+        assert_eq!(s.size_of("snap:v3"), None);
+        assert_eq!(s.size_of("base"), None);
     }
 
     #[test]
@@ -407,7 +463,7 @@ mod tests {
         let mut s = Snapshots::new(7);
         let t0 = UNIX_EPOCH + Duration::from_secs(1_000);
         for k in 0..5 {
-            s.record("isbx", None, t0 + Duration::from_millis(k));
+            s.record("isbx", SIZE, None, t0 + Duration::from_millis(k));
         }
         let now = t0 + Duration::from_secs(60);
         let mut seen = Vec::new();

@@ -113,11 +113,23 @@ async fn snapshot_keeps_the_sandbox_running_and_lists_by_template() {
     assert_eq!(ids(&second), vec![bare_id.as_str()]);
     assert_eq!(next, None);
 
-    // A sandbox from a snapshot: an ordinary create with its id as the template.
-    for template in [bare_id.as_str(), "stampede/nightly-snap:v2"] {
-        let (s, body) = rig.create(json!({"templateID": template})).await;
-        assert_eq!(s, 201, "{template}: {body}");
-        assert_eq!(body["templateID"], template);
+    // A sandbox from a snapshot: an ordinary create with its id as the template, of the
+    // snapshot's size (2 vCPU; the service's default is 1) unless the body says.
+    for (template, cpu, want) in [
+        (bare_id.as_str(), None, 2),
+        ("stampede/nightly-snap:v2", None, 2),
+        ("nightly-snap", Some(1), 1),
+    ] {
+        let mut body = json!({"templateID": template});
+        if let Some(c) = cpu {
+            body["cpuCount"] = json!(c);
+        }
+        let (s, made) = rig.create(body).await;
+        assert_eq!(s, 201, "{template}: {made}");
+        assert_eq!(made["templateID"], template);
+        let new_id = made["sandboxID"].as_str().expect("id");
+        let (_, got) = rig.get_json(&format!("/sandboxes/{new_id}")).await;
+        assert_eq!(got["cpuCount"], want, "{template}: {got}");
     }
     rig.stop().await;
 }
