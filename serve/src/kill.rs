@@ -1,10 +1,10 @@
 //! Killing a sandbox, for `DELETE /sandboxes/{id}` ([`kill`]) and the evictor
 //! ([`delete_sandbox`]).
 //!
-//! A DELETE that finds its sandbox in a move (a pause, a resume, another kill) waits for
-//! the move to end and then kills it where it landed; it does not cancel the move. E2B's
-//! kill does the same with a pause in flight: `StartRemoving` sees the transition key,
-//! waits for the transition's result and retries the removal
+//! A DELETE that finds its sandbox in a move (a pause, a resume, a snapshot, another
+//! kill) waits for the move to end and then kills it where it landed; it does not cancel
+//! the move. E2B's kill does the same with a pause in flight: `StartRemoving` sees the
+//! transition key, waits for the transition's result and retries the removal
 //! (`packages/api/internal/sandbox/storage/redis/state_change.go`,
 //! `handleExistingTransition`), and its handler then deletes the snapshot the pause made
 //! (`handlers/sandbox_kill.go`). A second kill joins the first and answers 204
@@ -62,7 +62,7 @@ pub async fn kill(shared: Arc<Shared>, id: String) -> Result<(), ApiError> {
                         ))
                     }
                     // Paused, running again, or back to paused: kill it there.
-                    (Move::Pause | Move::Resume, _) => {}
+                    (Move::Pause | Move::Resume | Move::Snapshot, _) => {}
                 }
             }
             // It moved between two looks: look again.
@@ -79,10 +79,11 @@ pub async fn delete_sandbox(shared: Arc<Shared>, sandbox_id: String) -> Result<(
     match begin_from_running(&shared, &sandbox_id, Move::Kill) {
         Ok((guard, record)) => kill_on_node(&shared, guard, &sandbox_id, &record).await,
         Err(w) => {
-            // A pause or kill in flight holds the id in `removing` and takes it out.
+            // A pause, kill or snapshot in flight holds the id in `removing` and takes
+            // it out.
             if !matches!(
                 w,
-                Whereabouts::Moving(ref m) if matches!(m.what, Move::Pause | Move::Kill)
+                Whereabouts::Moving(ref m) if matches!(m.what, Move::Pause | Move::Kill | Move::Snapshot)
             ) {
                 lock(&shared.removing).remove(&sandbox_id);
             }
@@ -90,6 +91,17 @@ pub async fn delete_sandbox(shared: Arc<Shared>, sandbox_id: String) -> Result<(
             Err(not_found(&sandbox_id))
         }
     }
+}
+
+/// The kill of a sandbox whose snapshot failed on its node (E2B's `CreateSnapshotTemplate`
+/// then removes it), under the snapshot's move.
+pub(crate) async fn kill_after_snapshot(
+    shared: &Shared,
+    guard: MoveGuard,
+    sandbox_id: &str,
+    record: &SandboxRecord,
+) -> Result<(), ApiError> {
+    kill_on_node(shared, guard, sandbox_id, record).await
 }
 
 /// The node's `Delete` as E2B's `killSandboxOnNode`: the store entry is gone whatever

@@ -41,6 +41,8 @@ pub mod rest;
 pub mod routes;
 pub mod rx_stamp;
 pub mod service;
+pub mod snapshot_api;
+pub mod snapshots;
 pub mod state;
 pub mod storm;
 pub mod sync;

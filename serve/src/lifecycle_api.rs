@@ -101,7 +101,7 @@ pub fn changing_state(id: &str) -> ApiError {
 }
 
 /// A JSON object body; `required`: an absent (empty) body is a 400, else `{}`.
-fn object_body(body: &[u8], required: bool) -> ApiResult<Map<String, Value>> {
+pub(crate) fn object_body(body: &[u8], required: bool) -> ApiResult<Map<String, Value>> {
     if body.iter().all(u8::is_ascii_whitespace) {
         if required {
             return Err(bad_request(

@@ -37,6 +37,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/nodes", get(nodes))
         .route("/nodes/{node_id}", get(node_detail).post(change_status))
         .merge(super::lifecycle_api::router())
+        .merge(super::snapshot_api::router())
         .fallback(not_found)
         .with_state(shared)
 }
@@ -95,8 +96,13 @@ async fn create(
     _auth: ApiKeyAuth,
     body: Bytes,
 ) -> ApiResult<Response> {
-    let req: NewSandbox = json_body(&body)?;
+    let mut req: NewSandbox = json_body(&body)?;
     validate_template_id(&req.template_id).map_err(bad_request)?;
+    // A snapshot's sandboxes are of its size, as E2B's builds carry it.
+    if let Some(size) = lock(&shared.snapshots).size_of(&req.template_id) {
+        req.cpu_count = req.cpu_count.or(Some(size.vcpu));
+        req.memory_mb = req.memory_mb.or(Some(size.ram_mb));
+    }
     // E2B's `handlers/timeout_helper.go` (validateAndParseTimeout).
     if let Some(t) = req.timeout {
         if t == 0 {
@@ -312,9 +318,13 @@ async fn get_sandbox(
     Path(sandbox_id): Path<String>,
 ) -> ApiResult<Json<ListedSandbox>> {
     // E2B's `handlers/sandbox_get.go`: a sandbox being paused reads as paused, one
-    // being killed as gone; one being resumed is still its snapshot there.
+    // being killed as gone, one being snapshotted as running; one being resumed is
+    // still its snapshot there.
     match locate(&shared, &sandbox_id) {
         Whereabouts::Running(r) => Ok(Json(listed(&shared, &sandbox_id, &r))),
+        Whereabouts::Moving(m) if m.what == Move::Snapshot => {
+            Ok(Json(listed(&shared, &sandbox_id, &m.record)))
+        }
         Whereabouts::Moving(m) if m.what != Move::Kill => {
             Ok(Json(listed_as(&shared, &sandbox_id, &m.record, "paused")))
         }

@@ -119,8 +119,10 @@ pub struct Shared {
     /// Paused sandboxes (E2B's snapshots): the record as it was when paused, its `node`
     /// the origin a resume tries first.
     pub paused: Mutex<BTreeMap<String, SandboxRecord>>,
-    /// The pauses, resumes and kills in flight ([`crate::transition`]).
+    /// The pauses, resumes, kills and snapshots in flight ([`crate::transition`]).
     pub transitions: crate::transition::Transitions,
+    /// The team's snapshot templates (`POST /sandboxes/{id}/snapshots`).
+    pub snapshots: Mutex<crate::snapshots::Snapshots>,
     /// Counters.
     pub telemetry: Telemetry,
     /// Serializes syncs so that two never interleave on one node.
@@ -145,6 +147,7 @@ impl Shared {
         }
         let mut id_rng = ChaCha8Rng::seed_from_u64(cfg.seed);
         id_rng.set_stream(1);
+        let snapshots = crate::snapshots::Snapshots::new(cfg.seed);
         Self {
             placer: Mutex::new(placer),
             epoch: Instant::now(),
@@ -158,6 +161,7 @@ impl Shared {
             evicted: Mutex::new(Vec::new()),
             paused: Mutex::new(BTreeMap::new()),
             transitions: crate::transition::Transitions::default(),
+            snapshots: Mutex::new(snapshots),
             telemetry: Telemetry::default(),
             sync_lock: tokio::sync::Mutex::new(()),
         }

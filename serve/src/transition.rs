@@ -1,5 +1,5 @@
-//! The lifecycle moves in flight (a pause, a resume, a kill), one at most per sandbox,
-//! and the one consistent look at where a sandbox is.
+//! The lifecycle moves in flight (a pause, a resume, a kill, a snapshot), one at most per
+//! sandbox, and the one consistent look at where a sandbox is.
 //!
 //! A move is registered before its sandbox leaves the store it is in (running or
 //! paused) and unregistered after it reaches the next one, so a sandbox that exists is
@@ -29,6 +29,9 @@ pub enum Move {
     Resume,
     /// Running to gone (`DELETE`, the evictor).
     Kill,
+    /// Running to running, a snapshot template taken on the way
+    /// (`POST /sandboxes/{id}/snapshots`, E2B's `StateSnapshotting`).
+    Snapshot,
 }
 
 /// The moves in flight, by sandbox id.
@@ -150,7 +153,7 @@ fn register(
     }
 }
 
-/// Begin `what` (a pause or a kill) of the running sandbox `id`: taken out of the
+/// Begin `what` (a pause, a kill or a snapshot) of the running sandbox `id`: taken out of the
 /// running store into `removing` and registered, in one step. Where it is otherwise.
 pub fn begin_from_running(
     shared: &Arc<Shared>,

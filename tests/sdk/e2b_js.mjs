@@ -133,6 +133,32 @@ res = await api.api.POST('/sandboxes/{sandboxID}/resume', {
 })
 check(res.response.status === 409, `resume of a running sandbox -> 409 (${res.response.status})`)
 
+const snapName = `sdk-js-${run}`
+const snap = await back.createSnapshot({ name: snapName })
+check(
+  snap.snapshotId === `stampede/${snapName}:default` && snap.names.length === 1 && snap.names[0] === `stampede/${snapName}`,
+  `createSnapshot({name}) -> ${JSON.stringify(snap)}`,
+)
+check((await nodeOf(sid)) === origin, 'the snapshotted sandbox keeps running where it was')
+const bare = await Sandbox.createSnapshot(sid, opts)
+check(bare.snapshotId.endsWith(':default') && bare.names.length === 0, `createSnapshot(id) -> ${JSON.stringify(bare)}`)
+const listed = (await Sandbox.listSnapshots({ ...opts, sandboxId: sid }).nextItems()).map((i) => i.snapshotId)
+check(
+  listed.length === 2 && listed[0] === bare.snapshotId && listed[1] === snap.snapshotId,
+  `listSnapshots of the sandbox, newest first: ${listed}`,
+)
+const byName = (await Sandbox.listSnapshots({ ...opts, name: snapName }).nextItems()).map((i) => i.snapshotId)
+check(byName.length === 1 && byName[0] === snap.snapshotId, `listSnapshots({name}) -> ${byName}`)
+const pages = Sandbox.listSnapshots({ ...opts, sandboxId: sid, limit: 1 })
+const paged = []
+for (let i = 0; i < 10 && pages.hasNext; i++) {
+  paged.push(...(await pages.nextItems()).map((s) => s.snapshotId))
+}
+check(paged.join() === listed.join(), `listSnapshots({limit: 1}) pages through both: ${paged}`)
+const fromSnap = await Sandbox.create(snap.snapshotId, { ...opts, timeoutMs: 60_000 })
+check((await onNodes()).has(fromSnap.sandboxId), `a sandbox created from ${snap.snapshotId} runs`)
+check((await Sandbox.kill(fromSnap.sandboxId, opts)) === true, 'kill the sandbox made from the snapshot')
+
 const forks = await back.fork({ count: 2, timeoutMs: 60_000 })
 check(forks.length === 2 && forks.every((f) => f instanceof Sandbox), `fork({count: 2}) -> 2 sandboxes`)
 nodes = await onNodes()

@@ -145,6 +145,30 @@ check(node_of(sid) == origin, "resumed on its origin node again")
 res = post_sandboxes_sandbox_id_resume.sync_detailed(sid, client=api, body=ResumedSandbox(timeout=120))
 check(res.status_code == 409, f"resume of a running sandbox -> 409 ({res.status_code})")
 
+name = f"sdk-py-{RUN}"
+snap = back.create_snapshot(name=name)
+check(
+    snap.snapshot_id == f"stampede/{name}:default" and snap.names == [f"stampede/{name}"],
+    f"create_snapshot(name) -> {snap}",
+)
+check(node_of(sid) == origin, "the snapshotted sandbox keeps running where it was")
+bare = Sandbox.create_snapshot(sid)
+check(bare.snapshot_id.endswith(":default") and bare.names == [], f"create_snapshot(id) -> {bare}")
+listed = [i.snapshot_id for i in back.list_snapshots().next_items()]
+check(listed == [bare.snapshot_id, snap.snapshot_id], f"list_snapshots of the sandbox, newest first: {listed}")
+by_name = [i.snapshot_id for i in Sandbox.list_snapshots(name=name).next_items()]
+check(by_name == [snap.snapshot_id], f"list_snapshots(name) -> {by_name}")
+pages = Sandbox.list_snapshots(sandbox_id=sid, limit=1)
+paged = []
+for _ in range(10):
+    if not pages.has_next:
+        break
+    paged += [i.snapshot_id for i in pages.next_items()]
+check(paged == listed, f"list_snapshots(limit=1) pages through both: {paged}")
+from_snap = Sandbox.create(snap.snapshot_id, timeout=60)
+check(from_snap.sandbox_id in on_nodes(), f"a sandbox created from {snap.snapshot_id} runs")
+check(Sandbox.kill(from_snap.sandbox_id) is True, "kill the sandbox made from the snapshot")
+
 forks = back.fork(count=2, timeout=60)
 check(len(forks) == 2 and all(isinstance(f, Sandbox) for f in forks), f"fork(count=2) -> 2 sandboxes {forks}")
 on_nodes = on_nodes()

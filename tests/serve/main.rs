@@ -17,4 +17,5 @@ mod nodes;
 mod params;
 mod promtool;
 mod replicas;
+mod snapshots;
 mod sync;
