@@ -510,14 +510,17 @@ fn given(ts: Option<&Timestamp>) -> Option<(i64, i32)> {
     (ts.seconds > 0 || ts.nanos > 0).then_some((ts.seconds, ts.nanos.clamp(0, 999_999_999)))
 }
 
-/// A create giving both times must end after it starts.
+/// A create giving both times must not end before it starts. A zero lifetime (end at
+/// start) is taken, as E2B's orchestrator takes any end time: the sandbox is due at
+/// once (a connect with `timeout: 0` resumes one). An end before the start can only
+/// be a client's bug, and is refused.
 fn validate_lifetime(
     start: Option<&Timestamp>,
     end: Option<&Timestamp>,
 ) -> Result<(), CreateRejection> {
     match (given(start), given(end)) {
-        (Some(s), Some(e)) if e <= s => Err(CreateRejection::InvalidArgument(format!(
-            "end_time ({}.{:09}) must be after start_time ({}.{:09})",
+        (Some(s), Some(e)) if e < s => Err(CreateRejection::InvalidArgument(format!(
+            "end_time ({}.{:09}) must not be before start_time ({}.{:09})",
             e.0, e.1, s.0, s.1
         ))),
         _ => Ok(()),

@@ -491,10 +491,8 @@ async fn connect_for(
             },
             Whereabouts::Moving(_) => return Err(changing_state(&id)),
             Whereabouts::Unknown => return Err(not_found(&id)),
-            // A resume needs a lifetime: the node refuses an end time not after the start.
-            Whereabouts::Paused if t == 0 => {
-                return Err(bad_request("Timeout must be greater than 0"))
-            }
+            // `timeout: 0` resumes with a zero lifetime, as E2B's connect does (it sets
+            // no lower bound): the sandbox is due at once and the evictor ends it.
             Whereabouts::Paused => {
                 return Ok(created(
                     &shared,

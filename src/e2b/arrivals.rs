@@ -108,7 +108,10 @@ mod tests {
 
     #[test]
     fn the_spread_counts_from_the_first_arrival() {
-        let at: Vec<f64> = (0..101).rev().map(|i| 1000.0 + f64::from(i) * 1e-3).collect();
+        let at: Vec<f64> = (0..101)
+            .rev()
+            .map(|i| 1000.0 + f64::from(i) * 1e-3)
+            .collect();
         let s = ArrivalSpread::from_seconds(at).expect("not empty");
         assert_eq!(s.sandboxes, 101);
         assert!((s.p5_ms - 5.0).abs() < 1e-6, "{s:?}");

@@ -9,8 +9,8 @@
 //! stampede's own edits and modules.
 
 mod apilog;
-mod arrivals;
 pub mod args;
+mod arrivals;
 mod build;
 mod child;
 mod database;

@@ -426,7 +426,13 @@ async fn trial_steps(
             ADMIN_VAR,
         ])
         // The sandboxes stay for the arrivals read below; the stack goes with the trial.
-        .args(["--mock-admin", &mock_admin, "--keep", "--quiet", "--report-dir"])
+        .args([
+            "--mock-admin",
+            &mock_admin,
+            "--keep",
+            "--quiet",
+            "--report-dir",
+        ])
         .arg(&report_parent)
         .env(KEY_VAR, &api_key)
         .env(ADMIN_VAR, &admin)

@@ -39,7 +39,8 @@ pub use error::SimError;
 pub use faults::{plan_faults, PlannedFault};
 pub use queue::{EventQueue, Nanos};
 pub use setup::{
-    plan_users, profile_modes, profile_runs, validate_profile, Arrivals, SimSetup, RPC_ROUND_TRIP,
+    plan_users, profile_modes, profile_runs, validate_profile, Arrivals, SimSetup,
+    CLIENT_ROUND_TRIP, RPC_ROUND_TRIP,
 };
 pub use sweep::{
     run_sweep, run_sweep_within, Spread, Sweep, SweepAxis, SweepPoint, MAX_SWEEP_RUNS, SWEEP_KEYS,

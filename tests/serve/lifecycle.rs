@@ -297,3 +297,33 @@ async fn timed_out_resume_remaps_its_origin_only_when_asked() {
         rig.stop().await;
     }
 }
+
+/// `timeout: 0` on a connect to a paused sandbox resumes it with a zero lifetime, as
+/// E2B's connect sets no lower bound on it: answered 201, then the evictor ends it.
+#[tokio::test]
+async fn connect_with_a_zero_timeout_resumes_a_sandbox_that_is_due_at_once() {
+    let rig = Rig::start(cluster(2, &[]), serve_config(AccountingMode::Optimistic)).await;
+    rig.svc.sync_now().await;
+    let id = create(&rig).await;
+    pause(&rig, &id).await;
+    let (s, body) = post(
+        &rig,
+        &format!("/sandboxes/{id}/connect"),
+        Some(json!({"timeout": 0})),
+    )
+    .await;
+    assert_eq!(s, 201, "connect resumes it: {body}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let (s, _) = rig.get_json(&format!("/sandboxes/{id}")).await;
+        if s == 404 && rig.truth_node_of(&id).is_none() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still there 20 s after its zero lifetime (GET {s})"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    rig.stop().await;
+}

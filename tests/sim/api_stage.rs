@@ -134,7 +134,7 @@ collect:
 /// stage).
 fn burst(seed: u64, spread_ms: u64) -> [stampede::report::SkewStats; 3] {
     let stage = if spread_ms == 0 {
-        String::new()
+        "\n    api_stage: {time: {dist: constant, value: 0ms}}".to_string()
     } else {
         format!(
             "\n    api_stage:\n      time: {{dist: constant, value: {}us}}\n      workers: 1",

@@ -2,7 +2,7 @@
 
 use stampede::placement::AccountingMode;
 use stampede::profile::{parse, Source};
-use stampede::sim::{plan_users, simulate, RPC_ROUND_TRIP};
+use stampede::sim::{plan_users, simulate, CLIENT_ROUND_TRIP};
 
 #[test]
 fn plan_users_ramp_up_hold_and_ramp_down_last_in_first_out() {
@@ -25,7 +25,7 @@ cluster:
   node: {overcommit: 0, max_sandboxes: 0, max_starting: 0,
          create_latency: {dist: constant, value: 1ms}}
 placement:
-  embedded: {accounting: optimistic}
+  embedded: {accounting: optimistic, api_stage: {time: {dist: constant, value: 0ms}}}
 workload:
   shape:
     plan: {steps: \"5,1s;5,2s;0,1s\"}
@@ -33,8 +33,8 @@ workload:
     let p = parse(&Source::inline("plan.yaml", yaml)).unwrap();
     let run = simulate(&p, AccountingMode::Optimistic).unwrap();
     // Users are active 4.0 + 3.6 + 3.2 + 2.8 + 2.4 = 16 s in all; one create cycle is
-    // the 1 ms create plus one client round trip.
-    let cycle = 0.001 + RPC_ROUND_TRIP.as_secs_f64();
+    // the 1 ms create plus one client round trip (the API stage is off here).
+    let cycle = 0.001 + CLIENT_ROUND_TRIP as f64 * 1e-9;
     let expected = 16.0 / cycle;
     let got = run.requests as f64;
     assert!(
