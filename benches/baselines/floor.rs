@@ -10,7 +10,7 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::http::{header, StatusCode};
 use axum::routing::post;
-use stampede::serve::rest::NewSandbox;
+use stampede::serve::NewSandbox;
 use stampede_proto::sandbox_service_client::SandboxServiceClient;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::{Channel, Endpoint};

@@ -18,7 +18,7 @@ use axum::http::{header, StatusCode};
 use axum::routing::post;
 use mock_node::config::{ClusterConfig, LatencyDist, NodeSpec};
 use mock_node::fleet::{self, FleetHandle, FleetOptions};
-use stampede::serve::rest::NewSandbox;
+use stampede::serve::NewSandbox;
 use stampede::serve::{self, ServeConfig, ServiceHandle};
 use stampede_proto::ServiceInfoResponse;
 use tokio::runtime::Runtime;
@@ -57,7 +57,7 @@ async fn start_fleet() -> FleetHandle {
 
 async fn start_service(fleet: &FleetHandle) -> ServiceHandle {
     let cfg = ServeConfig {
-        api_key: KEY.to_string(),
+        api_key: stampede::api_key::ApiKey::new(KEY),
         ..ServeConfig::default()
     };
     let listen = SocketAddr::from(([127, 0, 0, 1], 0));

@@ -9,7 +9,7 @@ use rand::Rng;
 /// `k`-ish entries and they are swapped back afterwards, so a decision costs O(draws),
 /// not O(n), with the very same draws as a freshly built pool.
 #[derive(Debug, Clone, Default)]
-pub struct CandidateDraw {
+pub(crate) struct CandidateDraw {
     pool: Vec<usize>,
     picked: Vec<usize>,
     swaps: Vec<(usize, usize)>,
@@ -19,7 +19,13 @@ impl CandidateDraw {
     /// Draw up to `k` distinct indices in `0..n` for which `eligible` holds, each drawn
     /// uniformly from the indices not drawn yet. Fewer than `k` come back only when fewer
     /// than `k` indices are eligible. The result is valid until the next call.
-    pub fn sample<R, F>(&mut self, n: usize, k: usize, mut eligible: F, rng: &mut R) -> &[usize]
+    pub(crate) fn sample<R, F>(
+        &mut self,
+        n: usize,
+        k: usize,
+        mut eligible: F,
+        rng: &mut R,
+    ) -> &[usize]
     where
         R: Rng + ?Sized,
         F: FnMut(usize) -> bool,

@@ -381,7 +381,7 @@ pub(crate) struct NodeAt<'a> {
 
 impl<'a> NodeAt<'a> {
     /// `id`, looked up by hash.
-    pub fn id(id: &'a str) -> Self {
+    pub(crate) fn id(id: &'a str) -> Self {
         Self { id, at: None }
     }
 }

@@ -4,26 +4,27 @@
 //! the same [`PlacementCore`] with events (start placing, create ok / failed / refused,
 //! delete ok, sync snapshot) and a caller-provided seeded RNG.
 #![deny(missing_docs)]
+#![warn(unreachable_pub)]
 
-pub mod accounting;
-pub mod answer;
-pub mod api_stage;
-pub mod attempt;
-pub mod candidates;
-pub mod channel;
-pub mod config;
-pub mod core;
-pub mod evict;
-pub mod mode;
+mod accounting;
+mod answer;
+mod api_stage;
+mod attempt;
+mod candidates;
+mod channel;
+mod config;
+mod core;
+mod evict;
+mod mode;
 #[cfg(feature = "mutations")]
-pub mod mutation;
-pub mod node_view;
-pub mod placer;
-pub mod preferred;
-pub mod score;
-pub mod sync_reply;
-pub mod sync_timer;
-pub mod trace;
+mod mutation;
+mod node_view;
+mod placer;
+mod preferred;
+mod score;
+mod sync_reply;
+mod sync_timer;
+mod trace;
 
 #[cfg(test)]
 mod tests;
@@ -39,7 +40,13 @@ pub use api_stage::{
 };
 pub use attempt::{CreateErrorCode, CreateOutcome, Decision, PlacementAttempt, PlacementFailure};
 pub use channel::{node_status, routable, ChannelCell, ChannelState};
-pub use config::{PlacementConfig, PlacementConfigError, REQUEST_TIMEOUT, SYNC_INTERVAL};
+pub use config::{
+    first_periodic_sync, PlacementConfig, PlacementConfigError, REQUEST_TIMEOUT, SYNC_INTERVAL,
+};
+pub use evict::{
+    due_evictions, is_orphan_to_kill, EVICT_BATCH, EVICT_POLL, MAX_CONCURRENT_EVICTIONS,
+    ORPHAN_GRACE,
+};
 pub use mode::AccountingMode;
 pub use node_view::{NodeCounters, NodeId, NodeMetrics, NodeStatus, NodeView, SyncSnapshot};
 pub use placer::{

@@ -9,7 +9,7 @@
 
 /// The environment variable naming the mutation (`stale-sync`, `double-count`,
 /// `deletes-ignored`); unset or empty = the faithful code.
-pub const MUTATION_ENV: &str = "STAMPEDE_MUTATION";
+pub(crate) const MUTATION_ENV: &str = "STAMPEDE_MUTATION";
 
 /// One planted accounting regression.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

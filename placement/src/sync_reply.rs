@@ -62,7 +62,7 @@ pub struct Listed {
 /// (consistent with them, possibly lagged) and their vCPU comes from `List`, else from
 /// what this instance recorded for the id (`known`), else 0; without it, the ids are
 /// `List`'s. `listed` is `None` when the `List` after the `ServiceInfo` failed.
-pub fn snapshot(
+pub(crate) fn snapshot(
     info: &InfoReply,
     listed: Option<&[Listed]>,
     known: &NodeAccounting,

@@ -12,7 +12,7 @@ use tokio::sync::Notify;
 
 /// Activity of one connection, shared by its IO, its service and its watchdog.
 #[derive(Debug)]
-pub struct Activity {
+pub(crate) struct Activity {
     opened: Instant,
     /// ms after `opened` when bytes were last read or written.
     last_io_ms: AtomicU64,
@@ -26,7 +26,7 @@ pub struct Activity {
 
 /// Why a connection is closed by its watchdog.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Expiry {
+pub(crate) enum Expiry {
     /// No complete request head arrived within the header-read timeout.
     HeaderRead,
     /// No request in progress and no bytes moved within the idle timeout.
@@ -35,7 +35,7 @@ pub enum Expiry {
 
 impl Activity {
     /// A connection opened now.
-    pub fn new() -> Arc<Self> {
+    pub(crate) fn new() -> Arc<Self> {
         Arc::new(Self {
             opened: Instant::now(),
             last_io_ms: AtomicU64::new(0),
@@ -51,7 +51,7 @@ impl Activity {
     }
 
     /// Marks a request as being handled until the guard drops.
-    pub fn request(self: &Arc<Self>) -> RequestGuard {
+    pub(crate) fn request(self: &Arc<Self>) -> RequestGuard {
         self.started.fetch_add(1, Relaxed);
         self.in_flight.fetch_add(1, Relaxed);
         RequestGuard(self.clone())
@@ -60,7 +60,12 @@ impl Activity {
     /// Whether the connection should be closed at `now`: nothing is being handled and
     /// either no first request head arrived within `header_read`, or nothing moved for
     /// `idle`.
-    pub fn expired(&self, now: Instant, header_read: Duration, idle: Duration) -> Option<Expiry> {
+    pub(crate) fn expired(
+        &self,
+        now: Instant,
+        header_read: Duration,
+        idle: Duration,
+    ) -> Option<Expiry> {
         if self.in_flight.load(Relaxed) > 0 {
             return None;
         }
@@ -72,7 +77,12 @@ impl Activity {
     }
 
     /// When [`expired`](Self::expired) may next become true (re-checked on request ends).
-    pub fn next_check(&self, now: Instant, header_read: Duration, idle: Duration) -> Instant {
+    pub(crate) fn next_check(
+        &self,
+        now: Instant,
+        header_read: Duration,
+        idle: Duration,
+    ) -> Instant {
         if self.in_flight.load(Relaxed) > 0 {
             return now + idle;
         }
@@ -85,14 +95,14 @@ impl Activity {
     }
 
     /// Resolves when a request ends.
-    pub async fn changed(&self) {
+    pub(crate) async fn changed(&self) {
         self.changed.notified().await;
     }
 }
 
 /// A request being handled; dropping it ends the request.
 #[derive(Debug)]
-pub struct RequestGuard(Arc<Activity>);
+pub(crate) struct RequestGuard(Arc<Activity>);
 
 impl Drop for RequestGuard {
     fn drop(&mut self) {
@@ -104,14 +114,14 @@ impl Drop for RequestGuard {
 
 /// An IO stream that records in its [`Activity`] when bytes move.
 #[derive(Debug)]
-pub struct Tracked<S> {
+pub(crate) struct Tracked<S> {
     inner: S,
     activity: Arc<Activity>,
 }
 
 impl<S> Tracked<S> {
     /// Wraps `inner`.
-    pub fn new(inner: S, activity: Arc<Activity>) -> Self {
+    pub(crate) fn new(inner: S, activity: Arc<Activity>) -> Self {
         Self { inner, activity }
     }
 }

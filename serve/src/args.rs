@@ -9,6 +9,7 @@ use super::config::{
 };
 use super::error::ServeError;
 use super::service::start_replicas;
+use stampede_http_kit::Secret;
 use stampede_placement::{
     AccountingMode, FailureAnswers, PlacementConfig, REQUEST_TIMEOUT, SYNC_INTERVAL,
 };
@@ -123,8 +124,8 @@ impl ServeArgs {
             sync_interval: self.sync_interval.into(),
             request_timeout: self.request_timeout.into(),
             retry_backoff: self.retry_backoff.or(DEFAULT_RETRY_BACKOFF),
-            api_key: self.api_key.clone(),
-            admin_token: self.admin_token.clone(),
+            api_key: Secret::new(self.api_key.clone()),
+            admin_token: self.admin_token.clone().map(Secret::new),
             seed: self.seed,
             default_vcpu: self.default_vcpu,
             default_memory_mb: self.default_memory_mb,

@@ -23,11 +23,11 @@ use super::rx_stamp::{realtime_ns, LastRead};
 /// adds); a request without it (a router served by something else) is stamped when
 /// its body ends.
 #[derive(Debug, Clone)]
-pub struct ConnReads(pub Arc<LastRead>);
+pub(crate) struct ConnReads(pub Arc<LastRead>);
 
 /// Arrival times of the creates one instance received.
 #[derive(Debug)]
-pub struct Arrivals {
+pub(crate) struct Arrivals {
     /// `CLOCK_REALTIME` nanoseconds of the first arrival (`u64::MAX`: none yet).
     first_ns: AtomicU64,
     /// Nanoseconds of the last arrival.
@@ -78,7 +78,7 @@ impl Default for Arrivals {
 
 impl Arrivals {
     /// No arrivals yet.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             first_ns: AtomicU64::new(u64::MAX),
             last_ns: AtomicU64::new(0),
@@ -89,7 +89,7 @@ impl Arrivals {
 
     /// Records one create arriving at `ns` (`CLOCK_REALTIME` nanoseconds), stamped by
     /// the kernel or not.
-    pub fn record(&self, ns: u64, kernel: bool) {
+    pub(crate) fn record(&self, ns: u64, kernel: bool) {
         let ns = ns.min(u64::MAX - 1);
         self.first_ns.fetch_min(ns, Relaxed);
         self.last_ns.fetch_max(ns, Relaxed);
@@ -100,7 +100,7 @@ impl Arrivals {
     }
 
     /// The arrivals recorded so far.
-    pub fn window(&self) -> ArrivalWindow {
+    pub(crate) fn window(&self) -> ArrivalWindow {
         let count = self.count.load(Relaxed);
         let first = self.first_ns.load(Relaxed);
         let last = self.last_ns.load(Relaxed);
@@ -113,19 +113,19 @@ impl Arrivals {
 }
 
 /// Whether a request is a create (`POST /sandboxes` or `POST /v2/sandboxes`).
-pub fn is_create<B>(req: &Request<B>) -> bool {
+pub(crate) fn is_create<B>(req: &Request<B>) -> bool {
     req.method() == Method::POST && matches!(req.uri().path(), "/sandboxes" | "/v2/sandboxes")
 }
 
 /// Tower layer recording every create into an [`Arrivals`].
 #[derive(Debug, Clone)]
-pub struct RecordArrivalsLayer {
+pub(crate) struct RecordArrivalsLayer {
     arrivals: Arc<Arrivals>,
 }
 
 impl RecordArrivalsLayer {
     /// A layer recording into `arrivals`.
-    pub fn new(arrivals: Arc<Arrivals>) -> Self {
+    pub(crate) fn new(arrivals: Arc<Arrivals>) -> Self {
         Self { arrivals }
     }
 }
@@ -142,7 +142,7 @@ impl<S> tower::Layer<S> for RecordArrivalsLayer {
 
 /// Service produced by [`RecordArrivalsLayer`]; passes every request on unchanged.
 #[derive(Debug, Clone)]
-pub struct RecordArrivals<S> {
+pub(crate) struct RecordArrivals<S> {
     inner: S,
     arrivals: Arc<Arrivals>,
 }

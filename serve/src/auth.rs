@@ -9,18 +9,17 @@ use std::sync::Arc;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
-use stampede_http_kit::constant_time_eq;
 
 use super::error::ApiError;
 use super::state::Shared;
 
 /// Proof that the request carried the instance's API key.
 #[derive(Debug, Clone, Copy)]
-pub struct ApiKeyAuth;
+pub(crate) struct ApiKeyAuth;
 
 /// Proof that the request carried the instance's admin token.
 #[derive(Debug, Clone, Copy)]
-pub struct AdminAuth;
+pub(crate) struct AdminAuth;
 
 impl FromRequestParts<Arc<Shared>> for ApiKeyAuth {
     type Rejection = ApiError;
@@ -47,7 +46,7 @@ impl FromRequestParts<Arc<Shared>> for AdminAuth {
 /// The client's `X-API-Key` must be the service's (401 otherwise).
 fn check_key(shared: &Shared, headers: &HeaderMap) -> Result<(), ApiError> {
     match headers.get("x-api-key").and_then(|v| v.to_str().ok()) {
-        Some(k) if constant_time_eq(k.as_bytes(), shared.cfg.api_key.as_bytes()) => Ok(()),
+        Some(k) if shared.cfg.api_key.matches(k.as_bytes()) => Ok(()),
         Some(_) => Err(ApiError::new(StatusCode::UNAUTHORIZED, "Invalid API key")),
         None => Err(ApiError::new(
             StatusCode::UNAUTHORIZED,
@@ -61,7 +60,7 @@ fn check_key(shared: &Shared, headers: &HeaderMap) -> Result<(), ApiError> {
 fn check_admin(shared: &Shared, headers: &HeaderMap) -> Result<(), ApiError> {
     let token = headers.get("x-admin-token").and_then(|v| v.to_str().ok());
     match (&shared.cfg.admin_token, token) {
-        (Some(expected), Some(t)) if constant_time_eq(t.as_bytes(), expected.as_bytes()) => Ok(()),
+        (Some(expected), Some(t)) if expected.matches(t.as_bytes()) => Ok(()),
         (_, Some(_)) => Err(ApiError::new(
             StatusCode::UNAUTHORIZED,
             "Invalid admin token",

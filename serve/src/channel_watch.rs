@@ -40,7 +40,7 @@ impl Watch {
 
 /// A connector over plain TCP that records the channel state of one node.
 #[derive(Debug, Clone)]
-pub struct WatchedConnector {
+pub(crate) struct WatchedConnector {
     watch: Watch,
     connect_timeout: Duration,
 }
@@ -48,7 +48,7 @@ pub struct WatchedConnector {
 impl WatchedConnector {
     /// A connector recording into `cell`; a connect taking longer than
     /// `connect_timeout` fails (TransientFailure).
-    pub fn new(cell: Arc<ChannelCell>, connect_timeout: Duration) -> Self {
+    pub(crate) fn new(cell: Arc<ChannelCell>, connect_timeout: Duration) -> Self {
         Self {
             watch: Watch {
                 cell,
@@ -112,7 +112,7 @@ impl tower::Service<Uri> for WatchedConnector {
 
 /// One connection's byte stream; its end (EOF, IO error) marks the channel Idle.
 #[derive(Debug)]
-pub struct Watched {
+pub(crate) struct Watched {
     stream: TcpStream,
     watch: Watch,
     mine: u64,

@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use stampede_http_kit::validate_not_blank;
+use stampede_http_kit::{validate_not_blank, Secret};
 use stampede_placement::{ApiStage, PlacementConfig};
 
 use super::error::ServeError;
@@ -70,10 +70,10 @@ pub struct ServeConfig {
     /// Deadline of the other RPCs (ServiceInfo, List, Delete).
     pub rpc_timeout: Duration,
     /// Value clients must send in `X-API-Key`.
-    pub api_key: String,
+    pub api_key: Secret,
     /// Value admin clients must send in `X-Admin-Token` (for `/nodes`, as E2B's
     /// `AdminApiKeyAuth`); none = the admin routes answer 401.
-    pub admin_token: Option<String>,
+    pub admin_token: Option<Secret>,
     /// Seed of the placement sampling and of sandbox ids.
     pub seed: u64,
     /// vCPU of a sandbox whose create body has no `cpuCount` (E2B takes it from the
@@ -87,7 +87,7 @@ pub struct ServeConfig {
     /// share one store, each would take the others' sandboxes for orphans.
     pub kill_orphans: bool,
     /// A listed sandbox younger than this is never an orphan. Default E2B's 1 minute
-    /// ([`ORPHAN_GRACE`](stampede_placement::evict::ORPHAN_GRACE)).
+    /// ([`ORPHAN_GRACE`](stampede_placement::ORPHAN_GRACE)).
     pub orphan_grace: Duration,
     /// Longest sandbox `timeout` a create may ask for, in hours (E2B: the team's
     /// `MaxLengthHours`). Default 24.
@@ -132,13 +132,13 @@ impl Default for ServeConfig {
             retry_backoff: DEFAULT_RETRY_BACKOFF,
             api_stage: ApiStage::default(),
             rpc_timeout: Duration::from_secs(5),
-            api_key: DEFAULT_API_KEY.to_string(),
+            api_key: Secret::new(DEFAULT_API_KEY),
             admin_token: None,
             seed: 0,
             default_vcpu: 1,
             default_memory_mb: 1024,
             kill_orphans: true,
-            orphan_grace: stampede_placement::evict::ORPHAN_GRACE,
+            orphan_grace: stampede_placement::ORPHAN_GRACE,
             max_length_hours: 24,
             envd_version: DEFAULT_ENVD_VERSION.to_string(),
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
@@ -157,11 +157,17 @@ impl ServeConfig {
     /// admin token (an empty `X-API-Key:` header would match it), and the published
     /// [`DEFAULT_API_KEY`] on a `listen` address other hosts can reach.
     pub fn validate_credentials(&self, listen: SocketAddr) -> Result<(), ServeError> {
-        validate_not_blank("the API key (--api-key, STAMPEDE_API_KEY)", &self.api_key)?;
+        validate_not_blank(
+            "the API key (--api-key, STAMPEDE_API_KEY)",
+            self.api_key.expose(),
+        )?;
         if let Some(t) = &self.admin_token {
-            validate_not_blank("the admin token (--admin-token, STAMPEDE_ADMIN_TOKEN)", t)?;
+            validate_not_blank(
+                "the admin token (--admin-token, STAMPEDE_ADMIN_TOKEN)",
+                t.expose(),
+            )?;
         }
-        if !listen.ip().is_loopback() && self.api_key == DEFAULT_API_KEY {
+        if !listen.ip().is_loopback() && self.api_key.matches(DEFAULT_API_KEY.as_bytes()) {
             return Err(ServeError::DefaultKeyExposed(listen));
         }
         Ok(())

@@ -1,7 +1,7 @@
 //! E2B's evictor in the service: every [`EVICT_POLL`] the sandboxes whose end time has
 //! passed are killed through the same path as `DELETE /sandboxes/{id}` (store entry
 //! removed, node Delete, optimistic vCPU released on success or NotFound), at most
-//! [`MAX_CONCURRENT_EVICTIONS`](stampede_placement::evict::MAX_CONCURRENT_EVICTIONS) at a
+//! [`MAX_CONCURRENT_EVICTIONS`](stampede_placement::MAX_CONCURRENT_EVICTIONS) at a
 //! time. Which ones is the core's decision ([`due_evictions`]). The ids it killed are
 //! kept ([`Shared::evicted`]) so that a set audit forgives those and no others.
 //! `ServeConfig::evictor` off (`stampede serve --no-evictor`) leaves it out.
@@ -15,10 +15,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::kill::delete_sandbox;
 use super::state::{lock, Shared};
-use stampede_placement::evict::{due_evictions, EVICT_POLL};
+use stampede_placement::{due_evictions, EVICT_POLL};
 
 /// Run the evictor until `cancel`; evictions in flight then finish (as E2B's do).
-pub async fn evict_forever(shared: Arc<Shared>, cancel: CancellationToken) {
+pub(crate) async fn evict_forever(shared: Arc<Shared>, cancel: CancellationToken) {
     let mut tick = tokio::time::interval(EVICT_POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut running = JoinSet::new();

@@ -30,12 +30,12 @@ use stampede_placement::{DeleteOutcome, Input};
 /// Moves a DELETE waits out before it answers 409 "changing state": a sandbox paused
 /// and resumed over and over could otherwise hold it forever. Each move is bounded by
 /// its own deadline (the RPC timeout, or the request timeout of a resume's placement).
-pub const MAX_MOVES_WAITED: usize = 4;
+pub(crate) const MAX_MOVES_WAITED: usize = 4;
 
 /// `DELETE /sandboxes/{id}`: a running sandbox is killed on its node, a paused one's
 /// snapshot deleted, one in a move killed once the move ends; 404 only when this
 /// instance knows the id nowhere.
-pub async fn kill(shared: Arc<Shared>, id: String) -> Result<(), ApiError> {
+pub(crate) async fn kill(shared: Arc<Shared>, id: String) -> Result<(), ApiError> {
     for _ in 0..MAX_MOVES_WAITED {
         let seen = match begin_from_running(&shared, &id, Move::Kill) {
             Ok((guard, record)) => return kill_on_node(&shared, guard, &id, &record).await,
@@ -75,7 +75,10 @@ pub async fn kill(shared: Arc<Shared>, id: String) -> Result<(), ApiError> {
 /// The evictor's kill of a running sandbox (already in `removing`, which it leaves): as
 /// E2B's evictor, a sandbox in another move is left to it (`ErrEvictionInProgress`), a
 /// 404 when it is not running.
-pub async fn delete_sandbox(shared: Arc<Shared>, sandbox_id: String) -> Result<(), ApiError> {
+pub(crate) async fn delete_sandbox(
+    shared: Arc<Shared>,
+    sandbox_id: String,
+) -> Result<(), ApiError> {
     match begin_from_running(&shared, &sandbox_id, Move::Kill) {
         Ok((guard, record)) => kill_on_node(&shared, guard, &sandbox_id, &record).await,
         Err(w) => {

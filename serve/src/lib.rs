@@ -10,56 +10,62 @@
 //! answers 204 without authentication, `GET /metrics` (Prometheus) too; every other
 //! route needs `X-API-Key` (default [`DEFAULT_API_KEY`]) but `/nodes`, which needs
 //! `X-Admin-Token` only (E2B's `AdminApiKeyAuth`). Parameters and bodies are checked as
-//! E2B's spec types them ([`params`]); `openapi/stampede-e2b.yaml` describes the subset. A create asking for more vCPU or memory than the largest known node
-//! reports, or with metadata beyond the caps of [`limits`], is a 400.
+//! E2B's spec types them (module `params`); `openapi/stampede-e2b.yaml` describes the subset. A create asking for more vCPU or memory than the largest known node
+//! reports, or with metadata beyond the caps of module `limits` (e.g. [`MAX_METADATA_KEYS`]), is a 400.
 //!
 //! Connections are bounded by [`ServeConfig::header_read_timeout`] and
-//! [`ServeConfig::idle_timeout`] (see [`listen`]).
+//! [`ServeConfig::idle_timeout`] (module `listen`).
 #![deny(missing_docs)]
+#![warn(unreachable_pub)]
 
-pub mod activity;
-pub mod args;
-pub mod arrivals;
+mod activity;
+mod args;
+mod arrivals;
 mod auth;
-pub mod channel_watch;
-pub mod config;
-pub mod counters;
-pub mod error;
-pub mod evictor;
-pub mod kill;
-pub mod lifecycle_api;
-pub mod limits;
-pub mod listen;
-pub mod memory_trim;
-pub mod new_sandbox_schema;
-pub mod node_channel;
-pub mod node_client;
-pub mod nodes_api;
-pub mod params;
-pub mod place;
-pub mod rest;
-pub mod routes;
-pub mod rx_stamp;
-pub mod service;
-pub mod snapshot_api;
-pub mod snapshots;
-pub mod state;
-pub mod storm;
-pub mod sync;
-pub mod telemetry;
-pub mod telemetry_kind;
-pub mod transition;
-pub mod usage;
+mod channel_watch;
+mod config;
+mod counters;
+mod error;
+mod evictor;
+mod kill;
+mod lifecycle_api;
+mod limits;
+mod listen;
+mod memory_trim;
+mod new_sandbox_schema;
+mod node_channel;
+mod node_client;
+mod nodes_api;
+mod params;
+mod place;
+mod rest;
+mod routes;
+mod rx_stamp;
+mod service;
+mod snapshot_api;
+mod snapshots;
+mod state;
+mod storm;
+mod sync;
+mod telemetry;
+mod telemetry_kind;
+mod transition;
+mod usage;
 
 pub use args::{run, ServeArgs};
 pub use arrivals::ArrivalWindow;
 pub use config::{
-    NodeTarget, ServeConfig, DEFAULT_API_KEY, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
-    DEFAULT_RETRY_BACKOFF,
+    NodeTarget, ServeConfig, DEFAULT_API_KEY, DEFAULT_BODY_READ_TIMEOUT, DEFAULT_ENVD_VERSION,
+    DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_RETRY_BACKOFF, DEFAULT_SANDBOX_TIMEOUT, GATE_WAIT,
 };
 pub use counters::ServiceCounters;
 pub use error::{ApiError, ServeError};
+pub use limits::{MAX_METADATA_KEYS, MAX_METADATA_KEY_BYTES, MAX_METADATA_VALUE_BYTES};
+pub use node_client::{CreateSpec, NodeClient};
+pub use rest::{EvictedIds, NewSandbox};
 pub use service::{start, start_replicas, ServiceHandle, SyncPhaser, TelemetryReader};
+pub use sync::SYNC_MAX_RETRIES;
 
 /// Response header of a 201 naming the node the sandbox landed on (stampede's own
 /// service sends it; E2B's API does not, so external runs have no per-create node).

@@ -55,16 +55,16 @@ use stampede_placement::{DeleteOutcome, PlacementKind};
 
 /// A refresh never leaves less than this: 15 s, E2B's `SandboxTimeoutDefault`
 /// (`packages/api/internal/sandbox/sandbox.go`), which a refresh without a duration uses.
-pub const REFRESH_MINIMUM: Duration = Duration::from_secs(15);
+pub(crate) const REFRESH_MINIMUM: Duration = Duration::from_secs(15);
 
 /// Most forks one request may ask for: 100 (E2B's `maxForkCount`).
-pub const MAX_FORK_COUNT: i64 = 100;
+pub(crate) const MAX_FORK_COUNT: i64 = 100;
 
 /// Most ids `GET /sandboxes/metrics` takes: 100 (the spec's `maxItems`).
-pub const MAX_METRICS_IDS: usize = 100;
+pub(crate) const MAX_METRICS_IDS: usize = 100;
 
 /// The lifecycle routes, merged into the service's router.
-pub fn router() -> Router<Arc<Shared>> {
+pub(crate) fn router() -> Router<Arc<Shared>> {
     Router::new()
         .route("/sandboxes/metrics", get(metrics_many))
         .route("/sandboxes/{sandbox_id}/metrics", get(metrics_one))
@@ -78,7 +78,7 @@ pub fn router() -> Router<Arc<Shared>> {
 }
 
 /// E2B's answer for an id it does not know (`utils.SandboxNotFoundMsg`).
-pub fn not_found(id: &str) -> ApiError {
+pub(crate) fn not_found(id: &str) -> ApiError {
     ApiError::new(
         StatusCode::NOT_FOUND,
         format!("sandbox \"{id}\" doesn't exist or you don't have access to it"),
@@ -94,7 +94,7 @@ fn conflict(message: impl Into<String>) -> ApiError {
 }
 
 /// E2B's answer for a sandbox in a move (`utils.SandboxChangingStateMsg`'s meaning).
-pub fn changing_state(id: &str) -> ApiError {
+pub(crate) fn changing_state(id: &str) -> ApiError {
     conflict(format!(
         "Sandbox '{id}' is changing state, please retry once it settles"
     ))
@@ -435,7 +435,7 @@ async fn resume(
 
 /// `timeout` of a `POST /v2/sandboxes/{id}/connect` without one: 300 s (the current
 /// SDKs' bundled schema, `ConnectSandboxV2`).
-pub const CONNECT_V2_DEFAULT_TIMEOUT: i64 = 300;
+pub(crate) const CONNECT_V2_DEFAULT_TIMEOUT: i64 = 300;
 
 async fn connect(
     State(shared): State<Arc<Shared>>,
@@ -519,7 +519,7 @@ const CONNECT_TRIES: usize = 3;
 
 /// One entry of a fork's answer (E2B `SandboxForkResult`): exactly one of the two.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ForkResult {
+pub(crate) struct ForkResult {
     /// The fork, when it started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<Sandbox>,
@@ -530,7 +530,7 @@ pub struct ForkResult {
 
 /// E2B's `Error` in a fork result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ForkError {
+pub(crate) struct ForkError {
     /// HTTP status the fork would have had alone.
     pub code: u16,
     /// Why.
@@ -731,7 +731,7 @@ fn percent_decode(s: &str) -> String {
 
 /// E2B `SandboxesWithMetrics`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SandboxesWithMetrics {
+pub(crate) struct SandboxesWithMetrics {
     /// The latest sample of each running sandbox asked for, by id.
     pub sandboxes: BTreeMap<String, SandboxMetric>,
 }

@@ -19,16 +19,16 @@ pub const MAX_METADATA_KEY_BYTES: usize = 256;
 /// Longest metadata value, in bytes.
 pub const MAX_METADATA_VALUE_BYTES: usize = 4096;
 /// Most metadata bytes one sandbox may carry, keys and values together.
-pub const MAX_METADATA_BYTES: usize = 16 * 1024;
+pub(crate) const MAX_METADATA_BYTES: usize = 16 * 1024;
 /// Largest `cpuCount` / `memoryMB` E2B's spec can express (`format: int32`).
-pub const SPEC_MAX_SIZE: u32 = i32::MAX as u32;
+pub(crate) const SPEC_MAX_SIZE: u32 = i32::MAX as u32;
 
 const MIB: u64 = 1024 * 1024;
 
 /// The largest resources any known node reports: a sandbox above them can never be
 /// placed. `None` = no node has reported that figure yet.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LargestNode {
+pub(crate) struct LargestNode {
     /// Largest `metric_cpu_count`.
     pub cpu_count: Option<u32>,
     /// Largest `metric_memory_total_bytes`.
@@ -37,7 +37,7 @@ pub struct LargestNode {
 
 impl LargestNode {
     /// Over every node of `core` that reported metrics at a sync, whatever its status now.
-    pub fn of(core: &PlacementCore) -> Self {
+    pub(crate) fn of(core: &PlacementCore) -> Self {
         let mut out = Self::default();
         for view in core.nodes() {
             let m = view.metrics();
@@ -58,7 +58,11 @@ fn bad(message: String) -> ApiError {
 
 /// A size within E2B's `int32` range that some known node can hold (400 otherwise).
 /// With no node known yet the size falls through to normal placement.
-pub fn validate_size(vcpu: u32, memory_mb: u32, largest: LargestNode) -> Result<(), ApiError> {
+pub(crate) fn validate_size(
+    vcpu: u32,
+    memory_mb: u32,
+    largest: LargestNode,
+) -> Result<(), ApiError> {
     if vcpu == 0 {
         return Err(bad("cpuCount must be at least 1".into()));
     }
@@ -92,7 +96,7 @@ pub fn validate_size(vcpu: u32, memory_mb: u32, largest: LargestNode) -> Result<
 
 /// Metadata within [`MAX_METADATA_KEYS`], [`MAX_METADATA_KEY_BYTES`],
 /// [`MAX_METADATA_VALUE_BYTES`] and [`MAX_METADATA_BYTES`] (400 otherwise).
-pub fn validate_metadata(metadata: &BTreeMap<String, String>) -> Result<(), ApiError> {
+pub(crate) fn validate_metadata(metadata: &BTreeMap<String, String>) -> Result<(), ApiError> {
     if metadata.len() > MAX_METADATA_KEYS {
         return Err(bad(format!(
             "metadata has {} keys (at most {MAX_METADATA_KEYS})",

@@ -33,7 +33,7 @@ use super::rx_stamp::RxStamped;
 
 /// How long clients may take, per connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ConnTimeouts {
+pub(crate) struct ConnTimeouts {
     /// From accept (or, on HTTP/1, from the end of the previous request) until a request
     /// head must be complete.
     pub header_read: Duration,
@@ -46,7 +46,7 @@ pub struct ConnTimeouts {
 
 /// Serves `app` on `listener` until `stop` fires, then waits up to `grace` for the
 /// requests in progress.
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     app: Router,
     timeouts: ConnTimeouts,

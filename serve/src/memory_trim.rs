@@ -11,10 +11,10 @@ use tokio_util::sync::CancellationToken;
 
 /// How often the heap is trimmed while the service runs (an assumption: after a flood,
 /// memory is back within one period; a trim of an idle heap costs well under 1 ms).
-pub const TRIM_EVERY: Duration = Duration::from_secs(10);
+pub(crate) const TRIM_EVERY: Duration = Duration::from_secs(10);
 
 /// Trims the heap every [`TRIM_EVERY`] until `stop` fires (a no-op off glibc).
-pub fn spawn(stop: CancellationToken) -> tokio::task::JoinHandle<()> {
+pub(crate) fn spawn(stop: CancellationToken) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(TRIM_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -30,7 +30,7 @@ pub fn spawn(stop: CancellationToken) -> tokio::task::JoinHandle<()> {
 }
 
 /// Returns the free pages of every arena to the OS.
-pub fn trim() {
+pub(crate) fn trim() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim takes a pad size and touches only the allocator's own state,
     // under its locks.

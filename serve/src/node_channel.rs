@@ -48,14 +48,14 @@ struct Inner {
 
 /// A node's lazily opened, reopened-on-loss HTTP/2 connection (cheap to clone).
 #[derive(Debug, Clone)]
-pub struct NodeChannel {
+pub(crate) struct NodeChannel {
     inner: Arc<Inner>,
 }
 
 impl NodeChannel {
     /// A channel to `origin` (`http://host:port`), connecting through `connector`
     /// on first use. `None` if `origin` has no scheme or authority.
-    pub fn new(origin: Uri, connector: WatchedConnector) -> Option<Self> {
+    pub(crate) fn new(origin: Uri, connector: WatchedConnector) -> Option<Self> {
         let scheme = origin.scheme()?.clone();
         let authority = origin.authority()?.clone();
         Some(Self {
@@ -161,7 +161,7 @@ where
 
 /// A node's answer body: its data, then its trailers (where gRPC puts the status).
 #[derive(Debug)]
-pub struct NodeBody {
+pub(crate) struct NodeBody {
     recv: h2::RecvStream,
     data_done: bool,
 }

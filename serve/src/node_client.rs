@@ -74,8 +74,7 @@ pub struct NodeClient {
 
 impl NodeClient {
     /// A client of `addr` (`host:port` or `http://host:port`); connects on first use,
-    /// recording the channel's state in `channel`
-    /// ([`WatchedConnector`](super::channel_watch::WatchedConnector)).
+    /// its connector recording the channel's state in `channel`.
     pub fn new(
         addr: &str,
         connect_timeout: Duration,

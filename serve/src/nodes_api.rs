@@ -23,7 +23,7 @@ use super::state::{lock, Shared};
 use stampede_placement::AccountingMode;
 
 /// Every node as E2B's `Node`, `allocatedCPU` being this instance's belief.
-pub fn node_json(shared: &Shared) -> Vec<NodeJson> {
+pub(crate) fn node_json(shared: &Shared) -> Vec<NodeJson> {
     let mut per_node: BTreeMap<&str, u64> = BTreeMap::new();
     let sandboxes = lock(&shared.sandboxes);
     for r in sandboxes.values() {
@@ -101,7 +101,7 @@ pub fn node_json(shared: &Shared) -> Vec<NodeJson> {
 
 /// `?clusterID=` of the `/nodes` routes.
 #[derive(Debug, Deserialize)]
-pub struct ClusterQuery {
+pub(crate) struct ClusterQuery {
     #[serde(rename = "clusterID")]
     cluster_id: Option<String>,
 }
@@ -114,7 +114,7 @@ fn local(
 }
 
 /// `GET /nodes`.
-pub async fn nodes(
+pub(crate) async fn nodes(
     State(shared): State<Arc<Shared>>,
     _auth: AdminAuth,
     query: Result<Query<ClusterQuery>, axum::extract::rejection::QueryRejection>,
@@ -133,7 +133,7 @@ fn node_not_found(node_id: &str) -> ApiError {
 }
 
 /// `GET /nodes/{nodeID}` (E2B `NodeDetail`).
-pub async fn node_detail(
+pub(crate) async fn node_detail(
     State(shared): State<Arc<Shared>>,
     _auth: AdminAuth,
     Path(node_id): Path<String>,
@@ -155,7 +155,7 @@ pub async fn node_detail(
 /// `POST /nodes/{nodeID}`: the node reports `status` from the next sync on (E2B sends it
 /// to the orchestrator, whose ServiceInfo then reports it). 204; 404 for an unknown node
 /// or another cluster; 400 for `connecting`, which has no orchestrator counterpart.
-pub async fn change_status(
+pub(crate) async fn change_status(
     State(shared): State<Arc<Shared>>,
     _auth: AdminAuth,
     Path(node_id): Path<String>,

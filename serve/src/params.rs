@@ -7,10 +7,10 @@ use std::time::SystemTime;
 
 /// E2B's local cluster (`shared/pkg/consts/cluster.go`: `uuid.Nil`): every node of
 /// stampede belongs to it.
-pub const LOCAL_CLUSTER_ID: &str = "00000000-0000-0000-0000-000000000000";
+pub(crate) const LOCAL_CLUSTER_ID: &str = "00000000-0000-0000-0000-000000000000";
 
 /// A `format: uuid` value, lower-cased (8-4-4-4-12 hex digits).
-pub fn parse_uuid(s: &str) -> Option<String> {
+pub(crate) fn parse_uuid(s: &str) -> Option<String> {
     let b = s.as_bytes();
     let ok = b.len() == 36
         && b.iter().enumerate().all(|(i, c)| match i {
@@ -22,7 +22,7 @@ pub fn parse_uuid(s: &str) -> Option<String> {
 
 /// Whether a `clusterID` (absent = the local cluster) names the cluster of stampede's
 /// nodes; `Err` when it is not a UUID.
-pub fn is_local_cluster(cluster_id: Option<&str>) -> Result<bool, String> {
+pub(crate) fn is_local_cluster(cluster_id: Option<&str>) -> Result<bool, String> {
     match cluster_id {
         None => Ok(true),
         Some(c) => parse_uuid(c)
@@ -33,7 +33,7 @@ pub fn is_local_cluster(cluster_id: Option<&str>) -> Result<bool, String> {
 
 /// A `format: date-time` value (RFC 3339: `YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)`, any
 /// year 0000-9999 as Go's `time.Parse` takes it), as nanoseconds since the Unix epoch.
-pub fn parse_date_time(s: &str) -> Option<i128> {
+pub(crate) fn parse_date_time(s: &str) -> Option<i128> {
     let b = s.as_bytes();
     if b.len() < 20 || !matches!(b[10], b'T' | b't') {
         return None;
@@ -121,7 +121,7 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 }
 
 /// A time as nanoseconds since the Unix epoch (negative before it).
-pub fn unix_nanos(t: SystemTime) -> i128 {
+pub(crate) fn unix_nanos(t: SystemTime) -> i128 {
     match t.duration_since(SystemTime::UNIX_EPOCH) {
         Ok(d) => d.as_nanos() as i128,
         Err(e) => -(e.duration().as_nanos() as i128),
@@ -161,7 +161,7 @@ fn unescape(part: &str) -> Option<String> {
 /// The `metadata` query filter: `key=value` pairs joined by `&`, keys and values
 /// URL-escaped (E2B's `utils/sandboxes_list.go`, `parseFilters`). Every pair must have
 /// exactly one `=`.
-pub fn parse_metadata_filter(q: &str) -> Result<BTreeMap<String, String>, String> {
+pub(crate) fn parse_metadata_filter(q: &str) -> Result<BTreeMap<String, String>, String> {
     let bad = || format!("error parsing metadata: invalid key value pair in `{q}`");
     let mut filters = BTreeMap::new();
     for pair in q.split('&') {
@@ -172,7 +172,7 @@ pub fn parse_metadata_filter(q: &str) -> Result<BTreeMap<String, String>, String
 }
 
 /// Whether a sandbox's metadata holds every pair of `filter`.
-pub fn metadata_matches(
+pub(crate) fn metadata_matches(
     metadata: &BTreeMap<String, String>,
     filter: &BTreeMap<String, String>,
 ) -> bool {
@@ -183,7 +183,7 @@ pub fn metadata_matches(
 /// `[namespace/]name[:tag]`, name and namespace of `[a-z0-9_-]`, tag of `[a-z0-9_.-]`,
 /// case-insensitive. (E2B also trims surrounding white space; stampede does not, so that
 /// its OpenAPI pattern says exactly what is accepted.)
-pub fn validate_template_id(t: &str) -> Result<(), String> {
+pub(crate) fn validate_template_id(t: &str) -> Result<(), String> {
     let ident = |s: &str, extra: &[u8]| {
         !s.is_empty()
             && s.bytes()
@@ -204,5 +204,99 @@ pub fn validate_template_id(t: &str) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!("Invalid template reference: `{t}`"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Request parameter checks of the service, pinned to E2B's behaviour.
+    use std::time::{Duration, SystemTime};
+
+    use super::{
+        is_local_cluster, parse_date_time, parse_metadata_filter, parse_uuid, unix_nanos,
+        validate_template_id,
+    };
+
+    /// `format: date-time` as Go's `time.Parse(time.RFC3339, ...)` reads it (E2B validates
+    /// `startedAfter` with kin-openapi): offsets, fractions, any year from 0000.
+    #[test]
+    fn date_time_reads_rfc3339_of_any_year() {
+        let at = |s| parse_date_time(s).unwrap_or_else(|| panic!("{s} refused"));
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        assert_eq!(at("2023-11-14T22:13:20Z"), unix_nanos(t));
+        assert_eq!(at("2023-11-14T23:13:20+01:00"), unix_nanos(t));
+        assert_eq!(
+            at("2023-11-14t21:13:20.5-01:00"),
+            unix_nanos(t) + 500_000_000
+        );
+        assert_eq!(at("1970-01-01T00:00:00Z"), 0);
+        // 0001-01-01 is 719162 days before the epoch (proleptic Gregorian).
+        assert_eq!(
+            at("0001-01-01T00:00:00Z"),
+            -719_162 * 86_400 * 1_000_000_000
+        );
+        assert_eq!(
+            at("2024-02-29T00:00:00Z"),
+            at("2024-03-01T00:00:00Z") - 86_400_000_000_000
+        );
+        for bad in [
+            "yesterday",
+            "2023-11-14",
+            "2023-11-14T22:13:20",
+            "2023-02-29T00:00:00Z",
+            "2023-13-01T00:00:00Z",
+            "2023-11-14T24:00:00Z",
+            "2023-11-14T22:13:20.Z",
+            "2023-11-14T22:13:20+0100",
+            "2023-11-14T22:13:20Zjunk",
+        ] {
+            assert_eq!(parse_date_time(bad), None, "{bad}");
+        }
+    }
+
+    /// E2B's `utils/sandboxes_list.go` (`parseFilters`): `k=v` pairs joined by `&`, each
+    /// part URL-unescaped, every pair with exactly one `=`.
+    #[test]
+    fn metadata_filter_is_key_value_pairs() {
+        let f = parse_metadata_filter("user=abc&app=my+app&k%26=v%3D1").unwrap();
+        assert_eq!(f.len(), 3);
+        assert_eq!(f["user"], "abc");
+        assert_eq!(f["app"], "my app");
+        assert_eq!(f["k&"], "v=1");
+        assert_eq!(parse_metadata_filter("=").unwrap()[""], "");
+        for bad in ["", "novalue", "a=b=c", "a=b&", "%zz=1"] {
+            assert!(parse_metadata_filter(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// `format: uuid` and E2B's local cluster (`shared/pkg/consts/cluster.go`, the nil UUID).
+    #[test]
+    fn cluster_ids_are_uuids() {
+        assert_eq!(
+            parse_uuid("6F1D3C2A-0000-4000-8000-00000000000A").as_deref(),
+            Some("6f1d3c2a-0000-4000-8000-00000000000a")
+        );
+        assert_eq!(parse_uuid("6f1d3c2a00004000800000000000000a"), None);
+        assert_eq!(is_local_cluster(None), Ok(true));
+        assert_eq!(
+            is_local_cluster(Some("00000000-0000-0000-0000-000000000000")),
+            Ok(true)
+        );
+        assert_eq!(
+            is_local_cluster(Some("6f1d3c2a-0000-4000-8000-00000000000a")),
+            Ok(false)
+        );
+        assert!(is_local_cluster(Some("local")).is_err());
+    }
+
+    /// E2B's `shared/pkg/id/id.go` (`ParseName`): `[namespace/]name[:tag]`.
+    #[test]
+    fn template_references_as_e2b_parses_them() {
+        for ok in ["base", "Base", "team/base", "base:v1.2", "my_t-1/x:latest"] {
+            assert!(validate_template_id(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "a/b/c", "a:b:c", "bad template", "a/", ":tag", "ü"] {
+            assert!(validate_template_id(bad).is_err(), "{bad}");
+        }
     }
 }

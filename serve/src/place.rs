@@ -20,7 +20,7 @@ use stampede_placement::{
 };
 
 /// E2B's `clientID` of every sandbox (`packages/shared/pkg/consts/sandboxes.go`).
-pub const CLIENT_ID: &str = "6532622b";
+pub(crate) const CLIENT_ID: &str = "6532622b";
 
 /// Place and create one sandbox, in the handler's own task: when the HTTP client hangs
 /// up, hyper drops this future, and the placement stops there as E2B's loop does with
@@ -28,7 +28,10 @@ pub const CLIENT_ID: &str = "6532622b";
 /// the Create RPC in flight is cancelled (its future dropped), no new attempt starts,
 /// and the placer forgets the request at once ([`OpenRequest`]'s drop), as at its
 /// deadline.
-pub async fn create_sandbox(shared: &Arc<Shared>, body: NewSandbox) -> Result<Sandbox, ApiError> {
+pub(crate) async fn create_sandbox(
+    shared: &Arc<Shared>,
+    body: NewSandbox,
+) -> Result<Sandbox, ApiError> {
     let sandbox_id = shared.new_sandbox_id();
     let _reserved = Reserved {
         shared,
@@ -80,7 +83,7 @@ impl Drop for OpenRequest<'_> {
 /// A placement from a snapshot (a resume or a fork): the node waits for a starting
 /// slot, and the placer tries `origin` first ([`PreferredNode`](stampede_placement::PreferredNode)).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FromSnapshot {
+pub(crate) struct FromSnapshot {
     /// The node the snapshot was taken on.
     pub origin: Option<String>,
     /// A resume (or connect) or a fork, as `/metrics` counts it.
@@ -90,7 +93,7 @@ pub struct FromSnapshot {
 /// Place `sandbox_id` (already reserved in `placing` by the caller, who releases it)
 /// from a snapshot, with the settings of `body`; the answer carries the node and, after
 /// a timeout, the node that warmed (see [`Answered::warmed`]).
-pub async fn place_from_snapshot(
+pub(crate) async fn place_from_snapshot(
     shared: &Arc<Shared>,
     sandbox_id: &str,
     body: NewSandbox,

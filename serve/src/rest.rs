@@ -100,7 +100,7 @@ where
 /// `POST /nodes/{nodeID}` body (E2B `NodeStatusChange`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct NodeStatusChange {
+pub(crate) struct NodeStatusChange {
     /// The status to set.
     pub status: stampede_placement::NodeStatus,
     /// Cluster of the node (a UUID); absent = the local cluster.
@@ -115,7 +115,7 @@ pub struct NodeStatusChange {
 
 /// `201` answer of a create (E2B `Sandbox`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Sandbox {
+pub(crate) struct Sandbox {
     /// Template the sandbox was created from.
     #[serde(rename = "templateID")]
     pub template_id: String,
@@ -138,7 +138,7 @@ pub struct Sandbox {
 
 /// One entry of `GET /sandboxes` (E2B `ListedSandbox`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ListedSandbox {
+pub(crate) struct ListedSandbox {
     /// Template id.
     #[serde(rename = "templateID")]
     pub template_id: String,

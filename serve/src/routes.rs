@@ -25,7 +25,7 @@ use super::state::{lock, SandboxRecord, Shared};
 use super::transition::{locate, Move, Whereabouts};
 
 /// The router of one instance.
-pub fn router(shared: Arc<Shared>) -> Router {
+pub(crate) fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .route("/health", get(health))
         .route("/metrics", get(metrics))
@@ -43,10 +43,10 @@ pub fn router(shared: Arc<Shared>) -> Router {
 }
 
 /// A handler's answer.
-pub type ApiResult<T> = Result<T, ApiError>;
+pub(crate) type ApiResult<T> = Result<T, ApiError>;
 
 /// A JSON request body of type `T` (400 naming what is wrong otherwise).
-pub fn json_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> ApiResult<T> {
+pub(crate) fn json_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> ApiResult<T> {
     serde_json::from_slice(body).map_err(|e| {
         ApiError::new(
             StatusCode::BAD_REQUEST,

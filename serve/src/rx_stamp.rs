@@ -21,7 +21,7 @@ use tokio::net::TcpStream;
 
 /// The receive time of the last bytes a connection read.
 #[derive(Debug, Default)]
-pub struct LastRead {
+pub(crate) struct LastRead {
     /// `CLOCK_REALTIME` nanoseconds; 0: nothing read yet.
     ns: AtomicU64,
     kernel: AtomicBool,
@@ -30,7 +30,7 @@ pub struct LastRead {
 impl LastRead {
     /// Nanoseconds since the Unix epoch of the last read, and whether the kernel
     /// stamped it; `None` before the first read.
-    pub fn get(&self) -> Option<(u64, bool)> {
+    pub(crate) fn get(&self) -> Option<(u64, bool)> {
         let ns = self.ns.load(Relaxed);
         (ns != 0).then(|| (ns, self.kernel.load(Relaxed)))
     }
@@ -43,7 +43,7 @@ impl LastRead {
 
 /// Now on the wall clock, in nanoseconds since the Unix epoch (the clock of the
 /// kernel's receive timestamps).
-pub fn realtime_ns() -> u64 {
+pub(crate) fn realtime_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
@@ -52,7 +52,7 @@ pub fn realtime_ns() -> u64 {
 
 /// A TCP stream whose reads record their receive time in a [`LastRead`].
 #[derive(Debug)]
-pub struct RxStamped {
+pub(crate) struct RxStamped {
     stream: TcpStream,
     last: Arc<LastRead>,
     /// The kernel timestamps this socket's segments.
@@ -61,7 +61,7 @@ pub struct RxStamped {
 
 impl RxStamped {
     /// Wraps an accepted stream and asks the kernel to timestamp what it receives.
-    pub fn new(stream: TcpStream) -> (Self, Arc<LastRead>) {
+    pub(crate) fn new(stream: TcpStream) -> (Self, Arc<LastRead>) {
         let kernel = enable_kernel_stamps(&stream);
         if !kernel {
             tracing::debug!(
@@ -147,7 +147,7 @@ impl AsyncWrite for RxStamped {
 /// socket asks, from a work queue, and segments before that come unstamped. The
 /// listener keeps it on while it is open. `false`: no kernel stamps (not Linux, the
 /// option was refused, or not on within `within`).
-pub async fn stamp_listener(listener: &tokio::net::TcpListener, within: Duration) -> bool {
+pub(crate) async fn stamp_listener(listener: &tokio::net::TcpListener, within: Duration) -> bool {
     if !enable_kernel_stamps(listener) {
         return false;
     }

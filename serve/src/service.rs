@@ -347,7 +347,6 @@ async fn connect_all(
             id.clone(),
             NodeConn {
                 id,
-                addr: target.addr,
                 client,
                 channel,
                 info: std::sync::Mutex::new(NodeInfo {

@@ -42,10 +42,10 @@ use super::transition::{begin_from_running, Move, MoveGuard, Whereabouts};
 
 /// The oldest envd a snapshot can be taken of: 0.5.0 (E2B's
 /// `MinEnvdVersionForSnapshot`, `packages/shared/pkg/utils/version.go`).
-pub const MIN_ENVD_FOR_SNAPSHOT: (u64, u64, u64) = (0, 5, 0);
+pub(crate) const MIN_ENVD_FOR_SNAPSHOT: (u64, u64, u64) = (0, 5, 0);
 
 /// The snapshot routes, merged into the service's router.
-pub fn router() -> Router<Arc<Shared>> {
+pub(crate) fn router() -> Router<Arc<Shared>> {
     Router::new()
         .route("/sandboxes/{sandbox_id}/snapshots", post(create))
         .route("/snapshots", get(list))

@@ -22,19 +22,19 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 /// The namespace of the one team stampede serves (stampede's choice).
-pub const TEAM_SLUG: &str = "stampede";
+pub(crate) const TEAM_SLUG: &str = "stampede";
 
 /// The tag of a build whose name gives none (E2B's `id.DefaultTag`).
-pub const DEFAULT_TAG: &str = "default";
+pub(crate) const DEFAULT_TAG: &str = "default";
 
 /// Snapshots per page, by default and at most: 100 (E2B's
 /// `snapshotTemplatesDefaultLimit` / `snapshotTemplatesMaxLimit`).
-pub const LIST_LIMIT: usize = 100;
+pub(crate) const LIST_LIMIT: usize = 100;
 
 /// E2B `SnapshotInfo`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SnapshotInfo {
+pub(crate) struct SnapshotInfo {
     /// `namespace/alias:tag` when the template has an alias, else `templateID:tag`.
     #[serde(rename = "snapshotID")]
     pub snapshot_id: String,
@@ -44,7 +44,7 @@ pub struct SnapshotInfo {
 
 /// A snapshot name or id as E2B's `id.ParseName` reads it: `[namespace/]alias[:tag]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SnapshotName {
+pub(crate) struct SnapshotName {
     /// `alias` (or a template id), lower-cased, without its namespace.
     pub alias: String,
     /// The tag, when one was given; `default` is kept as given here.
@@ -56,7 +56,7 @@ impl SnapshotName {
     /// case-insensitive (lower-cased), and a namespace, if any, must be the team's
     /// (`id.ValidateNamespaceMatchesTeam`). Unlike E2B, surrounding white space is not
     /// trimmed, so that the OpenAPI pattern says exactly what is accepted.
-    pub fn parse(input: &str) -> Result<Self, String> {
+    pub(crate) fn parse(input: &str) -> Result<Self, String> {
         let ident = |s: &str, extra: &[u8]| {
             !s.is_empty()
                 && s.bytes().all(|c| {
@@ -97,21 +97,21 @@ impl SnapshotName {
     }
 
     /// The build tag this name asks for (`default` when none).
-    pub fn tag_or_default(&self) -> &str {
+    pub(crate) fn tag_or_default(&self) -> &str {
         self.tag.as_deref().unwrap_or(DEFAULT_TAG)
     }
 }
 
 /// A list page's position: after (older than) the template created at `time` with `id`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cursor {
+pub(crate) struct Cursor {
     time: SystemTime,
     id: String,
 }
 
 impl Cursor {
     /// E2B's token: base64url of `{RFC 3339, nanoseconds}__{id}`.
-    pub fn encode(&self) -> String {
+    pub(crate) fn encode(&self) -> String {
         let text = format!(
             "{}__{}",
             humantime::format_rfc3339_nanos(self.time),
@@ -121,7 +121,7 @@ impl Cursor {
     }
 
     /// Read a token made by [`Cursor::encode`] (or by E2B); `None` when it is not one.
-    pub fn decode(token: &str) -> Option<Self> {
+    pub(crate) fn decode(token: &str) -> Option<Self> {
         let bytes = base64::engine::general_purpose::URL_SAFE
             .decode(token)
             .ok()?;
@@ -155,7 +155,7 @@ struct Build {
 /// The size a snapshot's sandboxes get (E2B's build `vcpu` and `ram_mb`, the source
 /// sandbox's).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SandboxSize {
+pub(crate) struct SandboxSize {
     /// vCPU.
     pub vcpu: u32,
     /// Memory, MiB.
@@ -191,7 +191,7 @@ impl Template {
 
 /// What a list asks for.
 #[derive(Debug, Clone, Default)]
-pub struct ListFilter {
+pub(crate) struct ListFilter {
     /// Only snapshots of this sandbox.
     pub sandbox_id: Option<String>,
     /// Only this template (by alias or id), and with a tag only builds of that tag.
@@ -200,7 +200,7 @@ pub struct ListFilter {
 
 /// The snapshot templates of the team.
 #[derive(Debug)]
-pub struct Snapshots {
+pub(crate) struct Snapshots {
     templates: BTreeMap<String, Template>,
     rng: ChaCha8Rng,
 }
@@ -208,7 +208,7 @@ pub struct Snapshots {
 impl Snapshots {
     /// An empty store whose template ids come from `seed` (a stream of their own, so
     /// that sandbox ids do not depend on snapshots).
-    pub fn new(seed: u64) -> Self {
+    pub(crate) fn new(seed: u64) -> Self {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         rng.set_stream(2);
         Self {
@@ -218,7 +218,7 @@ impl Snapshots {
     }
 
     /// A fresh id like E2B's `id.Generate`: 20 lowercase alphanumerics.
-    pub fn new_id(&mut self) -> String {
+    pub(crate) fn new_id(&mut self) -> String {
         const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz1234567890";
         loop {
             let id: String = (0..20)
@@ -249,7 +249,7 @@ impl Snapshots {
     /// The size of the sandboxes a create from `template` gets, when it names a snapshot
     /// (by alias or id; its newest build of the tag, `default` when none is given), as
     /// E2B's create takes them from the template's build.
-    pub fn size_of(&self, template: &str) -> Option<SandboxSize> {
+    pub(crate) fn size_of(&self, template: &str) -> Option<SandboxSize> {
         let name = SnapshotName::parse(template).ok()?;
         let id = self.resolve(&name)?;
         let tag = name.tag_or_default();
@@ -264,7 +264,7 @@ impl Snapshots {
     /// Record a build of `sandbox_id` (of `size`) taken at `now`: under `name`'s template when that
     /// alias exists, else a new template (aliased when named). The answer of E2B's
     /// create: `namespace/alias:tag` and the name, or `templateID:tag` and no names.
-    pub fn record(
+    pub(crate) fn record(
         &mut self,
         sandbox_id: &str,
         size: SandboxSize,
@@ -308,7 +308,7 @@ impl Snapshots {
 
     /// One page of the templates `filter` keeps, newest first, after `cursor`, at most
     /// `limit`; the cursor of the next page when there is one.
-    pub fn list(
+    pub(crate) fn list(
         &self,
         filter: &ListFilter,
         cursor: Option<&Cursor>,

@@ -17,7 +17,7 @@ use stampede_placement::{ChannelCell, Input, NodeStatus, Output, Placer, PlacerC
 
 /// What ServiceInfo says about a node besides the metrics the core keeps.
 #[derive(Debug, Clone, Default)]
-pub struct NodeInfo {
+pub(crate) struct NodeInfo {
     /// `service_id`.
     pub service_id: String,
     /// `service_version`.
@@ -45,7 +45,7 @@ pub struct NodeInfo {
 impl NodeInfo {
     /// Note that the node's status is `status` now; the change time moves only when it
     /// differs from the last one seen.
-    pub fn note_status(&mut self, status: NodeStatus) {
+    pub(crate) fn note_status(&mut self, status: NodeStatus) {
         if self.status_seen.is_none_or(|(s, _)| s != status) {
             self.status_seen = Some((status, SystemTime::now()));
         }
@@ -54,11 +54,9 @@ impl NodeInfo {
 
 /// One node: its clients and its ServiceInfo details.
 #[derive(Debug)]
-pub struct NodeConn {
+pub(crate) struct NodeConn {
     /// Node id.
     pub id: String,
-    /// gRPC address.
-    pub addr: String,
     /// Clients.
     pub client: NodeClient,
     /// The state of the clients' channel, written by their connector, read by the core.
@@ -69,7 +67,7 @@ pub struct NodeConn {
 
 /// A sandbox this instance placed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SandboxRecord {
+pub(crate) struct SandboxRecord {
     /// Node it runs on.
     pub node: String,
     /// Template id.
@@ -90,7 +88,7 @@ pub struct SandboxRecord {
 
 /// Everything the handlers and the sync loop share.
 #[derive(Debug)]
-pub struct Shared {
+pub(crate) struct Shared {
     /// Settings.
     pub cfg: ServeConfig,
     /// The sans-IO placer: core, sampling RNG and open requests (locked briefly, never
@@ -131,7 +129,7 @@ pub struct Shared {
 
 impl Shared {
     /// State for `nodes` (already connected lazily).
-    pub fn new(
+    pub(crate) fn new(
         cfg: ServeConfig,
         nodes: IndexMap<String, NodeConn>,
         trace: Option<TraceSink>,
@@ -168,23 +166,23 @@ impl Shared {
     }
 
     /// Feed one input to the placer at the current time.
-    pub fn handle(&self, input: Input) -> Option<Output> {
+    pub(crate) fn handle(&self, input: Input) -> Option<Output> {
         let mut placer = lock(&self.placer);
         placer.handle(self.now(), input)
     }
 
     /// Time on the placer's clock.
-    pub fn now(&self) -> Duration {
+    pub(crate) fn now(&self) -> Duration {
         self.epoch.elapsed()
     }
 
     /// An id for a new create request.
-    pub fn next_request(&self) -> u64 {
+    pub(crate) fn next_request(&self) -> u64 {
         self.next_request.fetch_add(1, Ordering::Relaxed)
     }
 
     /// A fresh sandbox id like E2B's: `i` + 20 lowercase alphanumerics, unused here.
-    pub fn new_sandbox_id(&self) -> String {
+    pub(crate) fn new_sandbox_id(&self) -> String {
         const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
         loop {
             let id: String = {
@@ -204,7 +202,7 @@ impl Shared {
 }
 
 /// The placer settings of an instance.
-pub fn placer_config(cfg: &ServeConfig) -> PlacerConfig {
+pub(crate) fn placer_config(cfg: &ServeConfig) -> PlacerConfig {
     PlacerConfig {
         placement: cfg.placement.clone(),
         seed: cfg.seed,
@@ -216,6 +214,6 @@ pub fn placer_config(cfg: &ServeConfig) -> PlacerConfig {
 }
 
 /// Lock a mutex, recovering the data if a holder panicked (the state stays usable).
-pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -9,7 +9,7 @@ use super::state::lock;
 
 /// Refusals binned by whole seconds since an origin, per node id.
 #[derive(Debug)]
-pub struct StormBins {
+pub(crate) struct StormBins {
     inner: Mutex<Bins>,
 }
 
@@ -34,19 +34,19 @@ impl Default for StormBins {
 impl StormBins {
     /// Forget every count and bin from `origin` on (a harness's workload gate). A
     /// refusal before `origin` counts in second 0.
-    pub fn restart(&self, origin: Instant) {
+    pub(crate) fn restart(&self, origin: Instant) {
         let mut b = lock(&self.inner);
         b.origin = origin;
         b.per_second.clear();
     }
 
     /// Node `node` refused a create with ResourceExhausted now.
-    pub fn record(&self, node: &str) {
+    pub(crate) fn record(&self, node: &str) {
         self.record_at(node, Instant::now());
     }
 
     /// Node `node` refused a create with ResourceExhausted at `at`.
-    pub fn record_at(&self, node: &str, at: Instant) {
+    pub(crate) fn record_at(&self, node: &str, at: Instant) {
         let mut b = lock(&self.inner);
         let s = at.saturating_duration_since(b.origin).as_secs() as usize;
         if b.per_second.len() <= s {
@@ -62,21 +62,12 @@ impl StormBins {
     }
 
     /// One map per second since the origin: refusals per node id.
-    pub fn by_node(&self) -> Vec<BTreeMap<String, u64>> {
+    pub(crate) fn by_node(&self) -> Vec<BTreeMap<String, u64>> {
         let b = lock(&self.inner);
         b.per_second
             .iter()
             .map(|row| row.iter().map(|(n, c)| (n.clone(), *c)).collect())
             .collect()
-    }
-
-    /// Refusals counted since the origin, over every node.
-    pub fn total(&self) -> u64 {
-        lock(&self.inner)
-            .per_second
-            .iter()
-            .flat_map(|row| row.values())
-            .sum()
     }
 }
 
@@ -102,8 +93,9 @@ mod tests {
         assert!(per_second[1].is_empty());
         assert_eq!(per_second[2].get("a"), Some(&2));
         assert_eq!(per_second[2].get("b"), None);
-        assert_eq!(bins.total(), 4);
+        let total = |b: &StormBins| b.by_node().iter().flat_map(|r| r.values()).sum::<u64>();
+        assert_eq!(total(&bins), 4);
         bins.restart(t0 + Duration::from_secs(3));
-        assert_eq!(bins.total(), 0);
+        assert_eq!(total(&bins), 0);
     }
 }

@@ -14,7 +14,7 @@ use stampede_proto::ServiceInfoResponse;
 
 use super::node_client::ListedOnNode;
 use super::state::{lock, NodeConn, Shared};
-use stampede_placement::evict::is_orphan_to_kill;
+use stampede_placement::is_orphan_to_kill;
 use stampede_placement::{DeleteOutcome, InfoReply, Input};
 
 /// Nodes synced at once. Enough to overlap every round trip of a usual fleet; on a
@@ -25,7 +25,7 @@ const SYNC_CONCURRENCY: usize = 256;
 
 /// Sync every node once (up to [`SYNC_CONCURRENCY`] at a time), serialized with other
 /// syncs.
-pub async fn sync_all(shared: &Arc<Shared>) {
+pub(crate) async fn sync_all(shared: &Arc<Shared>) {
     use futures::StreamExt;
     let _one_at_a_time = shared.sync_lock.lock().await;
     let mut waiting = shared.nodes.values();

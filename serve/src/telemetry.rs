@@ -14,7 +14,7 @@ const DECISION_BUCKETS: [f64; 10] = [1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 5
 
 /// Counters of one placement instance; all monotonic.
 #[derive(Debug, Default)]
-pub struct Telemetry {
+pub(crate) struct Telemetry {
     /// Create requests answered 201.
     pub creates_ok: AtomicU64,
     /// Create requests that failed after retries (500).
@@ -56,7 +56,7 @@ pub struct Telemetry {
 
 impl Telemetry {
     /// Record the time one Best-of-K decision took.
-    pub fn record_decision(&self, took: Duration) {
+    pub(crate) fn record_decision(&self, took: Duration) {
         self.decisions.fetch_add(1, Relaxed);
         let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
         self.decision_nanos.fetch_add(nanos, Relaxed);
@@ -69,7 +69,7 @@ impl Telemetry {
     }
 
     /// The counters a run reads, as typed values.
-    pub fn counters(&self) -> ServiceCounters {
+    pub(crate) fn counters(&self) -> ServiceCounters {
         ServiceCounters {
             creates_ok: self.creates_ok.load(Relaxed),
             creates_failed: self.creates_failed.load(Relaxed),
@@ -84,7 +84,7 @@ impl Telemetry {
 
     /// Prometheus text exposition of every counter, labelled with the accounting mode
     /// (label values escaped by the project's one Prometheus writer, `stampede-http-kit`).
-    pub fn render(&self, accounting: &str) -> String {
+    pub(crate) fn render(&self, accounting: &str) -> String {
         let mut out = String::new();
         let counters: [(&str, &str, &AtomicU64); 15] = [
             (

@@ -41,13 +41,13 @@ struct OfKind {
 
 /// Placement counters by kind.
 #[derive(Debug, Default)]
-pub struct KindTelemetry {
+pub(crate) struct KindTelemetry {
     kinds: [OfKind; 3],
 }
 
 impl KindTelemetry {
     /// A placement of `kind` ended after `took`, placed or not.
-    pub fn ended(&self, kind: PlacementKind, placed: bool, took: Duration) {
+    pub(crate) fn ended(&self, kind: PlacementKind, placed: bool, took: Duration) {
         let k = &self.kinds[index(kind)];
         if placed { &k.placed } else { &k.failed }.fetch_add(1, Relaxed);
         let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
@@ -62,7 +62,7 @@ impl KindTelemetry {
 
     /// A Create of `kind` was refused with ResourceExhausted; `waited`: after its wait
     /// for a starting slot ran out (a Create from a snapshot).
-    pub fn refused(&self, kind: PlacementKind, waited: bool) {
+    pub(crate) fn refused(&self, kind: PlacementKind, waited: bool) {
         let k = &self.kinds[index(kind)];
         k.refusals.fetch_add(1, Relaxed);
         if waited {
@@ -71,7 +71,7 @@ impl KindTelemetry {
     }
 
     /// Appends every series, labelled with `accounting` and the kind.
-    pub fn render(&self, out: &mut String, accounting: &str) {
+    pub(crate) fn render(&self, out: &mut String, accounting: &str) {
         type Pick = fn(&OfKind) -> &AtomicU64;
         let counters: [(&str, &str, Pick); 4] = [
             (

@@ -22,7 +22,7 @@ use super::state::{lock, SandboxRecord, Shared};
 
 /// What a move does to its sandbox.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Move {
+pub(crate) enum Move {
     /// Running to paused (`POST /pause`).
     Pause,
     /// Paused to running (`POST /resume`, `/connect`).
@@ -36,7 +36,7 @@ pub enum Move {
 
 /// The moves in flight, by sandbox id.
 #[derive(Debug, Default)]
-pub struct Transitions {
+pub(crate) struct Transitions {
     moving: Mutex<HashMap<String, InFlight>>,
 }
 
@@ -49,7 +49,7 @@ struct InFlight {
 
 /// Where a sandbox is, read in one piece ([`locate`]).
 #[derive(Debug)]
-pub enum Whereabouts {
+pub(crate) enum Whereabouts {
     /// In the running store.
     Running(Box<SandboxRecord>),
     /// A snapshot in the paused store.
@@ -62,7 +62,7 @@ pub enum Whereabouts {
 
 /// A move seen in flight, to wait for.
 #[derive(Debug)]
-pub struct Settling {
+pub(crate) struct Settling {
     /// The move.
     pub what: Move,
     /// The sandbox as it was when the move began.
@@ -72,7 +72,7 @@ pub struct Settling {
 
 impl Settling {
     /// Wait until the move ends; whether it did what it set out to do.
-    pub async fn settled(mut self) -> bool {
+    pub(crate) async fn settled(mut self) -> bool {
         match self.ended.wait_for(Option::is_some).await {
             Ok(done) => *done == Some(true),
             // The guard always sends before it goes; a closed channel means it did not.
@@ -84,7 +84,7 @@ impl Settling {
 /// A move begun: its sandbox is registered until this is dropped, which wakes every
 /// waiter; [`MoveGuard::succeeded`] before that says the move did what it set out to.
 #[derive(Debug)]
-pub struct MoveGuard {
+pub(crate) struct MoveGuard {
     shared: Arc<Shared>,
     id: String,
     ended: watch::Sender<Option<bool>>,
@@ -93,7 +93,7 @@ pub struct MoveGuard {
 
 impl MoveGuard {
     /// The move did what it set out to do (the sandbox is where it was going).
-    pub fn succeeded(&mut self) {
+    pub(crate) fn succeeded(&mut self) {
         self.ok = true;
     }
 }
@@ -106,7 +106,7 @@ impl Drop for MoveGuard {
 }
 
 /// Where `id` is now, the registry locked across the look.
-pub fn locate(shared: &Shared, id: &str) -> Whereabouts {
+pub(crate) fn locate(shared: &Shared, id: &str) -> Whereabouts {
     let moving = lock(&shared.transitions.moving);
     look(shared, &moving, id)
 }
@@ -155,7 +155,7 @@ fn register(
 
 /// Begin `what` (a pause, a kill or a snapshot) of the running sandbox `id`: taken out of the
 /// running store into `removing` and registered, in one step. Where it is otherwise.
-pub fn begin_from_running(
+pub(crate) fn begin_from_running(
     shared: &Arc<Shared>,
     id: &str,
     what: Move,
@@ -180,7 +180,7 @@ pub fn begin_from_running(
 
 /// Begin the resume of the paused sandbox `id`: taken out of the paused store into
 /// `placing` and registered, in one step. Where it is otherwise.
-pub fn begin_resume(
+pub(crate) fn begin_resume(
     shared: &Arc<Shared>,
     id: &str,
 ) -> Result<(MoveGuard, SandboxRecord), Whereabouts> {
@@ -203,7 +203,7 @@ pub fn begin_resume(
 
 /// Delete the snapshot of the paused sandbox `id`, unless a move holds it; where it is
 /// otherwise.
-pub fn delete_snapshot(shared: &Shared, id: &str) -> Result<(), Whereabouts> {
+pub(crate) fn delete_snapshot(shared: &Shared, id: &str) -> Result<(), Whereabouts> {
     let moving = lock(&shared.transitions.moving);
     if !moving.contains_key(id) && lock(&shared.paused).remove(id).is_some() {
         return Ok(());

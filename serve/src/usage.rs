@@ -18,15 +18,15 @@ use serde::{Deserialize, Serialize};
 use super::state::SandboxRecord;
 
 /// Period of the modelled samples: 5 s (an assumption of stampede's, not E2B's figure).
-pub const SAMPLE_PERIOD: Duration = Duration::from_secs(5);
+pub(crate) const SAMPLE_PERIOD: Duration = Duration::from_secs(5);
 
 /// Most samples one answer carries (the latest ones).
-pub const MAX_SAMPLES: usize = 1000;
+pub(crate) const MAX_SAMPLES: usize = 1000;
 
 /// E2B's `SandboxMetric`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SandboxMetric {
+pub(crate) struct SandboxMetric {
     /// RFC 3339 time of the sample (deprecated upstream, still sent).
     pub timestamp: String,
     /// Unix seconds of the sample.
@@ -49,7 +49,7 @@ pub struct SandboxMetric {
 
 /// The samples of `id` whose time lies in `[from, to]` (Unix seconds; absent = the
 /// sandbox's start / now), at most [`MAX_SAMPLES`], oldest first.
-pub fn samples(
+pub(crate) fn samples(
     seed: u64,
     id: &str,
     r: &SandboxRecord,
@@ -74,7 +74,12 @@ pub fn samples(
 }
 
 /// The latest sample of `id` at `now`, if it has one.
-pub fn latest(seed: u64, id: &str, r: &SandboxRecord, now: SystemTime) -> Option<SandboxMetric> {
+pub(crate) fn latest(
+    seed: u64,
+    id: &str,
+    r: &SandboxRecord,
+    now: SystemTime,
+) -> Option<SandboxMetric> {
     let t = unix_secs(now);
     samples(
         seed,

@@ -10,7 +10,7 @@ use crate::api_key::ApiKey;
 use crate::chaos::AppliedFault;
 use crate::collect::{list_over_grpc, Sample, TruthSource};
 use crate::mock_admin::{MockAdmin, MockAdminError};
-use crate::serve::rest::EvictedIds;
+use crate::serve::EvictedIds;
 
 /// When an id was seen on one node during the run (ms after the workload's start gate).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

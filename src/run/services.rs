@@ -8,7 +8,7 @@ use mock_node::fleet::FleetHandle;
 use super::StageError;
 use crate::aggregate::ServiceCounters;
 use crate::api_key::ApiKey;
-use crate::placement::config::first_periodic_sync;
+use crate::placement::first_periodic_sync;
 use crate::profile::{EmbeddedPlacement, Profile, RunVariant};
 use crate::serve::{self, ArrivalWindow, ServeConfig, ServiceHandle, SyncPhaser, TelemetryReader};
 
@@ -101,8 +101,8 @@ pub(super) async fn start_replicas(
         request_timeout: e.request_timeout,
         retry_backoff: e.retry_backoff,
         api_stage: e.api_stage.clone(),
-        api_key: key.expose().to_string(),
-        admin_token: Some(admin_token.expose().to_string()),
+        api_key: key.clone(),
+        admin_token: Some(admin_token.clone()),
         seed: profile.seed,
         default_vcpu: profile.workload.sandbox.vcpu,
         default_memory_mb: profile.workload.sandbox.ram_mb,

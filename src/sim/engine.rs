@@ -328,7 +328,7 @@ impl<'a> Engine<'a> {
 
     /// Replica `r` syncs `r / replicas` of an interval after replica 0.
     fn first_periodic_sync(&self, r: usize) -> Duration {
-        crate::placement::config::first_periodic_sync(
+        crate::placement::first_periodic_sync(
             to_duration(self.setup.sync_interval),
             to_duration(self.setup.sync_phase),
             r,

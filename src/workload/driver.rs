@@ -108,7 +108,7 @@ const GOOSE_STOP_MARGIN: Duration = Duration::from_millis(500);
 
 /// Longest a worker waits at the start gate for the others (defined beside the service's
 /// body deadline, which must exceed it).
-pub use crate::serve::config::GATE_WAIT;
+pub use crate::serve::GATE_WAIT;
 
 struct Shared {
     run: WorkloadRun,

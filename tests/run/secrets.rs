@@ -38,8 +38,8 @@ async fn api_key_and_admin_token_never_leak() {
         .expect("fleet");
     let nodes = stampede::serve_cmd::targets_of(&fleet);
     let cfg = ServeConfig {
-        api_key: KEY.into(),
-        admin_token: Some(ADMIN.into()),
+        api_key: stampede_http_kit::Secret::new(KEY),
+        admin_token: Some(stampede_http_kit::Secret::new(ADMIN)),
         ..ServeConfig::default()
     };
     let svc = serve::start(cfg, nodes, SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))

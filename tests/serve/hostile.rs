@@ -9,10 +9,9 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use serve_common::{cluster, serve_config, Rig};
 use stampede::placement::AccountingMode;
-use stampede::serve::limits::{
-    MAX_METADATA_KEYS, MAX_METADATA_KEY_BYTES, MAX_METADATA_VALUE_BYTES,
+use stampede::serve::{
+    NodeTarget, ServeConfig, MAX_METADATA_KEYS, MAX_METADATA_KEY_BYTES, MAX_METADATA_VALUE_BYTES,
 };
-use stampede::serve::{NodeTarget, ServeConfig};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -273,11 +272,11 @@ async fn embedded_service_refuses_blank_secrets() {
     let listen: SocketAddr = "127.0.0.1:0".parse().unwrap();
     for cfg in [
         ServeConfig {
-            admin_token: Some(String::new()),
+            admin_token: Some(stampede_http_kit::Secret::new("")),
             ..serve_config(AccountingMode::Optimistic)
         },
         ServeConfig {
-            api_key: " \t".into(),
+            api_key: stampede_http_kit::Secret::new(" \t"),
             ..serve_config(AccountingMode::Optimistic)
         },
     ] {

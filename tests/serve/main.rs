@@ -14,7 +14,6 @@ mod many_nodes;
 mod mock_admin_client;
 mod node_channel;
 mod nodes;
-mod params;
 mod promtool;
 mod replicas;
 mod snapshots;

@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use mock_node::fleet::FleetOptions;
 use stampede::placement::{ChannelCell, ChannelState};
-use stampede::serve::node_client::{CreateSpec, NodeClient};
+use stampede::serve::{CreateSpec, NodeClient};
 
 use crate::support::serve::cluster;
 

@@ -107,7 +107,7 @@ fn flags_map_to_settings() {
     assert_eq!(cfg.placement.max_starting_per_node, Some(3));
     assert_eq!(cfg.sync_interval, std::time::Duration::from_secs(1));
     assert_eq!(cfg.request_timeout, std::time::Duration::from_secs(70));
-    assert_eq!((cfg.seed, cfg.api_key.as_str()), (9, "e2b_x"));
+    assert_eq!((cfg.seed, cfg.api_key.expose()), (9, "e2b_x"));
     let targets = cli.serve.node_targets();
     assert_eq!(targets[0], NodeTarget::addr("10.0.0.1:5008"));
     assert_eq!(targets[1].id.as_deref(), Some("n7"));

@@ -5,7 +5,7 @@ use crate::support::serve as serve_common;
 use mock_node::config::{FailureCode, FailureRule, RpcKind};
 use serve_common::{cluster, serve_config, Rig};
 use stampede::placement::AccountingMode;
-use stampede::serve::sync::SYNC_MAX_RETRIES;
+use stampede::serve::SYNC_MAX_RETRIES;
 
 /// E2B's `nodemanager/sync.go`: each cycle tries ServiceInfo then List up to 4 times;
 /// ServiceInfo's metrics are applied even when every List fails, and a cycle that never

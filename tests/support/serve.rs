@@ -59,7 +59,7 @@ pub fn serve_config(mode: AccountingMode) -> ServeConfig {
         request_timeout: Duration::from_secs(10),
         rpc_timeout: Duration::from_secs(2),
         seed: 11,
-        admin_token: Some(TEST_ADMIN_TOKEN.to_string()),
+        admin_token: Some(stampede_http_kit::Secret::new(TEST_ADMIN_TOKEN)),
         ..ServeConfig::default()
     }
 }
