@@ -11,7 +11,8 @@ use super::error::ServeError;
 use super::service::start_replicas;
 use stampede_http_kit::Secret;
 use stampede_placement::{
-    AccountingMode, FailureAnswers, PlacementConfig, REQUEST_TIMEOUT, SYNC_INTERVAL,
+    AccountingMode, FailureAnswers, PlacementConfig, MIN_SYNC_INTERVAL, REQUEST_TIMEOUT,
+    SYNC_INTERVAL,
 };
 
 /// Flags of `stampede serve`.
@@ -41,8 +42,8 @@ pub struct ServeArgs {
     /// Skip sampled nodes with more than N creates of this instance in flight.
     #[arg(long, value_name = "N")]
     pub max_starting_per_node: Option<u32>,
-    /// Node sync period.
-    #[arg(long, default_value_t = SYNC_INTERVAL.into())]
+    /// Node sync period (at least 1ms).
+    #[arg(long, default_value_t = SYNC_INTERVAL.into(), value_parser = sync_interval)]
     pub sync_interval: humantime::Duration,
     /// Deadline of a whole create request (504 past it).
     #[arg(long, default_value_t = REQUEST_TIMEOUT.into())]
@@ -199,6 +200,18 @@ pub async fn run(args: ServeArgs, discovered: Vec<NodeTarget>) -> Result<(), Ser
 
 /// `--failure-answers`: one of [`FailureAnswers::ALL`] by name (the core has no CLI
 /// dependency, so the flag's parser is here).
+/// A sync period, refused below [`MIN_SYNC_INTERVAL`] (the core would raise it).
+fn sync_interval(text: &str) -> Result<humantime::Duration, String> {
+    let d: humantime::Duration = text.parse().map_err(|e| format!("{e}"))?;
+    if *d < MIN_SYNC_INTERVAL {
+        return Err(format!(
+            "must be at least {}",
+            humantime::format_duration(MIN_SYNC_INTERVAL)
+        ));
+    }
+    Ok(d)
+}
+
 fn failure_answers() -> impl clap::builder::TypedValueParser<Value = FailureAnswers> {
     use clap::builder::TypedValueParser;
     clap::builder::PossibleValuesParser::new(FailureAnswers::ALL.map(FailureAnswers::as_str)).map(
@@ -215,7 +228,7 @@ fn failure_answers() -> impl clap::builder::TypedValueParser<Value = FailureAnsw
 mod tests {
     use clap::Parser;
 
-    use super::{ServeArgs, ServeConfig};
+    use super::{ServeArgs, ServeConfig, MIN_SYNC_INTERVAL};
 
     #[derive(Parser)]
     struct Cli {
@@ -234,5 +247,18 @@ mod tests {
         got.api_key.clone_from(&want.api_key);
         got.admin_token.clone_from(&want.admin_token);
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_sync_interval_below_a_millisecond_is_refused() {
+        let Err(err) =
+            Cli::try_parse_from(["serve", "--node", "127.0.0.1:1", "--sync-interval", "0s"])
+        else {
+            panic!("a zero sync interval parsed");
+        };
+        assert!(err.to_string().contains("at least 1ms"), "{err}");
+        let cli = Cli::try_parse_from(["serve", "--node", "127.0.0.1:1", "--sync-interval", "1ms"])
+            .expect("parses");
+        assert_eq!(cli.serve.config().sync_interval, MIN_SYNC_INTERVAL);
     }
 }
