@@ -183,6 +183,16 @@ pub(crate) fn metadata_matches(
 /// `[namespace/]name[:tag]`, name and namespace of `[a-z0-9_-]`, tag of `[a-z0-9_.-]`,
 /// case-insensitive. (E2B also trims surrounding white space; stampede does not, so that
 /// its OpenAPI pattern says exactly what is accepted.)
+/// A list's `limit` query parameter: absent is `max` (E2B's default page size), otherwise
+/// an integer in `1..=max`.
+pub(crate) fn page_limit(raw: Option<&str>, max: usize) -> Result<usize, String> {
+    let Some(l) = raw else { return Ok(max) };
+    l.parse::<usize>()
+        .ok()
+        .filter(|l| (1..=max).contains(l))
+        .ok_or_else(|| format!("limit must be an integer in 1..={max}"))
+}
+
 pub(crate) fn validate_template_id(t: &str) -> Result<(), String> {
     let ident = |s: &str, extra: &[u8]| {
         !s.is_empty()

@@ -17,7 +17,8 @@ use super::lifecycle_api;
 use super::limits::{validate_metadata, validate_size, LargestNode};
 use super::nodes_api::{change_status, node_detail, nodes};
 use super::params::{
-    metadata_matches, parse_date_time, parse_metadata_filter, unix_nanos, validate_template_id,
+    metadata_matches, page_limit, parse_date_time, parse_metadata_filter, unix_nanos,
+    validate_template_id,
 };
 use super::place::{create_sandbox, CLIENT_ID};
 use super::rest::{EvictedIds, ListedSandbox, NewSandbox};
@@ -222,15 +223,7 @@ async fn list_v2(
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> ApiResult<Response> {
     let Query(q) = query.map_err(|e| bad_request(e.body_text()))?;
-    let limit = match q.limit.as_deref() {
-        None => 100,
-        Some(l) => l
-            .parse::<i64>()
-            .ok()
-            .filter(|l| (1..=100).contains(l))
-            .ok_or_else(|| bad_request("limit must be an integer in 1..=100"))?
-            as usize,
-    };
+    let limit = page_limit(q.limit.as_deref(), 100).map_err(bad_request)?;
     let (mut wants_running, mut wants_paused) = (true, true);
     if let Some(states) = q.state.as_deref() {
         (wants_running, wants_paused) = (false, false);

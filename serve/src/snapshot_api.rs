@@ -35,6 +35,7 @@ use super::auth::ApiKeyAuth;
 use super::error::ApiError;
 use super::kill::kill_after_snapshot;
 use super::lifecycle_api::{changing_state, not_found, object_body};
+use super::params::page_limit;
 use super::routes::ApiResult;
 use super::snapshots::{Cursor, ListFilter, SandboxSize, SnapshotInfo, SnapshotName, LIST_LIMIT};
 use super::state::{lock, SandboxRecord, Shared};
@@ -237,15 +238,7 @@ async fn list(
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> ApiResult<Response> {
     let Query(q) = query.map_err(|e| bad_request(e.body_text()))?;
-    let limit = match q.limit.as_deref() {
-        None => LIST_LIMIT,
-        Some(l) => l
-            .parse::<i64>()
-            .ok()
-            .filter(|l| (1..=LIST_LIMIT as i64).contains(l))
-            .ok_or_else(|| bad_request(format!("limit must be an integer in 1..={LIST_LIMIT}")))?
-            as usize,
-    };
+    let limit = page_limit(q.limit.as_deref(), LIST_LIMIT).map_err(bad_request)?;
     // An empty token is the first page (E2B's `parseCursorToken`).
     let cursor = match q.next_token.as_deref() {
         None | Some("") => None,

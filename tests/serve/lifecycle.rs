@@ -172,15 +172,7 @@ async fn pause_frees_the_vcpu_and_wrong_states_get_e2bs_codes() {
     rig.svc.sync_now().await;
     let id = create(&rig).await;
     let node = rig.truth_node_of(&id).expect("placed");
-    let allocated = |rig: &Rig| {
-        rig.fleet
-            .truth()
-            .nodes
-            .into_iter()
-            .find(|n| n.id == node)
-            .map(|n| n.allocated_vcpu)
-            .expect("node")
-    };
+    let allocated = |rig: &Rig| rig.allocated_vcpu(&node);
     let running = allocated(&rig);
     pause(&rig, &id).await;
     assert_eq!(allocated(&rig), running - 2, "the node let its 2 vCPU go");

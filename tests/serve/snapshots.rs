@@ -55,15 +55,7 @@ async fn snapshot_keeps_the_sandbox_running_and_lists_by_template() {
     rig.svc.sync_now().await;
     let id = create(&rig).await;
     let node = rig.truth_node_of(&id).expect("placed");
-    let allocated = |rig: &Rig| {
-        rig.fleet
-            .truth()
-            .nodes
-            .into_iter()
-            .find(|n| n.id == node)
-            .map(|n| n.allocated_vcpu)
-            .expect("node")
-    };
+    let allocated = |rig: &Rig| rig.allocated_vcpu(&node);
     let before = allocated(&rig);
 
     let (s, bare) = snapshot(&rig, &id, json!({})).await;

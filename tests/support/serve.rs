@@ -181,6 +181,17 @@ impl Rig {
             .map(|n| n.id)
     }
 
+    /// The vCPU allocated on `node` now (its truth).
+    pub fn allocated_vcpu(&self, node: &str) -> u64 {
+        self.fleet
+            .truth()
+            .nodes
+            .into_iter()
+            .find(|n| n.id == node)
+            .map(|n| n.allocated_vcpu)
+            .expect("a node of the fleet")
+    }
+
     pub async fn fault(&self, kind: FaultKind, node: &str) -> u64 {
         self.fleet
             .apply_fault(FaultRequest {
