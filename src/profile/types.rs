@@ -125,9 +125,11 @@ pub struct EmbeddedPlacement {
     #[serde(with = "humantime_serde")]
     #[schemars(with = "Option<String>")]
     pub retry_backoff: Option<Duration>,
-    /// Simulator only: client-visible round trip of an RPC a node answers at once (a
-    /// refusal, an injected error), which paces E2B's retry loop. Default 57ms, as
-    /// measured on E2B's API ([`RPC_ROUND_TRIP`](crate::profile::RPC_ROUND_TRIP)).
+    /// Client-visible round trip of an RPC a node answers at once (a refusal, an
+    /// injected error), which paces E2B's retry loop: the simulator prices such an RPC
+    /// at it, and the embedded service waits it before each refused retry (on top of
+    /// `retry_backoff`). Default 57ms, as measured on E2B's API
+    /// ([`RPC_ROUND_TRIP`](crate::profile::RPC_ROUND_TRIP)).
     #[serde(with = "humantime_serde")]
     #[schemars(with = "String")]
     pub rpc_round_trip: Duration,

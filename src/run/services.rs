@@ -99,7 +99,10 @@ pub(super) async fn start_replicas(
         placement: e.placement_config(run),
         sync_interval: e.sync_interval,
         request_timeout: e.request_timeout,
-        retry_backoff: e.retry_backoff,
+        // The API's own time per refused retry, which the simulator prices a refusal at,
+        // is spent here as a wait before the retry (the wire's own round trip comes on
+        // top), so that a storm retries as often on the wire as in the simulator.
+        retry_backoff: Some(e.retry_backoff.unwrap_or_default() + e.rpc_round_trip),
         api_stage: e.api_stage.clone(),
         api_key: key.clone(),
         admin_token: Some(admin_token.clone()),
