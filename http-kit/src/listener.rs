@@ -267,6 +267,11 @@ impl Admitted {
     pub fn evicted(&self) -> tokio_util::sync::WaitForCancellationFuture<'_> {
         self.mark.entry.evict.cancelled()
     }
+
+    /// The token the cap cancels to close this connection, for a watcher of its own.
+    pub(crate) fn eviction(&self) -> CancellationToken {
+        self.mark.entry.evict.clone()
+    }
 }
 
 impl Drop for Admitted {
