@@ -23,7 +23,7 @@ workload:
 collect:
   interval: 1s
 YAML
-STAMPEDE_API_KEY=e2b_stampede_local_key "$bin/stampede" run --quiet --mock-admin "$admin" \
+STAMPEDE_API_KEY=e2b_stampede_local_key "$bin/stampede" run --quiet --api "http://127.0.0.1:$port" --mock-admin "$admin" \
   --report-dir "$tmp/reports" "$tmp/soak.yaml" >"$tmp/run" 2>"$tmp/run.err" &
 run=$!; pids+=($run)
 t=0
@@ -33,7 +33,7 @@ while kill -0 "$run" 2>/dev/null; do
   echo "$line" | tee -a "$tmp/samples"
   sleep 30; t=$((t + 30))
 done
-wait "$run" || echo "run exit $?" >&2
+wait "$run" || { echo "run exit $?" >&2; tail -5 "$tmp/run.err" >&2; }
 awk '$1 >= 120 && $2 != "nan" { n++; sx += $1; sy += $2; sxx += $1*$1; sxy += $1*$2 }
      END { if (n > 1) printf "run RSS growth after warm-up: %.3f MB/min (%d samples)\n",
            60 * (n*sxy - sx*sy) / (n*sxx - sx*sx), n }' "$tmp/samples"

@@ -17,12 +17,12 @@ ulimit -n "$(ulimit -Hn)"
 "$bin/mock-node" --nodes 10 --cpu-count 4096 --memory-mib 4194304 --max-sandboxes 5000 \
   ${MOCK_ARGS:-} >"$tmp/fleet" 2>"$tmp/fleet.err" &
 mock=$!; pids+=("$mock")
-for _ in $(seq 100); do grep -q "mock-node ready" "$tmp/fleet" && break; sleep 0.1; done
+for _ in $(seq 100); do grep -qs "mock-node ready" "$tmp/fleet" && break; sleep 0.1; done
 admin=$(sed -n 's/.*admin=\([^ ]*\).*/\1/p' "$tmp/fleet")
 [ -n "$admin" ] || { cat "$tmp/fleet.err" >&2; exit 1; }
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 "$bin/stampede" serve --mock-admin "$admin" --listen "127.0.0.1:$port" >"$tmp/serve" 2>"$tmp/serve.err" &
 serve=$!; pids+=("$serve")
-for _ in $(seq 100); do grep -q "stampede serve:" "$tmp/serve" && break; sleep 0.1; done
+for _ in $(seq 100); do grep -qs "stampede serve:" "$tmp/serve" && break; sleep 0.1; done
 grep -q "stampede serve:" "$tmp/serve" || { cat "$tmp/serve.err" >&2; exit 1; }
 rss() { awk '/VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$1/status" 2>/dev/null || echo nan; }
