@@ -216,11 +216,11 @@ mod tests {
         let mut bins = LatencyBins::default();
         let seconds = 400;
         let mut reference: Vec<Histogram<u32>> = (0..seconds).map(|_| histogram()).collect();
-        for s in 0..seconds {
+        for (s, h) in reference.iter_mut().enumerate() {
             for k in 0..20u64 {
                 let us = 1000 + (s as u64 * 37 + k * 911) % 50_000;
                 bins.record(s as f64 * 1000.0 + 5.0, us);
-                reference[s].saturating_record(us);
+                h.saturating_record(us);
             }
         }
         assert!(matches!(bins.bins[3], Bin::Packed(_)));
@@ -229,14 +229,26 @@ mod tests {
         reference[3].saturating_record(123_456);
         bins.record(seconds as f64 * 1000.0, 1);
         assert!(matches!(bins.bins[3], Bin::Packed(_)), "packed again");
-        let open = bins.bins.iter().filter(|b| matches!(b, Bin::Open(_))).count();
+        let open = bins
+            .bins
+            .iter()
+            .filter(|b| matches!(b, Bin::Open(_)))
+            .count();
         assert!(open <= 122, "{open} bins open");
         let t = bins.finish().expect("answers");
         for (s, h) in reference.iter().enumerate() {
             let got = t.bins[s];
             assert_eq!(got.count, h.len(), "bin {s}");
-            assert_eq!(got.p50_ms, h.value_at_quantile(0.50) as f64 / 1000.0, "bin {s}");
-            assert_eq!(got.p99_ms, h.value_at_quantile(0.99) as f64 / 1000.0, "bin {s}");
+            assert_eq!(
+                got.p50_ms,
+                h.value_at_quantile(0.50) as f64 / 1000.0,
+                "bin {s}"
+            );
+            assert_eq!(
+                got.p99_ms,
+                h.value_at_quantile(0.99) as f64 / 1000.0,
+                "bin {s}"
+            );
         }
     }
 
