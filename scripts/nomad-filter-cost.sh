@@ -2,7 +2,7 @@
 # How long mock-node's Nomad API takes to answer `GET /v1/nodes` at 1,000 nodes with a
 # hostile filter (4 KiB of `matches` expressions on a pattern that is costly to compile)
 # against the same list unfiltered: median of 20 of each, in ms.
-# Needs a release build: cargo build --release --bin mock-node.
+# Needs a release build: cargo build --release -p mock-node.
 # Usage: scripts/nomad-filter-cost.sh [NODES]
 set -euo pipefail
 nodes=${1:-1000}

@@ -4,6 +4,8 @@
 //! - The listener policy and bounded accept loop ([`serve_bounded`], [`ConnectionCap`],
 //!   [`bounded_request`], [`HttpLimits`]): deadlines on each request head and body, an
 //!   idle timeout, a connection cap under the descriptor limit.
+//! - The same policy for a server that drives its connections itself, through the
+//!   connection's own I/O ([`GuardedIo`]; tonic's `serve_with_incoming`).
 //! - One redacting [`Secret`], the constant-time compare and the blank check.
 //! - The Prometheus text line writer ([`write_header`], [`write_sample`]).
 //!
@@ -13,10 +15,12 @@
 #![deny(missing_docs)]
 #![warn(unreachable_pub)]
 
+mod guarded;
 mod listener;
 mod prometheus;
 mod secret;
 
+pub use guarded::GuardedIo;
 pub use listener::{
     bounded_request, fd_room, raise_fd_limit, serve_bounded, Admitted, BodyDeadlineHit,
     BodyTimedOut, ConnMark, ConnectionCap, DeadlineBody, HttpLimits, RequestMark, LOCAL_API_LIMITS,

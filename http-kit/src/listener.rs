@@ -133,12 +133,24 @@ where
 /// cannot be told apart by peer, only ever evicts itself: a client that sends its request
 /// at once is admitted, answered and gone before a flood's connections get ahead of it.
 /// Only when every admitted connection is being answered does a new one wait.
+///
+/// A full cap closes a batch of connections at once (a 64th of the cap, 1 to 64), not
+/// one per admission: a closed connection frees its place only once its task has run,
+/// and a flood that fills the cap faster than one task wake-up per connection would
+/// otherwise leave the accept queue, and the well-behaved clients at its end, waiting
+/// behind those wake-ups one by one. Evictions not yet completed count against the
+/// next batch, so a flood never evicts more than a batch ahead of the drops.
 #[derive(Debug, Clone)]
 pub struct ConnectionCap {
     permits: Arc<Semaphore>,
     limit: usize,
+    batch: usize,
     book: Arc<ConnBook>,
 }
+
+/// How long an admission waits for an evicted connection's place before it looks
+/// again (another admission may have taken the place it freed).
+const EVICTION_RECHECK: Duration = Duration::from_millis(50);
 
 /// The open connections of one cap, for eviction.
 #[derive(Debug)]
@@ -146,6 +158,8 @@ struct ConnBook {
     epoch: std::time::Instant,
     next_id: std::sync::atomic::AtomicU64,
     open: std::sync::Mutex<std::collections::HashMap<u64, Arc<ConnEntry>>>,
+    /// Connections evicted whose place is not yet free.
+    evicting: AtomicUsize,
 }
 
 /// What the cap knows of one connection.
@@ -173,10 +187,12 @@ impl ConnectionCap {
         Self {
             permits: Arc::new(Semaphore::new(limit)),
             limit,
+            batch: (limit / 64).clamp(1, 64),
             book: Arc::new(ConnBook {
                 epoch: std::time::Instant::now(),
                 next_id: AtomicU64::new(0),
                 open: std::sync::Mutex::default(),
+                evicting: AtomicUsize::new(0),
             }),
         }
     }
@@ -192,18 +208,18 @@ impl ConnectionCap {
     }
 
     /// Admits one accepted connection: at once when there is room; otherwise after
-    /// closing the connection that has waited longest on its client, or, when every
+    /// closing the connections that have waited longest on their client, or, when every
     /// connection is being answered, once one closes.
     pub async fn admit(&self) -> Admitted {
-        let permit = match self.permits.clone().try_acquire_owned() {
-            Ok(p) => p,
-            Err(_) => {
-                self.book.evict_stalest();
-                self.permits
-                    .clone()
-                    .acquire_owned()
-                    .await
-                    .unwrap_or_else(|_| unreachable!("the connection semaphore is never closed"))
+        let permit = loop {
+            if let Ok(p) = self.permits.clone().try_acquire_owned() {
+                break p;
+            }
+            self.book.evict_stalest(self.batch);
+            let freed = self.permits.clone().acquire_owned();
+            if let Ok(p) = tokio::time::timeout(EVICTION_RECHECK, freed).await {
+                break p
+                    .unwrap_or_else(|_| unreachable!("the connection semaphore is never closed"));
             }
         };
         let id = self.book.next_id.fetch_add(1, Ordering::Relaxed);
@@ -234,17 +250,30 @@ impl ConnBook {
         u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
-    /// Closes the connection that has waited longest on its client, if any is not being
-    /// answered. A scan: it runs only when the cap is full.
-    fn evict_stalest(&self) {
+    /// Closes the connections that have waited longest on their client (none being
+    /// answered), up to `batch` evictions not yet completed. A scan: it runs only when
+    /// the cap is full.
+    fn evict_stalest(&self, batch: usize) {
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
-        let stalest = open
+        let want = batch.saturating_sub(self.evicting.load(Ordering::Acquire));
+        if want == 0 {
+            return;
+        }
+        let mut waiting: Vec<(u64, u64)> = open
             .iter()
             .filter(|(_, e)| e.answering.load(Ordering::Acquire) == 0)
-            .min_by_key(|(id, e)| (e.since_ms.load(Ordering::Relaxed), **id))
-            .map(|(id, _)| *id);
-        if let Some(e) = stalest.and_then(|id| open.remove(&id)) {
-            e.evict.cancel();
+            .map(|(id, e)| (e.since_ms.load(Ordering::Relaxed), *id))
+            .collect();
+        let want = want.min(waiting.len());
+        if want == 0 {
+            return;
+        }
+        waiting.select_nth_unstable(want - 1);
+        for (_, id) in &waiting[..want] {
+            if let Some(e) = open.remove(id) {
+                self.evicting.fetch_add(1, Ordering::AcqRel);
+                e.evict.cancel();
+            }
         }
     }
 }
@@ -267,16 +296,25 @@ impl Admitted {
     pub fn evicted(&self) -> tokio_util::sync::WaitForCancellationFuture<'_> {
         self.mark.entry.evict.cancelled()
     }
+
+    /// The token the cap cancels to close this connection, for a watcher of its own.
+    pub(crate) fn eviction(&self) -> CancellationToken {
+        self.mark.entry.evict.clone()
+    }
 }
 
 impl Drop for Admitted {
     fn drop(&mut self) {
-        self.mark
-            .book
+        let book = &self.mark.book;
+        let open = book
             .open
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&self.id);
+        if open.is_none() {
+            // Evicted: its place is free now.
+            book.evicting.fetch_sub(1, Ordering::AcqRel);
+        }
     }
 }
 

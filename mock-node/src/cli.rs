@@ -163,6 +163,7 @@ impl MockNodeArgs {
                 .collect(),
             advertise_ip: self.advertise_ip,
             nomad,
+            node_limits: defaults.node_limits,
         };
         Ok((cfg, opts))
     }

@@ -53,6 +53,8 @@ pub struct FleetOptions {
     pub advertise_ip: Option<IpAddr>,
     /// The Nomad-style discovery endpoint.
     pub nomad: crate::nomad::NomadOptions,
+    /// The listener policy of every node's port (gRPC and `GET /health`).
+    pub node_limits: stampede_http_kit::HttpLimits,
 }
 
 impl Default for FleetOptions {
@@ -68,6 +70,7 @@ impl Default for FleetOptions {
             labels: Vec::new(),
             advertise_ip: None,
             nomad: crate::nomad::NomadOptions::default(),
+            node_limits: crate::NODE_LIMITS,
         }
     }
 }
@@ -311,7 +314,7 @@ pub async fn start(cfg: ClusterConfig, opts: FleetOptions) -> Result<FleetHandle
     let clock = FleetClock::start_now();
     let seed = cfg.fleet_seed(0);
     // One server stack for every node; each node only adds its listener.
-    let (stack, stack_task) = crate::serve::start().await;
+    let (stack, stack_task) = crate::serve::start(opts.node_limits, cfg.nodes).await;
     let mut listeners = Vec::with_capacity(cfg.nodes);
     let mut nodes = Vec::with_capacity(cfg.nodes);
     let mut free_ports = FreePorts::new();

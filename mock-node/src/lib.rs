@@ -35,6 +35,7 @@ pub use faults::{MAX_ACTIVE_FAULTS, MAX_FAULT_DURATION, MAX_HEALED_FAULTS_KEPT};
 pub use limit::MAX_MESSAGE_BYTES;
 pub use machine::host_cpu;
 pub use regular_file::{open_regular, read_regular_to_string};
+pub use serve::NODE_LIMITS;
 /// The node model this fleet drives, and the rules a cluster file writes (re-exported
 /// from `stampede-node-model` for the fleet's users).
 pub use stampede_node_model::{config, model};

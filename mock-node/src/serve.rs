@@ -13,6 +13,20 @@
 //! UNAVAILABLE: every gRPC stack reports a broken connection as UNAVAILABLE except
 //! tonic, which says UNKNOWN for a reset stream, and callers must see the same code
 //! whatever their client.
+//!
+//! Every listener of the stack is under the project's one listener policy
+//! ([`NODE_LIMITS`]): each accepted connection is admitted by the fleet's one
+//! [`ConnectionCap`] (kept below the descriptor limit less the nodes' listeners) and
+//! wrapped in a [`GuardedIo`], which closes it when the cap evicts it or when, not yet
+//! speaking HTTP/2, it idles past the header deadline; each request's body has a
+//! deadline ([`IntakeLayer`]); HTTP/2 connections are pinged when quiet and closed when
+//! the ping is not acknowledged. A *stalled HTTP/2 client* is one that opened a
+//! connection and then stopped: it never sends the preface (closed at the header
+//! deadline), opens a stream and never finishes its body (the stream fails at the body
+//! deadline), or no longer reads or acknowledges pings (closed by the keepalive). An
+//! HTTP/2 client that acknowledges pings and sends nothing is an idle gRPC channel,
+//! which E2B's API keeps open to each orchestrator: it stays open, first in line for
+//! eviction when the cap is full.
 
 use std::io;
 use std::pin::Pin;
@@ -23,6 +37,7 @@ use std::time::Duration;
 
 use futures::stream::{BoxStream, SelectAll};
 use futures::{Future, Stream, StreamExt};
+use stampede_http_kit::{ConnMark, ConnectionCap, GuardedIo, HttpLimits};
 use stampede_proto::info_service_server::InfoServiceServer;
 use stampede_proto::sandbox_service_server::SandboxServiceServer;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -46,6 +61,25 @@ use crate::node::NodeRuntime;
 /// (`RST_STREAM` FRAME_SIZE_ERROR); h2 may still close the connection there.
 pub(crate) const MAX_HEADER_LIST_BYTES: u32 = 16 << 20;
 
+/// The listener policy of every node's port: E2B's API server's deadlines for a request
+/// head (5 s) and a whole request (10 s, `packages/api/main.go`), as the project's other
+/// local APIs ([`LOCAL_API_LIMITS`](stampede_http_kit::LOCAL_API_LIMITS)); HTTP/1
+/// connections wait at most the header deadline for their next head; connections are
+/// capped only by the descriptor limit (a fleet of N nodes is dialled by at least N
+/// connections of each client, so no fixed number fits).
+pub const NODE_LIMITS: HttpLimits = HttpLimits {
+    header_read: Duration::from_secs(5),
+    body_read: Duration::from_secs(10),
+    idle: Duration::from_secs(10),
+    max_connections: usize::MAX,
+};
+
+/// HTTP/2 keepalive of a node's connections, E2B's orchestrator's
+/// (`packages/shared/pkg/grpc/server.go`: `keepalive.ServerParameters{Time: 15s,
+/// Timeout: 5s}`): a ping after 15 s without a frame from the client, the connection
+/// closed when it is not acknowledged within 5 s.
+const H2_KEEPALIVE: (Duration, Duration) = (Duration::from_secs(15), Duration::from_secs(5));
+
 /// Time given to in-flight RPCs to send their UNAVAILABLE before connections are reset.
 const LAST_WORDS: Duration = Duration::from_millis(30);
 
@@ -54,6 +88,8 @@ const LAST_WORDS: Duration = Duration::from_millis(30);
 pub(crate) struct NodeConnInfo {
     /// The node whose listener accepted the connection.
     pub node: Arc<NodeRuntime>,
+    /// The connection's standing with the fleet's connection cap, for its requests.
+    pub mark: ConnMark,
 }
 
 /// The kill of one node incarnation: its listener and every connection it accepted.
@@ -91,6 +127,13 @@ struct Joining {
 #[derive(Debug, Clone)]
 pub struct Stack {
     tx: mpsc::UnboundedSender<Joining>,
+}
+
+/// What admits a node's connections: the fleet's one cap and the policy's bounds.
+#[derive(Debug, Clone)]
+struct Admission {
+    cap: ConnectionCap,
+    limits: HttpLimits,
 }
 
 /// The running server of a fleet.
@@ -136,8 +179,14 @@ impl ServerTask {
 }
 
 /// Starts the fleet's server: SandboxService, InfoService and health for every node
-/// whose listener is later given to [`Stack::serve`].
-pub(crate) async fn start() -> (Stack, StackTask) {
+/// whose listener is later given to [`Stack::serve`], under `limits`; `listeners` (the
+/// fleet's nodes) are kept out of the connection cap's descriptors.
+pub(crate) async fn start(limits: HttpLimits, listeners: usize) -> (Stack, StackTask) {
+    let room = stampede_http_kit::fd_room().map_or(usize::MAX, |r| r.saturating_sub(listeners));
+    let admission = Admission {
+        cap: ConnectionCap::new(limits.max_connections.min(room)),
+        limits,
+    };
     let (tx, rx) = mpsc::unbounded_channel();
     let shutdown = CancellationToken::new();
     let (health, health_svc) = tonic_health::server::health_reporter();
@@ -163,9 +212,12 @@ pub(crate) async fn start() -> (Stack, StackTask) {
     let router = tonic::transport::Server::builder()
         .accept_http1(true)
         .http2_max_header_list_size(MAX_HEADER_LIST_BYTES)
-        .layer(IntakeLayer::new(MAX_MESSAGE_BYTES))
+        .http2_keepalive_interval(Some(H2_KEEPALIVE.0))
+        .http2_keepalive_timeout(Some(H2_KEEPALIVE.1))
+        .layer(IntakeLayer::new(MAX_MESSAGE_BYTES, limits.body_read))
         .add_routes(routes);
     let incoming = Incoming {
+        admission,
         joining: rx,
         listeners: SelectAll::new(),
         open: true,
@@ -203,6 +255,7 @@ impl Stack {
 
 /// The merged incoming connections of every serving node.
 struct Incoming {
+    admission: Admission,
     joining: mpsc::UnboundedReceiver<Joining>,
     listeners: SelectAll<BoxStream<'static, io::Result<KillableStream>>>,
     open: bool,
@@ -214,7 +267,10 @@ impl Stream for Incoming {
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         while self.open {
             match self.joining.poll_recv(cx) {
-                Poll::Ready(Some(j)) => self.listeners.push(accepting(j).boxed()),
+                Poll::Ready(Some(j)) => {
+                    let admitting = accepting(j, self.admission.clone()).boxed();
+                    self.listeners.push(admitting);
+                }
                 Poll::Ready(None) => self.open = false,
                 Poll::Pending => break,
             }
@@ -229,18 +285,26 @@ impl Stream for Incoming {
     }
 }
 
-/// One listener's connections until its node incarnation is killed; the listener (and
-/// with it `closed`) drops when the stream ends.
-fn accepting(j: Joining) -> impl Stream<Item = io::Result<KillableStream>> + Send + 'static {
-    futures::stream::unfold(j, |j| async move {
+/// One listener's connections, each admitted by the fleet's cap, until its node
+/// incarnation is killed; the listener (and with it `closed`) drops when the stream ends.
+fn accepting(
+    j: Joining,
+    admission: Admission,
+) -> impl Stream<Item = io::Result<KillableStream>> + Send + 'static {
+    futures::stream::unfold((j, admission), |(j, a)| async move {
         loop {
             tokio::select! {
                 _ = j.kill.token.cancelled() => return None,
                 r = j.listener.accept() => match r {
                     Ok((s, _)) => {
                         let _ = s.set_nodelay(true);
+                        let admitted = tokio::select! {
+                            _ = j.kill.token.cancelled() => return None,
+                            admitted = a.cap.admit() => admitted,
+                        };
+                        let s = GuardedIo::new(s, admitted, a.limits);
                         let s = KillableStream::new(s, j.node.clone(), j.kill.clone());
-                        return Some((Ok(s), j));
+                        return Some((Ok(s), (j, a)));
                     }
                     Err(e) => {
                         // Out of descriptors and the like: keep serving, do not spin.
@@ -261,7 +325,7 @@ fn accepting(j: Joining) -> impl Stream<Item = io::Result<KillableStream>> + Sen
 /// connection). That wait is what wakes a connection idle in a read when the kill
 /// comes; the flag, set before the token is cancelled, is what the woken read finds.
 pub(crate) struct KillableStream {
-    inner: TcpStream,
+    inner: GuardedIo<TcpStream>,
     node: Arc<NodeRuntime>,
     kill: Arc<KillSwitch>,
     killed: Pin<Box<WaitForCancellationFutureOwned>>,
@@ -271,7 +335,7 @@ pub(crate) struct KillableStream {
 }
 
 impl KillableStream {
-    fn new(inner: TcpStream, node: Arc<NodeRuntime>, kill: Arc<KillSwitch>) -> Self {
+    fn new(inner: GuardedIo<TcpStream>, node: Arc<NodeRuntime>, kill: Arc<KillSwitch>) -> Self {
         let killed = Box::pin(kill.token.clone().cancelled_owned());
         Self {
             inner,
@@ -287,7 +351,7 @@ impl KillableStream {
         if !self.dead && self.fired(cx) {
             self.dead = true;
             // Reset rather than close politely: callers must see the node die.
-            let _ = socket2::SockRef::from(&self.inner).set_linger(Some(Duration::ZERO));
+            let _ = socket2::SockRef::from(self.inner.get_ref()).set_linger(Some(Duration::ZERO));
         }
         if self.dead {
             Err(io::Error::new(
@@ -324,6 +388,7 @@ impl Connected for KillableStream {
     fn connect_info(&self) -> Self::ConnectInfo {
         NodeConnInfo {
             node: self.node.clone(),
+            mark: self.inner.mark().clone(),
         }
     }
 }

@@ -106,6 +106,15 @@ impl RunAggregate {
         }
     }
 
+    /// The same fold over the nodes `node_ids`, known after the workload (a fold of
+    /// sends and answers only, [`SettledCreates`](super::SettledCreates)'s): call before
+    /// any landing, sample, refusal or node figure.
+    pub fn with_nodes(mut self, node_ids: Vec<String>) -> Self {
+        self.outcomes = self.outcomes.with_nodes(node_ids.len());
+        self.node_ids = node_ids;
+        self
+    }
+
     /// A create left at `sent_ms`, `late_us` after its intended time.
     pub fn sent(&mut self, sent_ms: f64, late_us: u64) {
         self.sent = Some(match self.sent {

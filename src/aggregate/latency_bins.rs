@@ -1,6 +1,7 @@
 //! [`LatencyBins`]: create latency folded into time bins, the source of a run's
 //! [`LatencyOverTime`].
 
+use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 
 use crate::report::{LatencyBin, LatencyOverTime};
@@ -10,10 +11,75 @@ use crate::report::{LatencyBin, LatencyOverTime};
 /// three-digit histogram takes about 190 KB); past [`LatencyOverTime::MAX_BINS`]
 /// bins, neighbours merge and the width doubles, so a run of any length holds at most
 /// that many.
+///
+/// A bin [`PACK_AFTER_MS`] older than the newest intended time recorded is packed
+/// (HdrHistogram's V2 encoding, lossless: about a hundred bytes for a second of
+/// creates), so a long run holds a few open bins, not 600 of 13 KB; a late answer into
+/// a packed bin unpacks it.
 #[derive(Debug)]
 pub struct LatencyBins {
     bin_ms: f64,
-    bins: Vec<Option<Histogram<u32>>>,
+    bins: Vec<Bin>,
+    /// The newest intended time recorded, ms.
+    newest_ms: f64,
+    /// Bins before this one are packed (or empty), but for `reopened`.
+    packed_below: usize,
+    /// Packed bins a late answer opened again, to pack at the next sweep.
+    reopened: Vec<usize>,
+}
+
+/// How long after its end (by intended times recorded since) a bin is packed: past a
+/// create's deadline, so that answers rarely land in a packed bin (an assumption: 2
+/// minutes, twice the longest default request deadline).
+pub const PACK_AFTER_MS: f64 = 120_000.0;
+
+#[derive(Debug, Default)]
+enum Bin {
+    #[default]
+    Empty,
+    Open(Histogram<u32>),
+    Packed(Vec<u8>),
+}
+
+impl Bin {
+    fn open(&mut self) -> &mut Histogram<u32> {
+        if !matches!(self, Bin::Open(_)) {
+            let h = match std::mem::take(self) {
+                Bin::Packed(bytes) => unpack(&bytes),
+                _ => histogram(),
+            };
+            *self = Bin::Open(h);
+        }
+        match self {
+            Bin::Open(h) => h,
+            _ => unreachable!("opened above"),
+        }
+    }
+
+    fn pack(&mut self) {
+        if let Bin::Open(h) = self {
+            let mut bytes = Vec::new();
+            V2Serializer::new()
+                .serialize(h, &mut bytes)
+                .expect("a histogram serializes into memory");
+            bytes.shrink_to_fit();
+            *self = Bin::Packed(bytes);
+        }
+    }
+
+    fn histogram(&self) -> Option<std::borrow::Cow<'_, Histogram<u32>>> {
+        match self {
+            Bin::Empty => None,
+            Bin::Open(h) => Some(std::borrow::Cow::Borrowed(h)),
+            Bin::Packed(bytes) => Some(std::borrow::Cow::Owned(unpack(bytes))),
+        }
+    }
+}
+
+fn unpack(bytes: &[u8]) -> Histogram<u32> {
+    Deserializer::new()
+        .deserialize(&mut &bytes[..])
+        .expect("a packed bin reads back")
 }
 
 impl Default for LatencyBins {
@@ -21,6 +87,9 @@ impl Default for LatencyBins {
         LatencyBins {
             bin_ms: 1000.0,
             bins: Vec::new(),
+            newest_ms: 0.0,
+            packed_below: 0,
+            reopened: Vec::new(),
         }
     }
 }
@@ -39,28 +108,60 @@ impl LatencyBins {
             bin /= 2;
         }
         if self.bins.len() <= bin {
-            self.bins.resize_with(bin + 1, || None);
+            self.bins.resize_with(bin + 1, Bin::default);
         }
-        self.bins[bin]
-            .get_or_insert_with(histogram)
-            .saturating_record(latency_us.max(1));
+        if bin < self.packed_below && !matches!(self.bins[bin], Bin::Open(_)) {
+            self.reopened.push(bin);
+        }
+        self.bins[bin].open().saturating_record(latency_us.max(1));
+        if intended_ms > self.newest_ms {
+            self.newest_ms = intended_ms;
+            self.pack_old();
+        }
+    }
+
+    /// Packs the bins that ended [`PACK_AFTER_MS`] before the newest intended time.
+    fn pack_old(&mut self) {
+        let old = ((self.newest_ms - PACK_AFTER_MS).max(0.0) / self.bin_ms) as usize;
+        let old = old.min(self.bins.len());
+        for b in self.bins[self.packed_below.min(old)..old].iter_mut() {
+            b.pack();
+        }
+        self.packed_below = self.packed_below.max(old);
+        for k in std::mem::take(&mut self.reopened) {
+            if let Some(b) = self.bins.get_mut(k) {
+                b.pack();
+            }
+        }
     }
 
     /// Twice the width: bins 2i and 2i+1 become bin i.
     fn coarsen(&mut self) {
         let old = std::mem::take(&mut self.bins);
         let mut pairs = old.into_iter();
-        while let Some(a) = pairs.next() {
-            let b = pairs.next().flatten();
-            self.bins.push(match (a, b) {
-                (Some(mut a), Some(b)) => {
-                    a.add(&b).expect("bins share their bounds");
-                    Some(a)
+        while let Some(mut a) = pairs.next() {
+            let mut b = pairs.next().unwrap_or_default();
+            let packed = matches!(a, Bin::Packed(_)) || matches!(b, Bin::Packed(_));
+            let mut merged = match (&a, &b) {
+                (Bin::Empty, Bin::Empty) => Bin::Empty,
+                (_, Bin::Empty) => a,
+                (Bin::Empty, _) => b,
+                _ => {
+                    let other = b.open().clone();
+                    a.open().add(&other).expect("bins share their bounds");
+                    a
                 }
-                (a, b) => a.or(b),
-            });
+            };
+            if packed {
+                merged.pack();
+            }
+            self.bins.push(merged);
         }
         self.bin_ms *= 2.0;
+        self.packed_below /= 2;
+        for k in &mut self.reopened {
+            *k /= 2;
+        }
     }
 
     /// The figures; `None` when no create was answered.
@@ -70,8 +171,8 @@ impl LatencyBins {
             .bins
             .iter()
             .enumerate()
-            .filter_map(|(i, h)| {
-                let h = h.as_ref()?;
+            .filter_map(|(i, b)| {
+                let h = b.histogram()?;
                 Some(LatencyBin {
                     from_ms: i as f64 * self.bin_ms,
                     count: h.len(),
@@ -108,6 +209,47 @@ mod tests {
         assert!((first.p99_ms - 99.0).abs() <= 1.0, "{first:?}");
         assert_eq!((last.from_ms, last.count), (2000.0, 1));
         assert!((last.p50_ms - 7.0).abs() <= 0.07, "{last:?}");
+    }
+
+    #[test]
+    fn packed_bins_give_the_figures_of_open_ones_and_take_late_answers() {
+        let mut bins = LatencyBins::default();
+        let seconds = 400;
+        let mut reference: Vec<Histogram<u32>> = (0..seconds).map(|_| histogram()).collect();
+        for (s, h) in reference.iter_mut().enumerate() {
+            for k in 0..20u64 {
+                let us = 1000 + (s as u64 * 37 + k * 911) % 50_000;
+                bins.record(s as f64 * 1000.0 + 5.0, us);
+                h.saturating_record(us);
+            }
+        }
+        assert!(matches!(bins.bins[3], Bin::Packed(_)));
+        // A late answer into a packed bin.
+        bins.record(3_000.0, 123_456);
+        reference[3].saturating_record(123_456);
+        bins.record(seconds as f64 * 1000.0, 1);
+        assert!(matches!(bins.bins[3], Bin::Packed(_)), "packed again");
+        let open = bins
+            .bins
+            .iter()
+            .filter(|b| matches!(b, Bin::Open(_)))
+            .count();
+        assert!(open <= 122, "{open} bins open");
+        let t = bins.finish().expect("answers");
+        for (s, h) in reference.iter().enumerate() {
+            let got = t.bins[s];
+            assert_eq!(got.count, h.len(), "bin {s}");
+            assert_eq!(
+                got.p50_ms,
+                h.value_at_quantile(0.50) as f64 / 1000.0,
+                "bin {s}"
+            );
+            assert_eq!(
+                got.p99_ms,
+                h.value_at_quantile(0.99) as f64 / 1000.0,
+                "bin {s}"
+            );
+        }
     }
 
     #[test]

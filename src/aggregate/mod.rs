@@ -8,6 +8,8 @@
 //! run's [`RunResult`](crate::report::RunResult). The outcome part of the fold,
 //! [`OutcomeFold`](crate::workload::OutcomeFold), is the workload's: the live progress
 //! view reads it while a run goes on.
+//! [`SettledCreates`] is what a run that audits no sets keeps of its creates once
+//! each is settled: the same sends and answers, folded as they settle.
 //! [`needs_set_audit`] is the one place that decides whether a run keeps its client
 //! ledger for the set audit; [`Entries`] is that audit's ledger, fed per answer.
 //! [`fault_windows`] is the one definition of the chaos fault windows, fed typed
@@ -19,6 +21,7 @@ mod entries;
 mod fold;
 mod latency_bins;
 mod sets;
+mod settled;
 mod windows;
 
 pub use crate::serve::ServiceCounters;
@@ -26,4 +29,5 @@ pub use entries::{Entries, EntryAnswer};
 pub use fold::{RunAggregate, RunShape};
 pub use latency_bins::LatencyBins;
 pub use sets::needs_set_audit;
+pub use settled::{SettledCreates, RECENT};
 pub use windows::{fault_windows, CallSample, FaultRecord, Growth, RequestRecord};

@@ -43,7 +43,9 @@ pub(crate) struct CleanupTarget {
 pub(crate) struct Leftovers {
     /// Ids acknowledged with a 201 and not deleted.
     pub live: Vec<String>,
-    /// Every id acknowledged with a 201.
+    /// Every id acknowledged with a 201 (a bounded ledger's: those not deleted and the
+    /// last [`RECENT`](crate::aggregate::RECENT) deleted, so a sandbox deleted long
+    /// before and still listed counts as found by its tag).
     pub acked: BTreeSet<String>,
     /// 201s in all.
     pub created: u64,

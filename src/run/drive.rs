@@ -172,6 +172,7 @@ pub(crate) async fn drive(
                 backoff: o.backoff,
                 max_wait: o.max_wait,
             }),
+            keep_entries: judging,
         },
         Some(gate_tx),
     )
@@ -182,13 +183,19 @@ pub(crate) async fn drive(
     }
     let applied = chaos.finish().await;
     signal_watch.abort();
-    let workload = workload?;
+    let mut workload = workload?;
     if judging && !opts.cancel.is_cancelled() {
         // Let the service see the healed cluster before the inventory is read.
         tokio::time::sleep(target.settle).await;
     }
     let client = crate::http_client::client();
     let leftovers = leftovers_of(&workload.ledger);
+    let signal_ms = signalled.get().map(|at| {
+        workload.gate.map_or(0.0, |g| {
+            at.saturating_duration_since(g).as_secs_f64() * 1000.0
+        })
+    });
+    let counted = Counted::of(&workload.ledger, signal_ms);
     let baseline = target.staging.as_ref().map(|s| &s.before);
     let (last, final_read) = super::final_read::read(
         &sampler,
@@ -223,8 +230,10 @@ pub(crate) async fn drive(
         Pacing::Burst { .. } => RunShape::Burst,
         _ => RunShape::Paced,
     };
+    let settled = workload.ledger.take_settled();
     let mut agg = aggregate(RunRecords {
         ledger: &workload.ledger,
+        settled,
         samples: &samples,
         final_truth: &last.truth,
         final_believed: &last.believed,
@@ -252,18 +261,10 @@ pub(crate) async fn drive(
         .await?;
     }
     if let Some(st) = &target.staging {
-        let gate = workload.gate;
-        let sent_after_signal = signalled.get().map(|at| {
-            let cut = gate.map_or(0.0, |g| {
-                at.saturating_duration_since(g).as_secs_f64() * 1000.0
-            });
-            workload
-                .ledger
-                .entries
-                .iter()
-                .filter(|e| e.sent_ms > cut)
-                .count() as u64
-        });
+        // A signal after the workload ended came after its last send.
+        let sent_after_signal = counted
+            .sent_after_signal
+            .or_else(|| signalled.get().map(|_| 0));
         agg.staging(StagingFacts {
             truth_source: target.truth.name().to_string(),
             truth_lag: target.truth.lag_text(),
@@ -273,8 +274,8 @@ pub(crate) async fn drive(
                 per_node: st.before.per_node(),
                 by_id: st.before.by_id(),
             },
-            cancelled: workload.ledger.count(|o| matches!(o, Outcome::Cancelled)) as u64,
-            limited: workload.ledger.count(Outcome::is_limited) as u64,
+            cancelled: counted.cancelled,
+            limited: counted.limited,
             sent_after_signal,
             cleanup: None,
         });
@@ -285,8 +286,47 @@ pub(crate) async fn drive(
     })
 }
 
+/// Counts of a run's creates, read before its aggregate takes the settled ones.
+struct Counted {
+    cancelled: u64,
+    limited: u64,
+    /// Creates sent after the signal that stopped the run, if one did.
+    sent_after_signal: Option<u64>,
+}
+
+impl Counted {
+    /// The counts of `ledger`, whose run a signal stopped `signal_ms` after its gate.
+    fn of(ledger: &Ledger, signal_ms: Option<f64>) -> Self {
+        match ledger.settled() {
+            Some(s) => Counted {
+                cancelled: s.cancelled(),
+                limited: s.limited(),
+                sent_after_signal: signal_ms.map(|cut| s.sent_after(cut)),
+            },
+            None => Counted {
+                cancelled: ledger.count(|o| matches!(o, Outcome::Cancelled)) as u64,
+                limited: ledger.count(Outcome::is_limited) as u64,
+                sent_after_signal: signal_ms
+                    .map(|cut| ledger.entries.iter().filter(|e| e.sent_ms > cut).count() as u64),
+            },
+        }
+    }
+}
+
 /// What `ledger` says the run left on the nodes.
 fn leftovers_of(ledger: &Ledger) -> Leftovers {
+    if let Some(s) = ledger.settled() {
+        let live = s.left().to_vec();
+        let acked: std::collections::BTreeSet<String> =
+            s.recently_deleted().chain(&live).cloned().collect();
+        return Leftovers {
+            created: s.created(),
+            deleted: s.deleted(),
+            live,
+            acked,
+            gave_up: s.gave_up(),
+        };
+    }
     let acked: std::collections::BTreeSet<String> = ledger
         .entries
         .iter()

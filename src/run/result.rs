@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::aggregate::{RunAggregate, RunShape, ServiceCounters};
+use crate::aggregate::{RunAggregate, RunShape, ServiceCounters, SettledCreates};
 use crate::collect::{Sample, Truth};
 use crate::workload::Ledger;
 
@@ -13,6 +13,8 @@ use crate::workload::Ledger;
 pub(super) struct RunRecords<'a> {
     /// The client ledger.
     pub ledger: &'a Ledger,
+    /// Its settled creates, when it was bounded (its entries are then empty).
+    pub settled: Option<SettledCreates>,
     /// Samples taken during the run (the final read last), timed from the gate.
     pub samples: &'a [Sample],
     /// Final per-node truth: its nodes are the result's, in its order.
@@ -26,18 +28,19 @@ pub(super) struct RunRecords<'a> {
     pub counters: &'a ServiceCounters,
 }
 
-/// The run's aggregate, records fed in time order (a create that landed by a sample's
-/// time counts in that sample's placements).
-pub(super) fn aggregate(r: RunRecords<'_>) -> RunAggregate {
-    let ids: Vec<String> = r.final_truth.nodes.iter().map(|n| n.id.clone()).collect();
+/// The sends and answers of every entry of `ledger`, folded over the nodes `ids`, and
+/// every landing on one of them, answered at ms, in time order.
+fn from_entries(
+    ledger: &Ledger,
+    ids: &[String],
+    shape: RunShape,
+) -> (RunAggregate, Vec<(f64, usize)>) {
     let index: BTreeMap<&str, usize> = ids
         .iter()
         .enumerate()
         .map(|(k, id)| (id.as_str(), k))
         .collect();
-    // When each placement happened, as the client saw it: (answered at ms, node).
-    let mut landed: Vec<(f64, usize)> = r
-        .ledger
+    let mut landed: Vec<(f64, usize)> = ledger
         .entries
         .iter()
         .filter(|e| e.outcome.is_created())
@@ -47,12 +50,24 @@ pub(super) fn aggregate(r: RunRecords<'_>) -> RunAggregate {
         })
         .collect();
     landed.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let mut agg = RunAggregate::new(ids.clone(), r.shape);
-    for e in &r.ledger.entries {
+    let mut agg = RunAggregate::new(ids.to_vec(), shape);
+    for e in &ledger.entries {
         let late_us = ((e.sent_ms - e.intended_ms).max(0.0) * 1000.0).round() as u64;
         agg.sent(e.sent_ms, late_us);
         agg.answered(&e.outcome, e.intended_ms, e.latency_us);
     }
+    (agg, landed)
+}
+
+/// The run's aggregate, records fed in time order (a create that landed by a sample's
+/// time counts in that sample's placements).
+pub(super) fn aggregate(r: RunRecords<'_>) -> RunAggregate {
+    let ids: Vec<String> = r.final_truth.nodes.iter().map(|n| n.id.clone()).collect();
+    // When each placement happened, as the client saw it: (answered at ms, node).
+    let (mut agg, landed) = match r.settled {
+        Some(settled) => settled.into_aggregate(ids.clone()),
+        None => from_entries(r.ledger, &ids, r.shape),
+    };
     let mut landings = landed.into_iter().peekable();
     for s in r.samples {
         while let Some((_, k)) = landings.next_if(|(at, _)| *at <= s.t_ms) {
@@ -182,6 +197,7 @@ mod tests {
             ..ServiceCounters::default()
         };
         let r = aggregate(RunRecords {
+            settled: None,
             ledger: &ledger,
             samples: &samples,
             final_truth: &samples[1].truth,

@@ -61,6 +61,10 @@ pub struct WorkloadRun {
     pub run_tag: Option<String>,
     /// What to do on a 429; `None`: record it and move on.
     pub limit_retry: Option<LimitRetry>,
+    /// Keep every create's entry in the ledger (the set audit and chaos windows read
+    /// them); otherwise, for a run without a lifecycle, the ledger is
+    /// [`bounded`](Ledger::bounded): an entry is kept only until its create is settled.
+    pub keep_entries: bool,
 }
 
 /// What a workload run produced.
@@ -171,12 +175,21 @@ pub async fn run_workload(
         run,
     });
     let live = shared.run.progress.clone();
+    let mut ledger = if shared.run.keep_entries || shared.run.lifecycle.is_some() {
+        Ledger::new()
+    } else {
+        let shape = match shared.run.pacing {
+            Pacing::Burst { .. } => crate::aggregate::RunShape::Burst,
+            _ => crate::aggregate::RunShape::Paced,
+        };
+        Ledger::bounded(shape, shared.run.lifetime.is_some())
+    };
     let fold = tokio::spawn(async move {
-        let mut ledger = Ledger::new();
+        let mut first = true;
         while let Some(ev) = rx.recv().await {
             match ev {
                 Event::Created(e) => {
-                    if ledger.entries.is_empty() {
+                    if std::mem::take(&mut first) {
                         // A readiness mark for whoever drives the process (tests, CI).
                         tracing::info!("first create answered");
                     }

@@ -1,11 +1,14 @@
-//! The client-side ledger: every request the workload made and what came of it.
+//! The client-side ledger: every request the workload made and what came of it, or,
+//! for a run that reads no entry after it ([`Ledger::bounded`]), the creates not yet
+//! settled and a fold of the settled ones.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use super::lifecycle::StepEntry;
+use crate::aggregate::{RunShape, SettledCreates};
 use crate::report::{ResumeCall, ResumeFigures};
 
 /// What the client saw for one create.
@@ -132,14 +135,33 @@ pub struct LedgerEntry {
 }
 
 /// Every request of a run, plus an HDR histogram of create latency.
-#[derive(Debug, Clone)]
+///
+/// A bounded ledger ([`Ledger::bounded`]) keeps `entries` empty: it holds a create's
+/// entry only until the create is settled (answered, and its lifetime's delete answered
+/// when it has one), then folds it into [`SettledCreates`]. Its memory then grows with
+/// the sandboxes alive at once, not with the run's length.
+#[derive(Debug)]
 pub struct Ledger {
-    /// Entries in slot order.
+    /// Entries in slot order (none in a bounded ledger).
     pub entries: Vec<LedgerEntry>,
     /// Lifecycle calls (pause, resume, connect) in slot order, then call order.
     pub steps: Vec<StepEntry>,
     /// Create latency in microseconds, measured from the intended send time.
     pub latency_us: Histogram<u64>,
+    /// Slot -> position in `entries`, until [`finish`](Self::finish) sorts them.
+    positions: HashMap<usize, usize>,
+    /// A bounded ledger's unsettled creates and settled fold.
+    settling: Option<Settling>,
+}
+
+/// What a bounded ledger holds.
+#[derive(Debug)]
+struct Settling {
+    /// 201s whose delete is still to come, by slot.
+    pending: HashMap<usize, LedgerEntry>,
+    /// Whether each 201 gets a delete (the workload gives sandboxes a lifetime).
+    deletes: bool,
+    fold: SettledCreates,
 }
 
 impl Default for Ledger {
@@ -156,30 +178,84 @@ impl Ledger {
             steps: Vec::new(),
             latency_us: Histogram::new_with_bounds(1, 3_600_000_000, 3)
                 .expect("static histogram bounds are valid"),
+            positions: HashMap::new(),
+            settling: None,
         }
+    }
+
+    /// A ledger that folds each create once it is settled ([`SettledCreates`]) instead of
+    /// keeping its entry, for a run of `shape` whose 201s each get a delete when
+    /// `deletes` (a lifetime and no lifecycle). Lifecycle steps are not recorded.
+    pub fn bounded(shape: RunShape, deletes: bool) -> Self {
+        Ledger {
+            settling: Some(Settling {
+                pending: HashMap::new(),
+                deletes,
+                fold: SettledCreates::new(shape),
+            }),
+            ..Ledger::new()
+        }
+    }
+
+    /// The settled creates of a bounded ledger (all of them once finished).
+    pub fn settled(&self) -> Option<&SettledCreates> {
+        self.settling.as_ref().map(|s| &s.fold)
+    }
+
+    /// Takes the settled creates of a finished bounded ledger.
+    pub fn take_settled(&mut self) -> Option<SettledCreates> {
+        self.settling.take().map(|s| s.fold)
     }
 
     /// Adds one create outcome.
     pub fn record(&mut self, entry: LedgerEntry) {
         self.latency_us.saturating_record(entry.latency_us.max(1));
-        self.entries.push(entry);
+        match &mut self.settling {
+            Some(s) if s.deletes && entry.outcome.is_created() && entry.sandbox_id.is_some() => {
+                s.pending.insert(entry.index, entry);
+            }
+            Some(s) => s.fold.settle(entry),
+            None => {
+                self.positions.insert(entry.index, self.entries.len());
+                self.entries.push(entry);
+            }
+        }
     }
 
     /// Marks the sandbox of slot `index` as deleted with `outcome`.
     pub fn record_delete(&mut self, index: usize, outcome: Outcome) {
-        if let Some(e) = self.entries.iter_mut().find(|e| e.index == index) {
+        if let Some(s) = &mut self.settling {
+            if let Some(mut e) = s.pending.remove(&index) {
+                e.deleted = Some(outcome);
+                s.fold.settle(e);
+            }
+            return;
+        }
+        let at = self.positions.get(&index).copied();
+        if let Some(e) = at.and_then(|k| self.entries.get_mut(k)) {
             e.deleted = Some(outcome);
         }
     }
 
-    /// Adds one lifecycle call's outcome.
+    /// Adds one lifecycle call's outcome (a bounded ledger records none).
     pub fn record_step(&mut self, step: StepEntry) {
-        self.steps.push(step);
+        if self.settling.is_none() {
+            self.steps.push(step);
+        }
     }
 
     /// Sorts entries by slot so the ledger reads the same whatever the arrival order
     /// (a sandbox's own steps keep their order: the sort is stable).
     pub fn finish(&mut self) {
+        if let Some(s) = &mut self.settling {
+            // Deletes that never came (a cancelled run): settled as not deleted.
+            let mut left: Vec<LedgerEntry> = s.pending.drain().map(|(_, e)| e).collect();
+            left.sort_by_key(|e| e.index);
+            for e in left {
+                s.fold.settle(e);
+            }
+        }
+        self.positions = HashMap::new();
         self.entries.sort_by_key(|e| e.index);
         self.steps.sort_by_key(|e| e.index);
     }
@@ -333,6 +409,29 @@ mod tests {
         assert!(!o.is_uncertain() && o.is_limited());
         assert_eq!(o.key(), "429_rate_limit");
         assert!(Outcome::Cancelled.is_uncertain());
+    }
+
+    #[test]
+    fn a_bounded_ledger_keeps_a_create_only_until_its_delete_is_answered() {
+        let created = |i: usize| {
+            let mut e = entry(i, 1.0, Outcome::Status(201));
+            e.sandbox_id = Some(format!("s{i}"));
+            e
+        };
+        let mut l = Ledger::bounded(RunShape::Paced, true);
+        l.record(created(0));
+        l.record(created(1));
+        l.record(entry(2, 1.0, Outcome::Status(503)));
+        let pending = |l: &Ledger| l.settling.as_ref().map(|s| s.pending.len());
+        assert_eq!(pending(&l), Some(2));
+        l.record_delete(0, Outcome::Status(204));
+        assert_eq!(pending(&l), Some(1));
+        assert!(l.entries.is_empty());
+        l.finish();
+        assert_eq!(pending(&l), Some(0));
+        let s = l.take_settled().expect("bounded");
+        assert_eq!((s.created(), s.deleted()), (2, 1));
+        assert_eq!(s.left(), ["s1".to_string()]);
     }
 
     #[test]

@@ -44,6 +44,12 @@ impl OutcomeFold {
         }
     }
 
+    /// The same counts over `nodes` nodes, before any landing.
+    pub fn with_nodes(mut self, nodes: usize) -> Self {
+        self.placed = vec![0; nodes];
+        self
+    }
+
     /// One create answered with `outcome`.
     pub fn answered(&mut self, outcome: &Outcome) {
         self.answered += 1;

@@ -118,6 +118,7 @@ where
 /// A burst of `count` creates over `targets`, nothing else set.
 pub fn burst(targets: Vec<String>, count: usize) -> WorkloadRun {
     WorkloadRun {
+        keep_entries: true,
         targets,
         api_key: ApiKey::new("e2b_test"),
         pacing: Pacing::Burst { count },

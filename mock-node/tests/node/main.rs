@@ -11,6 +11,7 @@ mod admin_fuzz;
 mod config_cli;
 mod faults;
 mod hostile_rpc;
+mod listeners;
 mod many_nodes;
 mod model;
 mod nomad;

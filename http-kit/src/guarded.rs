@@ -1,0 +1,341 @@
+//! The listener policy for a server that drives its connections itself (tonic's
+//! `serve_with_incoming`): the accept loop cannot close a connection, so the connection's
+//! own I/O does. [`GuardedIo`] wraps an accepted stream admitted by a [`ConnectionCap`];
+//! a watcher task closes it, making every later read and write fail, when
+//!
+//! - the cap evicts it to admit a new connection (it waited longest on its client);
+//! - before it spoke HTTP/2, it has been idle for the header deadline: a silent
+//!   connection, a stalled HTTP/1 head, an HTTP/1 keep-alive with no next request (the
+//!   same bound [`serve_bounded`](crate::serve_bounded)'s header-read timer sets).
+//!
+//! An HTTP/2 connection (its first bytes are the HTTP/2 preface) has no idle timer here:
+//! a gRPC channel between calls is idle, and its client keeps it open on purpose (E2B's
+//! API pings its orchestrators every 30 s to keep theirs,
+//! `packages/api/internal/orchestrator/nodemanager/client.go`), so closing it would fail
+//! the call that races the close. The server's HTTP/2 keepalive (a PING after a quiet
+//! interval, the connection closed when it is not acknowledged in time) ends one whose
+//! client is gone or no longer reads; the request body deadline ends a stalled stream;
+//! the cap evicts idle HTTP/2 connections first when it is full.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::task::AbortHandle;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
+
+use crate::listener::{Admitted, ConnMark, HttpLimits};
+
+/// The first bytes of every HTTP/2 connection (RFC 9113, section 3.4).
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// What the first bytes of a connection said.
+const PROTO_UNKNOWN: u8 = 0;
+const PROTO_H1: u8 = 1;
+const PROTO_H2: u8 = 2;
+
+/// The close of one connection, decided by its watcher and read by its I/O.
+#[derive(Debug, Default)]
+struct Close {
+    fired: AtomicBool,
+    token: CancellationToken,
+}
+
+impl Close {
+    fn fire(&self) {
+        // The flag first: I/O woken by the token must find it set.
+        self.fired.store(true, Ordering::Release);
+        self.token.cancel();
+    }
+}
+
+/// An accepted connection under the listener policy (see the module doc): its reads and
+/// writes fail with `ConnectionAborted` once the policy closes it, and dropping it frees
+/// its place in the cap.
+///
+/// Each read and write loads one flag; the close token's wait is polled only when the
+/// connection is polled with a waker it does not hold yet (a server polls a connection
+/// from one task, so about once per connection).
+pub struct GuardedIo<S> {
+    inner: S,
+    admitted: Admitted,
+    close: Arc<Close>,
+    closed: Pin<Box<WaitForCancellationFutureOwned>>,
+    registered: Option<Waker>,
+    proto: Arc<AtomicU8>,
+    /// Bytes of the HTTP/2 preface matched so far, while the protocol is unknown.
+    matched: usize,
+    watcher: AbortHandle,
+}
+
+impl<S> std::fmt::Debug for GuardedIo<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GuardedIo")
+            .field("proto", &self.proto.load(Ordering::Relaxed))
+            .field("closed", &self.close.fired.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S> GuardedIo<S> {
+    /// `inner`, admitted as `admitted`, under `limits`' header deadline and idle
+    /// timeout (whichever is shorter bounds an HTTP/1 connection's wait for its next
+    /// head). Spawns its watcher: call within a tokio runtime.
+    pub fn new(inner: S, admitted: Admitted, limits: HttpLimits) -> Self {
+        let close = Arc::new(Close::default());
+        let proto = Arc::new(AtomicU8::new(PROTO_UNKNOWN));
+        let watcher = tokio::spawn(watch(
+            admitted.mark().clone(),
+            admitted.eviction(),
+            proto.clone(),
+            close.clone(),
+            limits.header_read.min(limits.idle),
+        ))
+        .abort_handle();
+        let closed = Box::pin(close.token.clone().cancelled_owned());
+        Self {
+            inner,
+            admitted,
+            close,
+            closed,
+            registered: None,
+            proto,
+            matched: 0,
+            watcher,
+        }
+    }
+
+    /// Signs of life of this connection, for its requests
+    /// ([`ConnMark::request`]).
+    pub fn mark(&self) -> &ConnMark {
+        self.admitted.mark()
+    }
+
+    /// The wrapped stream.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// Whether the policy closed this connection.
+    pub fn is_closed(&self) -> bool {
+        self.close.fired.load(Ordering::Acquire)
+    }
+
+    fn check(&mut self, cx: &mut Context<'_>) -> io::Result<()> {
+        if self.closed_now(cx) {
+            return Err(io::Error::new(
+                io::ErrorKind::ConnectionAborted,
+                "closed by the listener policy",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether the close came; registers `cx`'s waker with the close token if it is new.
+    fn closed_now(&mut self, cx: &mut Context<'_>) -> bool {
+        if self.is_closed() {
+            return true;
+        }
+        if self
+            .registered
+            .as_ref()
+            .is_some_and(|w| w.will_wake(cx.waker()))
+        {
+            return false;
+        }
+        if self.closed.as_mut().poll(cx).is_ready() {
+            return true;
+        }
+        self.registered = Some(cx.waker().clone());
+        false
+    }
+
+    /// Follows the first bytes read until they tell HTTP/2's preface from anything else.
+    fn sniff(&mut self, read: &[u8]) {
+        if self.matched == usize::MAX || read.is_empty() {
+            return;
+        }
+        let want = &H2_PREFACE[self.matched..];
+        let n = want.len().min(read.len());
+        if read[..n] != want[..n] {
+            self.matched = usize::MAX;
+            self.proto.store(PROTO_H1, Ordering::Release);
+        } else if self.matched + n == H2_PREFACE.len() {
+            self.matched = usize::MAX;
+            self.proto.store(PROTO_H2, Ordering::Release);
+        } else {
+            self.matched += n;
+        }
+    }
+}
+
+impl<S> Drop for GuardedIo<S> {
+    fn drop(&mut self) {
+        self.watcher.abort();
+    }
+}
+
+/// Closes the connection of `mark` when the cap evicts it, or when, not yet speaking
+/// HTTP/2, it has been idle for `wait`.
+async fn watch(
+    mark: ConnMark,
+    evict: CancellationToken,
+    proto: Arc<AtomicU8>,
+    close: Arc<Close>,
+    wait: Duration,
+) {
+    let timer = tokio::time::sleep(wait);
+    let mut timer = std::pin::pin!(timer);
+    loop {
+        tokio::select! {
+            _ = evict.cancelled() => {
+                tracing::debug!("closing the connection that waited longest: the cap is full");
+                break;
+            }
+            () = timer.as_mut() => {
+                if proto.load(Ordering::Acquire) == PROTO_H2 {
+                    // Bounded by keepalive, body deadlines and eviction from now on.
+                    evict.cancelled().await;
+                    break;
+                }
+                match mark.idle() {
+                    Some(w) if w >= wait => {
+                        tracing::debug!("closing a connection idle past the header deadline");
+                        break;
+                    }
+                    Some(w) => timer.as_mut().reset(tokio::time::Instant::now() + (wait - w)),
+                    None => timer.as_mut().reset(tokio::time::Instant::now() + wait),
+                }
+            }
+        }
+    }
+    close.fire();
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for GuardedIo<S> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        this.check(cx)?;
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut this.inner).poll_read(cx, buf);
+        if this.matched != usize::MAX {
+            this.sniff(&buf.filled()[before..]);
+        }
+        polled
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for GuardedIo<S> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        this.check(cx)?;
+        Pin::new(&mut this.inner).poll_write(cx, buf)
+    }
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        this.check(cx)?;
+        Pin::new(&mut this.inner).poll_write_vectored(cx, bufs)
+    }
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        this.check(cx)?;
+        Pin::new(&mut this.inner).poll_flush(cx)
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+    use crate::ConnectionCap;
+
+    fn limits(header_read: Duration) -> HttpLimits {
+        HttpLimits {
+            header_read,
+            body_read: Duration::from_secs(5),
+            idle: Duration::from_secs(5),
+            max_connections: 8,
+        }
+    }
+
+    async fn guarded(
+        header_read: Duration,
+    ) -> (GuardedIo<tokio::io::DuplexStream>, tokio::io::DuplexStream) {
+        let cap = ConnectionCap::new(8);
+        let (a, b) = tokio::io::duplex(256);
+        let admitted = cap.admit().await;
+        (GuardedIo::new(a, admitted, limits(header_read)), b)
+    }
+
+    #[tokio::test]
+    async fn a_silent_connection_is_closed_at_the_header_deadline() {
+        let (mut io, _peer) = guarded(Duration::from_millis(100)).await;
+        let mut buf = [0u8; 8];
+        let r = tokio::time::timeout(Duration::from_secs(5), io.read(&mut buf))
+            .await
+            .expect("the read ends");
+        assert_eq!(
+            r.expect_err("closed").kind(),
+            io::ErrorKind::ConnectionAborted
+        );
+        assert!(io.is_closed());
+    }
+
+    #[tokio::test]
+    async fn an_http2_connection_outlives_the_header_deadline() {
+        let (mut io, mut peer) = guarded(Duration::from_millis(50)).await;
+        peer.write_all(H2_PREFACE).await.expect("writes");
+        let mut buf = [0u8; 64];
+        let n = io.read(&mut buf).await.expect("reads");
+        assert!(n > 0);
+        // Idle well past the deadline: still open, and still reads.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!io.is_closed());
+        peer.write_all(b"x").await.expect("writes");
+        assert_eq!(io.read(&mut buf).await.expect("reads"), 1);
+    }
+
+    #[test]
+    fn the_preface_is_told_apart_split_anywhere() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            for split in 1..H2_PREFACE.len() {
+                let (mut io, _peer) = guarded(Duration::from_secs(5)).await;
+                io.sniff(&H2_PREFACE[..split]);
+                assert_eq!(io.proto.load(Ordering::Relaxed), PROTO_UNKNOWN);
+                io.sniff(&H2_PREFACE[split..]);
+                assert_eq!(io.proto.load(Ordering::Relaxed), PROTO_H2, "split {split}");
+            }
+            let (mut io, _peer) = guarded(Duration::from_secs(5)).await;
+            io.sniff(b"GET / HTTP/1.1\r\n");
+            assert_eq!(io.proto.load(Ordering::Relaxed), PROTO_H1);
+        });
+    }
+}
