@@ -21,10 +21,11 @@ use crate::starting::StartingQueue;
 pub use crate::starting::{Ticket, WaitState};
 
 mod inventory;
+mod labels;
 #[cfg(test)]
 mod tests;
-use inventory::{Held, Inventory, LabelCache, Phase};
 pub use inventory::SandboxKey;
+use inventory::{Held, Inventory, Phase};
 
 /// Longest sandbox, template, team or execution id a create may carry, in bytes.
 ///
@@ -49,7 +50,6 @@ pub struct NodeModel {
     status: ServiceStatus,
     /// The starting and the running sandboxes.
     sandboxes: Inventory,
-    labels: LabelCache,
     /// Calls waiting for a starting slot, and slots handed to them; `None` until the
     /// first call waits.
     waiters: Option<Box<StartingQueue>>,
@@ -99,7 +99,6 @@ impl NodeModel {
             idle_cpu_percent,
             status: ServiceStatus::Healthy,
             sandboxes: Inventory::default(),
-            labels: LabelCache::default(),
             waiters: None,
             counters: Counters::default(),
             last_now: Duration::ZERO,
@@ -172,9 +171,8 @@ impl NodeModel {
     /// for a waiter that was handed one.
     fn free_starting_slots(&self) -> Option<usize> {
         let max = self.spec.max_starting as usize;
-        (max > 0).then(|| {
-            max.saturating_sub(self.sandboxes.len(Phase::Starting) + self.held_slots())
-        })
+        (max > 0)
+            .then(|| max.saturating_sub(self.sandboxes.len(Phase::Starting) + self.held_slots()))
     }
 
     /// A call that needs a starting slot (a Create from a snapshot, a Checkpoint): `None`
@@ -298,17 +296,17 @@ impl NodeModel {
         match r {
             Ok((vcpu, ram_mb)) => {
                 let held = Held {
-                    labels: self
-                        .labels
-                        .share(req.template_id, req.team_id, req.execution_id),
+                    labels: self.sandboxes.share_labels(
+                        req.template_id,
+                        req.team_id,
+                        req.execution_id,
+                    ),
                     ram_mb,
                     start: self.last_now,
                     end: req.end_time,
                     vcpu,
                 };
-                Ok(self
-                    .sandboxes
-                    .insert(req.sandbox_id, held, Phase::Starting))
+                Ok(self.sandboxes.insert(req.sandbox_id, held, Phase::Starting))
             }
             Err(e) => Err(self.reject(e)),
         }

@@ -9,58 +9,23 @@
 //! finds a slot by id, and refuses an id the node already holds; a slot knows where its
 //! index entry is, so a delete by key marks it removed without searching for it.
 //!
-//! The three ids a create only has echoed back (template, team, execution) live in one
-//! shared [`Labels`] value: creates that carry the same ones as the node's previous
-//! create share it ([`LabelCache`]), which is what a workload of one template and one
-//! team does. [`Sandbox`] values are built when asked for (`List`, a delete's answer).
+//! The three ids a create only has echoed back live in the node's [`LabelTable`].
+//! [`Sandbox`] values are built when asked for (`List`, a delete's answer).
 
 use std::hash::BuildHasher;
-use std::sync::Arc;
 use std::time::Duration;
 
 // Randomly seeded per node: ids come from clients.
 use foldhash::fast::RandomState;
 use stampede_id::Id;
 
+use super::labels::{LabelRef, LabelTable, Labels};
 use super::Sandbox;
-
-/// The ids a create carries that the node only echoes back in `List`.
-#[derive(Debug, PartialEq, Eq)]
-pub(super) struct Labels {
-    template_id: Id,
-    team_id: Id,
-    execution_id: Id,
-}
-
-/// The [`Labels`] of the node's last create, shared with the next create that carries
-/// the same ones.
-#[derive(Debug, Clone, Default)]
-pub(super) struct LabelCache(Option<Arc<Labels>>);
-
-impl LabelCache {
-    /// The shared labels `template_id`, `team_id`, `execution_id` (allocates only when
-    /// they differ from the previous create's).
-    pub(super) fn share(&mut self, template_id: Id, team_id: Id, execution_id: Id) -> Arc<Labels> {
-        let labels = Labels {
-            template_id,
-            team_id,
-            execution_id,
-        };
-        match &self.0 {
-            Some(last) if **last == labels => Arc::clone(last),
-            _ => {
-                let shared = Arc::new(labels);
-                self.0 = Some(Arc::clone(&shared));
-                shared
-            }
-        }
-    }
-}
 
 /// One sandbox, less its id.
 #[derive(Debug, Clone)]
 pub(super) struct Held {
-    pub labels: Arc<Labels>,
+    pub labels: LabelRef,
     pub ram_mb: u64,
     pub start: Duration,
     pub end: Option<Duration>,
@@ -68,13 +33,14 @@ pub(super) struct Held {
 }
 
 impl Held {
-    /// The full sandbox `id`.
-    fn sandbox(&self, id: Id) -> Sandbox {
+    /// The full sandbox `id`, its labels in `table`.
+    fn sandbox(&self, id: Id, table: &LabelTable) -> Sandbox {
+        let labels = table.get(self.labels);
         Sandbox {
             sandbox_id: id,
-            template_id: self.labels.template_id.clone(),
-            team_id: self.labels.team_id.clone(),
-            execution_id: self.labels.execution_id.clone(),
+            template_id: labels.template_id.clone(),
+            team_id: labels.team_id.clone(),
+            execution_id: labels.execution_id.clone(),
             vcpu: self.vcpu,
             ram_mb: self.ram_mb,
             start: self.start,
@@ -242,6 +208,7 @@ pub(super) struct Inventory {
     free: Vec<u32>,
     by_id: IdIndex,
     hasher: RandomState,
+    labels: LabelTable,
     starting: PhaseTally,
     running: PhaseTally,
 }
@@ -275,6 +242,21 @@ impl Inventory {
     /// u64 reads as "everything", not as a little.
     pub(super) fn running_ram_mb(&self) -> u64 {
         u64::try_from(self.running.ram_mb).unwrap_or(u64::MAX)
+    }
+
+    /// The labels `template_id`, `team_id`, `execution_id` for a sandbox about to be
+    /// inserted.
+    pub(super) fn share_labels(
+        &mut self,
+        template_id: Id,
+        team_id: Id,
+        execution_id: Id,
+    ) -> LabelRef {
+        self.labels.share(Labels {
+            template_id,
+            team_id,
+            execution_id,
+        })
     }
 
     fn tag(&self, id: &str) -> u32 {
@@ -376,14 +358,17 @@ impl Inventory {
         self.by_id.remove(s.pos);
         self.tally_mut(phase).sub(&held);
         self.free.push(key.slot);
-        Some(held.sandbox(id))
+        let sandbox = held.sandbox(id, &self.labels);
+        self.labels.release(held.labels);
+        Some(sandbox)
     }
 
     /// Drops every sandbox; every key handed out so far goes stale.
     pub(super) fn clear(&mut self) {
         self.free.clear();
         for (k, s) in self.slots.iter_mut().enumerate() {
-            if s.held.take().is_some() {
+            if let Some(held) = s.held.take() {
+                self.labels.release(held.labels);
                 s.generation = s.generation.wrapping_add(1);
                 s.id = Id::EMPTY;
             }
@@ -410,7 +395,8 @@ impl Inventory {
 
     /// Every running sandbox, in no order.
     pub(super) fn running_sandboxes(&self) -> impl Iterator<Item = Sandbox> + '_ {
-        self.held(Phase::Running).map(|(id, h)| h.sandbox(id.clone()))
+        self.held(Phase::Running)
+            .map(|(id, h)| h.sandbox(id.clone(), &self.labels))
     }
 }
 
@@ -418,8 +404,8 @@ impl Inventory {
 mod tests {
     use super::*;
 
-    fn held(vcpu: u32) -> Held {
-        let labels = LabelCache::default().share(Id::new("base"), Id::EMPTY, Id::EMPTY);
+    fn held(inv: &mut Inventory, vcpu: u32) -> Held {
+        let labels = inv.share_labels(Id::new("base"), Id::EMPTY, Id::EMPTY);
         Held {
             labels,
             ram_mb: 512,
@@ -432,11 +418,16 @@ mod tests {
     #[test]
     fn a_key_goes_stale_when_its_sandbox_leaves_even_once_its_slot_is_reused() {
         let mut inv = Inventory::default();
-        let a = inv.insert(Id::new("a"), held(1), Phase::Starting);
+        let h = held(&mut inv, 1);
+        let a = inv.insert(Id::new("a"), h, Phase::Starting);
         assert!(inv.start_running(a, Duration::from_secs(1)));
         assert_eq!(inv.find("a"), Some((a, Phase::Running)));
-        assert_eq!(inv.remove(a, Phase::Running).map(|s| s.sandbox_id), Some(Id::new("a")));
-        let b = inv.insert(Id::new("b"), held(2), Phase::Running);
+        assert_eq!(
+            inv.remove(a, Phase::Running).map(|s| s.sandbox_id),
+            Some(Id::new("a"))
+        );
+        let h = held(&mut inv, 2);
+        let b = inv.insert(Id::new("b"), h, Phase::Running);
         assert_ne!(a, b, "the slot is reused under a new generation");
         assert!(inv.remove(a, Phase::Running).is_none());
         assert!(!inv.start_running(a, Duration::ZERO));
@@ -452,7 +443,10 @@ mod tests {
     fn ids_find_their_keys_through_growth_and_removals() {
         let mut inv = Inventory::default();
         let keys: Vec<SandboxKey> = (0..300)
-            .map(|i| inv.insert(Id::from(format!("sb-{i}")), held(1), Phase::Running))
+            .map(|i| {
+                let h = held(&mut inv, 1);
+                inv.insert(Id::from(format!("sb-{i}")), h, Phase::Running)
+            })
             .collect();
         for (i, k) in keys.iter().enumerate().filter(|(i, _)| i % 3 == 0) {
             assert!(inv.remove(*k, Phase::Running).is_some(), "{i}");

@@ -72,10 +72,18 @@ fn keyed_calls_answer_count_and_list_as_calls_by_id() {
                     by_key.restart(now);
                 }
             }
-            assert_eq!(by_id.counters(), by_key.counters(), "seed {seed} step {step}");
+            assert_eq!(
+                by_id.counters(),
+                by_key.counters(),
+                "seed {seed} step {step}"
+            );
             assert_eq!(by_id.starting_count(), by_key.starting_count());
             assert_eq!(by_id.list(now), by_key.list(now), "seed {seed} step {step}");
-            assert_eq!(by_id.truth(now), by_key.truth(now), "seed {seed} step {step}");
+            assert_eq!(
+                by_id.truth(now),
+                by_key.truth(now),
+                "seed {seed} step {step}"
+            );
         }
     }
 }
