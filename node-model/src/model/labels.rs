@@ -49,6 +49,10 @@ impl LabelTable {
                 k
             }
             None => {
+                if self.entries.capacity() == 0 {
+                    // Most nodes only ever see one set: no room for four.
+                    self.entries.reserve_exact(1);
+                }
                 self.entries.push((labels, 2));
                 u32::try_from(self.entries.len() - 1).expect("fewer than 2^32 label sets a node")
             }
