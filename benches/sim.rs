@@ -9,6 +9,9 @@
 //! lifetime needs, arrival, create done and delete, through the simulator's own event
 //! queue), without a node model, accounting or measurement.
 //!
+//! `profiles/sim-churn-1000.yaml` (1,000 nodes x 1,000,000 placements at 20,000/s, 5 s
+//! lifetimes) runs against the same two baselines, the bare event loop at its rate.
+//!
 //! `cargo bench --bench sim`; `SIM_BENCH_10K=1` runs 10,000 nodes x 1,000,000 placements
 //! (default: x 100,000).
 
@@ -104,12 +107,12 @@ enum BareEvent {
     Delete(NodeId),
 }
 
-/// Wall time per placement of the bare event loop over `n` nodes: `placements` arrivals
-/// at the scale profile's rate, each a bare decision whose create ends after a latency
-/// drawn as the profile draws it (uniform 0-2 ms) and whose sandbox is deleted
-/// `lifetime_s` later, through the simulator's event queue.
-fn bare_event_loop(n: usize, placements: u64, lifetime_s: u64) -> Duration {
-    const ARRIVAL_NS: u64 = 100_000; // 10,000 per second
+/// Wall time per placement of the bare event loop over `n` nodes: `placements` arrivals,
+/// `per_second` of them a second, each a bare decision whose create ends after a
+/// latency drawn as the scale profile draws it (uniform 0-2 ms) and whose sandbox is
+/// deleted `lifetime_s` later, through the simulator's event queue.
+fn bare_event_loop(n: usize, placements: u64, lifetime_s: u64, per_second: u64) -> Duration {
+    let arrival_ns = 1_000_000_000 / per_second;
     const MAX_LATENCY_NS: u64 = 2_000_000;
     let mut core = bare_core(n);
     let mut rng = ChaCha8Rng::seed_from_u64(1);
@@ -124,7 +127,7 @@ fn bare_event_loop(n: usize, placements: u64, lifetime_s: u64) -> Duration {
             BareEvent::Arrival => {
                 arrived += 1;
                 if arrived < placements {
-                    queue.push(now + ARRIVAL_NS, BareEvent::Arrival);
+                    queue.push(now + arrival_ns, BareEvent::Arrival);
                 }
                 if let Some(node) = core.choose(1, &none, &mut rng) {
                     let latency = rng.random_range(0..=MAX_LATENCY_NS);
@@ -145,12 +148,20 @@ fn bare_event_loop(n: usize, placements: u64, lifetime_s: u64) -> Duration {
 
 fn scale_run(nodes: usize, placements: u64, lifetime_s: u64) {
     let profile = scale_profile(nodes, placements, lifetime_s);
-    let setup = SimSetup::from_profile(&profile, AccountingMode::Optimistic).expect("setup");
+    let what = format!("scale {nodes} nodes x {placements} placements, {lifetime_s} s lifetime");
+    against_floors(&what, &profile, (nodes, placements, lifetime_s, 10_000));
+}
+
+/// `profile` simulated in its configured mode, against a bare decision on its fleet and
+/// the bare event loop of `(nodes, placements, lifetime_s, per_second)` around it.
+fn against_floors(what: &str, profile: &Profile, floor_of: (usize, u64, u64, u64)) {
+    let (nodes, placements, lifetime_s, per_second) = floor_of;
+    let setup = SimSetup::from_profile(profile, AccountingMode::Optimistic).expect("setup");
     // The baseline is measured around the run (before and after), in batches, and its
     // median taken: one batch alone moved by 2x between runs on the shared machine.
     let mut base = decision_times(nodes, 20_000, 7);
     let mut floor: Vec<Duration> = (0..3)
-        .map(|_| bare_event_loop(nodes, placements, lifetime_s))
+        .map(|_| bare_event_loop(nodes, placements, lifetime_s, per_second))
         .collect();
     let t = Instant::now();
     let run = simulate_setup(
@@ -162,7 +173,7 @@ fn scale_run(nodes: usize, placements: u64, lifetime_s: u64) {
     .expect("within the default budget");
     let wall = t.elapsed();
     base.extend(decision_times(nodes, 20_000, 7));
-    floor.extend((0..3).map(|_| bare_event_loop(nodes, placements, lifetime_s)));
+    floor.extend((0..3).map(|_| bare_event_loop(nodes, placements, lifetime_s, per_second)));
     floor.sort();
     let (floor_lo, floor_hi) = (floor[0], floor[floor.len() - 1]);
     let floor = floor[floor.len() / 2];
@@ -171,7 +182,7 @@ fn scale_run(nodes: usize, placements: u64, lifetime_s: u64) {
     let base = base[base.len() / 2];
     let per_placement = wall / run.result.requests.max(1) as u32;
     println!(
-        "sim scale {nodes} nodes x {} placements, {lifetime_s} s lifetime: {:.2} s wall, {:.0} s virtual \
+        "sim {what}: {} placements, {:.2} s wall, {:.0} s virtual \
          ({:.0}x real time), {} events ({:.1} M events/s), {:.2} us per placement = \
          {:.1}x a bare decision ({:.2} us median of 14 batches, {:.2}..{:.2}) = {:.1}x a bare \
          event loop ({:.2} us median of 6 runs, {:.2}..{:.2}; itself {:.1}x a bare decision), \
@@ -238,6 +249,8 @@ fn scale(_c: &mut Criterion) {
     } else {
         scale_run(10_000, 100_000, 5);
     }
+    let churn = load_and_validate(Path::new("profiles/sim-churn-1000.yaml")).expect("profile");
+    against_floors("sim-churn-1000", &churn, (1_000, 1_000_000, 5, 20_000));
 }
 
 criterion_group!(benches, pr2201, scale);

@@ -253,7 +253,7 @@ impl NodeRpcs {
             let latency = match arrival {
                 CreateArrival::Failed(code) => return Err(injected(code)),
                 CreateArrival::Refused(r) => return Err(rejection(&r)),
-                CreateArrival::Admitted { latency } => latency,
+                CreateArrival::Admitted { latency, .. } => latency,
             };
             guard.sandbox_id = Some(sandbox_id);
             let left = timeout.saturating_sub(arrived.elapsed());

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use crate::config::{FailureCode, RpcKind};
 use crate::effect::FaultEffect;
-use crate::model::{CreateRejection, CreateRequest, NodeModel};
+use crate::model::{CreateRejection, CreateRequest, NodeModel, SandboxKey};
 
 /// What happens to an RPC as it is sent to the node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +49,8 @@ pub enum CreateArrival {
     Admitted {
         /// The create's latency, drawn from the node's model.
         latency: Duration,
+        /// Where the node holds the sandbox (see [`NodeModel::begin_create`]).
+        key: SandboxKey,
     },
 }
 
@@ -107,8 +109,9 @@ impl NodeModel {
             Err(r) => return CreateArrival::Refused(self.reject(r)),
         };
         match self.begin_create(req, now) {
-            Ok(()) => CreateArrival::Admitted {
+            Ok(key) => CreateArrival::Admitted {
                 latency: self.sample_create_latency(),
+                key,
             },
             Err(r) => CreateArrival::Refused(r),
         }
@@ -255,7 +258,7 @@ mod tests {
             m.gate_create(&none, invalid, Duration::ZERO),
             CreateArrival::Refused(CreateRejection::InvalidArgument(_))
         ));
-        let CreateArrival::Admitted { latency } =
+        let CreateArrival::Admitted { latency, .. } =
             m.gate_create(&none, Ok(req("a")), Duration::ZERO)
         else {
             panic!("the first create is admitted");
@@ -289,9 +292,10 @@ mod tests {
             {
                 Some(code) => CreateArrival::Failed(code),
                 None => {
-                    by_hand.begin_create(req("a"), Duration::ZERO).unwrap();
+                    let key = by_hand.begin_create(req("a"), Duration::ZERO).unwrap();
                     CreateArrival::Admitted {
                         latency: by_hand.sample_create_latency(),
+                        key,
                     }
                 }
             };

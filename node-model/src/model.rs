@@ -21,7 +21,11 @@ use crate::starting::StartingQueue;
 pub use crate::starting::{Ticket, WaitState};
 
 mod inventory;
-use inventory::{Held, Inventory, LabelCache};
+mod labels;
+#[cfg(test)]
+mod tests;
+pub use inventory::SandboxKey;
+use inventory::{Held, Inventory, Phase};
 
 /// Longest sandbox, template, team or execution id a create may carry, in bytes.
 ///
@@ -44,9 +48,8 @@ pub struct NodeModel {
     baseline_vcpu: u32,
     idle_cpu_percent: u32,
     status: ServiceStatus,
-    running: Inventory,
-    starting: Inventory,
-    labels: LabelCache,
+    /// The starting and the running sandboxes.
+    sandboxes: Inventory,
     /// Calls waiting for a starting slot, and slots handed to them; `None` until the
     /// first call waits.
     waiters: Option<Box<StartingQueue>>,
@@ -95,9 +98,7 @@ impl NodeModel {
             baseline_vcpu,
             idle_cpu_percent,
             status: ServiceStatus::Healthy,
-            running: Inventory::default(),
-            starting: Inventory::default(),
-            labels: LabelCache::default(),
+            sandboxes: Inventory::default(),
             waiters: None,
             counters: Counters::default(),
             last_now: Duration::ZERO,
@@ -152,7 +153,7 @@ impl NodeModel {
     }
     /// Creates admitted and not yet finished.
     pub fn starting_count(&self) -> usize {
-        self.starting.len()
+        self.sandboxes.len(Phase::Starting)
     }
     /// Whether a Create from a snapshot must wait for a starting slot: every one of
     /// `max_starting` is taken by a create or held for a woken waiter, and the node is not at `max_sandboxes` (which refuses at
@@ -163,14 +164,15 @@ impl NodeModel {
 
     fn at_max_sandboxes(&self) -> bool {
         let s = &self.spec;
-        s.max_sandboxes > 0 && self.running.len() >= s.max_sandboxes as usize
+        s.max_sandboxes > 0 && self.sandboxes.len(Phase::Running) >= s.max_sandboxes as usize
     }
 
     /// Starting slots free now (`None` = no limit): neither taken by a create nor held
     /// for a waiter that was handed one.
     fn free_starting_slots(&self) -> Option<usize> {
         let max = self.spec.max_starting as usize;
-        (max > 0).then(|| max.saturating_sub(self.starting.len() + self.held_slots()))
+        (max > 0)
+            .then(|| max.saturating_sub(self.sandboxes.len(Phase::Starting) + self.held_slots()))
     }
 
     /// A call that needs a starting slot (a Create from a snapshot, a Checkpoint): `None`
@@ -223,7 +225,21 @@ impl NodeModel {
 
     /// Whether `sandbox_id` runs on the node (started, not being started).
     pub fn is_running(&self, sandbox_id: &str) -> bool {
-        self.running.contains(sandbox_id)
+        self.running_key(sandbox_id).is_some()
+    }
+
+    /// The key of `sandbox_id` if it runs on the node.
+    fn running_key(&self, sandbox_id: &str) -> Option<SandboxKey> {
+        self.sandboxes
+            .find(sandbox_id)
+            .and_then(|(key, phase)| (phase == Phase::Running).then_some(key))
+    }
+
+    /// The key of `sandbox_id` if the node is starting it.
+    fn starting_key(&self, sandbox_id: &str) -> Option<SandboxKey> {
+        self.sandboxes
+            .find(sandbox_id)
+            .and_then(|(key, phase)| (phase == Phase::Starting).then_some(key))
     }
 
     /// Counts `n` refusals for `reason` at once (a simulator's parked retries).
@@ -268,27 +284,29 @@ impl NodeModel {
     }
 
     /// Validates and admits a create; on success the sandbox is *starting* until
-    /// [`finish_create`](Self::finish_create) or [`abort_create`](Self::abort_create).
+    /// [`finish_create`](Self::finish_create) or [`abort_create`](Self::abort_create),
+    /// and the key returned names it until it leaves the node.
     pub fn begin_create(
         &mut self,
         req: CreateRequest,
         now: Duration,
-    ) -> Result<(), CreateRejection> {
+    ) -> Result<SandboxKey, CreateRejection> {
         self.advance(now);
         let r = self.admit(&req);
         match r {
             Ok((vcpu, ram_mb)) => {
                 let held = Held {
-                    labels: self
-                        .labels
-                        .share(req.template_id, req.team_id, req.execution_id),
+                    labels: self.sandboxes.share_labels(
+                        req.template_id,
+                        req.team_id,
+                        req.execution_id,
+                    ),
                     ram_mb,
                     start: self.last_now,
                     end: req.end_time,
                     vcpu,
                 };
-                self.starting.insert(req.sandbox_id, held);
-                Ok(())
+                Ok(self.sandboxes.insert(req.sandbox_id, held, Phase::Starting))
             }
             Err(e) => Err(self.reject(e)),
         }
@@ -341,7 +359,7 @@ impl NodeModel {
                 )));
             }
         };
-        if self.running.contains(&req.sandbox_id) || self.starting.contains(&req.sandbox_id) {
+        if self.sandboxes.find(&req.sandbox_id).is_some() {
             return Err(CreateRejection::AlreadyExists(req.sandbox_id.to_string()));
         }
         self.capacity_refusal(vcpu)?;
@@ -353,7 +371,7 @@ impl NodeModel {
     /// a simulator asks to know that a retry cannot succeed before the node changes.
     pub fn capacity_refusal(&self, vcpu: u32) -> Result<(), CreateRejection> {
         let s = &self.spec;
-        if s.max_sandboxes > 0 && self.running.len() >= s.max_sandboxes as usize {
+        if s.max_sandboxes > 0 && self.sandboxes.len(Phase::Running) >= s.max_sandboxes as usize {
             return Err(CreateRejection::MaxSandboxes(s.max_sandboxes));
         }
         if self.free_starting_slots() == Some(0) {
@@ -362,8 +380,8 @@ impl NodeModel {
         if s.overcommit > 0.0 {
             // Creates in progress hold their vCPU too, or concurrent creates would overshoot.
             let allocated = u64::from(self.baseline_vcpu)
-                .saturating_add(self.running.vcpu())
-                .saturating_add(self.starting.vcpu());
+                .saturating_add(self.sandboxes.vcpu(Phase::Running))
+                .saturating_add(self.sandboxes.vcpu(Phase::Starting));
             let capacity = s.overcommit * f64::from(s.cpu_count);
             if allocated.saturating_add(u64::from(vcpu)) as f64 > capacity {
                 return Err(CreateRejection::Overcommit {
@@ -386,25 +404,46 @@ impl NodeModel {
     /// create is no longer in progress (the node restarted meanwhile); that counts as failed.
     pub fn finish_create(&mut self, sandbox_id: &str, now: Duration) -> Result<(), NotFound> {
         self.advance(now);
-        match self.starting.remove(sandbox_id) {
-            Some((id, mut held)) => {
-                held.start = self.last_now;
-                self.counters.creates_ok += 1;
-                // Replaces nothing: admission refuses an id already running.
-                self.running.insert(id, held);
-                Ok(())
-            }
-            None => {
-                self.counters.creates_failed += 1;
-                Err(NotFound(sandbox_id.to_string()))
-            }
+        let key = self.starting_key(sandbox_id);
+        if self.finish_started(key) {
+            Ok(())
+        } else {
+            Err(NotFound(sandbox_id.to_string()))
         }
+    }
+
+    /// [`finish_create`](Self::finish_create) of the create admitted under `key`:
+    /// whether it was still in progress.
+    pub fn finish_create_by_key(&mut self, key: SandboxKey, now: Duration) -> bool {
+        self.advance(now);
+        self.finish_started(Some(key))
+    }
+
+    fn finish_started(&mut self, key: Option<SandboxKey>) -> bool {
+        let started = key.is_some_and(|k| self.sandboxes.start_running(k, self.last_now));
+        if started {
+            self.counters.creates_ok += 1;
+        } else {
+            self.counters.creates_failed += 1;
+        }
+        started
     }
 
     /// Abandons an admitted create (caller went away, injected failure): counted as failed.
     pub fn abort_create(&mut self, sandbox_id: &str, now: Duration) {
         self.advance(now);
-        if self.starting.remove(sandbox_id).is_some() {
+        let key = self.starting_key(sandbox_id);
+        self.abort_started(key);
+    }
+
+    /// [`abort_create`](Self::abort_create) of the create admitted under `key`.
+    pub fn abort_create_by_key(&mut self, key: SandboxKey, now: Duration) {
+        self.advance(now);
+        self.abort_started(Some(key));
+    }
+
+    fn abort_started(&mut self, key: Option<SandboxKey>) {
+        if key.is_some_and(|k| self.sandboxes.remove(k, Phase::Starting).is_some()) {
             self.counters.creates_failed += 1;
         }
     }
@@ -417,12 +456,22 @@ impl NodeModel {
     /// Removes a running sandbox.
     pub fn delete(&mut self, sandbox_id: &str, now: Duration) -> Result<Sandbox, NotFound> {
         self.advance(now);
-        let sb = self
-            .running
-            .take(sandbox_id)
-            .ok_or_else(|| NotFound(sandbox_id.to_string()))?;
+        self.running_key(sandbox_id)
+            .and_then(|key| self.remove_running(key))
+            .ok_or_else(|| NotFound(sandbox_id.to_string()))
+    }
+
+    /// [`delete`](Self::delete) of the sandbox admitted under `key`: `None` when it no
+    /// longer runs on the node.
+    pub fn delete_by_key(&mut self, key: SandboxKey, now: Duration) -> Option<Sandbox> {
+        self.advance(now);
+        self.remove_running(key)
+    }
+
+    fn remove_running(&mut self, key: SandboxKey) -> Option<Sandbox> {
+        let sb = self.sandboxes.remove(key, Phase::Running)?;
         self.counters.deletes_ok += 1;
-        Ok(sb)
+        Some(sb)
     }
 
     /// Changes the `end_time` a running sandbox reports (`None` = none). The node does
@@ -435,8 +484,8 @@ impl NodeModel {
     ) -> Result<(), NotFound> {
         self.advance(now);
         let held = self
-            .running
-            .get_mut(sandbox_id)
+            .running_key(sandbox_id)
+            .and_then(|key| self.sandboxes.get_mut(key, Phase::Running))
             .ok_or_else(|| NotFound(sandbox_id.to_string()))?;
         held.end = end;
         Ok(())
@@ -445,7 +494,7 @@ impl NodeModel {
     /// Running sandboxes, by id.
     pub fn list(&mut self, now: Duration) -> Vec<Sandbox> {
         self.advance(now);
-        let mut all: Vec<Sandbox> = self.running.sandboxes().collect();
+        let mut all: Vec<Sandbox> = self.sandboxes.running_sandboxes().collect();
         all.sort_unstable_by(|a, b| a.sandbox_id.cmp(&b.sandbox_id));
         all
     }
@@ -472,9 +521,10 @@ impl NodeModel {
     /// them, without building a snapshot (a simulator samples every node every second).
     pub fn truth_counts(&mut self, now: Duration) -> (u32, u32) {
         self.advance(now);
-        let allocated = u64::from(self.baseline_vcpu).saturating_add(self.running.vcpu());
+        let allocated =
+            u64::from(self.baseline_vcpu).saturating_add(self.sandboxes.vcpu(Phase::Running));
         (
-            u32::try_from(self.running.len()).unwrap_or(u32::MAX),
+            u32::try_from(self.sandboxes.len(Phase::Running)).unwrap_or(u32::MAX),
             u32::try_from(allocated).unwrap_or(u32::MAX),
         )
     }
@@ -499,8 +549,7 @@ impl NodeModel {
     /// A crash: every sandbox (running or starting) is lost, a new `service_id` is drawn.
     pub fn restart(&mut self, now: Duration) {
         self.advance(now);
-        self.running.clear();
-        self.starting.clear();
+        self.sandboxes.clear();
         self.service_id = new_service_id(&mut self.rng);
         self.started_at = self.last_now;
         self.counters.restarts += 1;
@@ -549,13 +598,14 @@ impl NodeModel {
 
     fn live_metrics(&self, now: Duration) -> MetricsSnapshot {
         let s = &self.spec;
-        let allocated = u64::from(self.baseline_vcpu).saturating_add(self.running.vcpu());
+        let allocated =
+            u64::from(self.baseline_vcpu).saturating_add(self.sandboxes.vcpu(Phase::Running));
         let allocated_vcpu = u32::try_from(allocated).unwrap_or(u32::MAX);
         let cpu_percent = match self.cpu_sample {
             Some((_, sampled)) if !self.spec.cpu_percent_period.is_zero() => sampled,
             _ => self.cpu_percent(),
         };
-        let mem_mib = self.running.ram_mb();
+        let mem_mib = self.sandboxes.running_ram_mb();
         let mem_bytes = mem_mib.saturating_mul(1 << 20);
         MetricsSnapshot {
             taken_at: now,
@@ -565,7 +615,8 @@ impl NodeModel {
             memory_allocated_bytes: mem_bytes,
             memory_used_bytes: (mem_bytes as f64 * s.busy_fraction.clamp(0.0, 1.0)) as u64,
             memory_total_bytes: s.memory_mib.saturating_mul(1 << 20),
-            sandboxes_running: u32::try_from(self.running.len()).unwrap_or(u32::MAX),
+            sandboxes_running: u32::try_from(self.sandboxes.len(Phase::Running))
+                .unwrap_or(u32::MAX),
             sandbox_ids: self.sorted_ids(),
         }
     }
@@ -574,7 +625,11 @@ impl NodeModel {
 impl NodeModel {
     /// Ids of the running sandboxes, sorted.
     fn sorted_ids(&self) -> Vec<String> {
-        let mut ids: Vec<String> = self.running.ids().map(|id| id.to_string()).collect();
+        let mut ids: Vec<String> = self
+            .sandboxes
+            .running_ids()
+            .map(|id| id.to_string())
+            .collect();
         ids.sort_unstable();
         ids
     }
@@ -584,7 +639,7 @@ impl NodeModel {
     fn cpu_percent(&self) -> u32 {
         let s = &self.spec;
         let idle = f64::from(self.idle_cpu_percent);
-        let sandboxes = self.running.vcpu() as f64;
+        let sandboxes = self.sandboxes.vcpu(Phase::Running) as f64;
         let percent = match s.cpu_percent {
             CpuPercentModel::Host => {
                 let allocated = f64::from(self.baseline_vcpu) + sandboxes;

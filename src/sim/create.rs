@@ -7,7 +7,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use stampede_node_model::config::{FailureCode, LatencyDist, RpcKind};
 use stampede_node_model::gate::{on_send, Arrival, CreateArrival, Sent};
-use stampede_node_model::model::CreateRequest;
+use stampede_node_model::model::{CreateRequest, SandboxKey};
 
 use super::engine::{sandbox_id, Engine, Event, SimNode};
 use super::queue::Nanos;
@@ -93,6 +93,7 @@ impl Engine<'_> {
         let n = &self.nodes[k as usize];
         a.node = k;
         a.epoch = n.epoch;
+        a.key = None;
         a.deadline = deadline;
         a.handler_at = now;
         match on_send(&n.effect) {
@@ -168,7 +169,7 @@ impl Engine<'_> {
             team_id: Id::EMPTY,
             execution_id: Id::EMPTY,
         };
-        let latency = match n.model.gate_create(&n.effect, Ok(req), to_duration(now)) {
+        let (latency, key) = match n.model.gate_create(&n.effect, Ok(req), to_duration(now)) {
             CreateArrival::Failed(code) => {
                 let outcome = if code == FailureCode::ResourceExhausted {
                     CreateOutcome::ResourceExhausted
@@ -187,7 +188,7 @@ impl Engine<'_> {
                 self.reply_after(slot, outcome);
                 return;
             }
-            CreateArrival::Admitted { latency } => latency,
+            CreateArrival::Admitted { latency, key } => (latency, key),
         };
         let done = now.saturating_add(to_nanos(latency));
         // The node's own Create deadline (E2B's orchestrator `requestTimeout`) fails
@@ -196,6 +197,9 @@ impl Engine<'_> {
             .handler_at
             .saturating_add(to_nanos(n.model.spec().create_timeout));
         let deadline = a.deadline;
+        if let Some(a) = self.slots[slot as usize].as_mut() {
+            a.key = Some(key);
+        }
         if done >= node_deadline && node_deadline < deadline {
             let event = Event::Reply {
                 slot,
@@ -222,15 +226,22 @@ impl Engine<'_> {
             return;
         };
         let n = &mut self.nodes[a.node as usize];
-        let id = a.sandbox_id.as_str();
         let outcome = if n.epoch != a.epoch {
             // A kill reset the connection: the client saw UNAVAILABLE, the node dropped it.
-            n.model.abort_create(id, now);
+            match a.key {
+                Some(key) => n.model.abort_create_by_key(key, now),
+                None => n.model.abort_create(&a.sandbox_id, now),
+            }
             CreateOutcome::Failed
         } else {
-            match n.model.finish_create(id, now) {
-                Ok(_) => CreateOutcome::Created,
-                Err(_) => CreateOutcome::Failed,
+            let finished = match a.key {
+                Some(key) => n.model.finish_create_by_key(key, now),
+                None => n.model.finish_create(&a.sandbox_id, now).is_ok(),
+            };
+            if finished {
+                CreateOutcome::Created
+            } else {
+                CreateOutcome::Failed
             }
         };
         self.report(slot, outcome);
@@ -241,9 +252,11 @@ impl Engine<'_> {
         if abort {
             let now = to_duration(self.now);
             if let Some(a) = self.slots.get(slot as usize).and_then(Option::as_ref) {
-                self.nodes[a.node as usize]
-                    .model
-                    .abort_create(&a.sandbox_id, now);
+                let model = &mut self.nodes[a.node as usize].model;
+                match a.key {
+                    Some(key) => model.abort_create_by_key(key, now),
+                    None => model.abort_create(&a.sandbox_id, now),
+                }
             }
         }
         self.report(slot, outcome);
@@ -321,7 +334,7 @@ impl Engine<'_> {
         if answer.node.is_none() {
             return self.finish(slot, answer.status());
         }
-        let (req, node, replica) = (a.req, a.node, a.replica);
+        let (req, node, replica, key) = (a.req, a.node, a.replica, a.key);
         if a.kind != PlacementKind::Create {
             return self.finish(slot, CreateStatus::Created);
         }
@@ -342,7 +355,13 @@ impl Engine<'_> {
                 ))),
             };
             let at = now.saturating_add(to_nanos(life));
-            self.queue.push(at, Event::Delete { req, node, replica });
+            let delete = Event::Delete {
+                req,
+                node,
+                replica,
+                key,
+            };
+            self.queue.push(at, delete);
             self.pending_deletes += 1;
             delete_at = Some(at);
         }
@@ -352,19 +371,19 @@ impl Engine<'_> {
         self.finish(slot, CreateStatus::Created);
     }
 
-    /// The workload deletes request `req`'s sandbox through the replica that placed it.
-    pub(super) fn delete(&mut self, req: u64, node: u32, replica: u32) {
+    /// The workload deletes request `req`'s sandbox (admitted under `key`) through the
+    /// replica that placed it.
+    pub(super) fn delete(&mut self, req: u64, node: u32, replica: u32, key: Option<SandboxKey>) {
         self.pending_deletes -= 1;
         let now = to_duration(self.now);
         let n = &mut self.nodes[node as usize];
-        let id = sandbox_id(req);
         let outcome = if !self.evicted.is_empty() && self.evicted.remove(&req) {
             // The evictor removed it from the store first: E2B's 404.
             Outcome::Status(404)
         } else if n.effect.hung {
             Outcome::Timeout
         } else {
-            let (ended, vcpu) = kill_on_node(n, &id, now, self.setup.sandbox.vcpu);
+            let (ended, vcpu, id) = kill_on_node(n, req, key, now, self.setup.sandbox.vcpu);
             let input = delete_ended(&n.id, id, vcpu, ended);
             self.placers[replica as usize].handle(now, input);
             Outcome::Status(ended.status())
@@ -391,11 +410,10 @@ impl Engine<'_> {
         }
         let now = to_duration(self.now);
         let n = &mut self.nodes[node as usize];
-        let id = sandbox_id(req);
-        let (outcome, vcpu) = if n.effect.hung {
-            (DeleteOutcome::Failed, 0)
+        let (outcome, vcpu, id) = if n.effect.hung {
+            (DeleteOutcome::Failed, 0, sandbox_id(req))
         } else {
-            kill_on_node(n, &id, now, self.setup.sandbox.vcpu)
+            kill_on_node(n, req, None, now, self.setup.sandbox.vcpu)
         };
         let input = delete_ended(&n.id, id, vcpu, outcome);
         self.placers[replica as usize].handle(now, input);
@@ -437,23 +455,30 @@ pub(super) fn hang_heals_at(
         .unwrap_or(0)
 }
 
-/// A (not hung) node's answer to the Delete of sandbox `id`, as E2B's kill reads it: a
-/// killed node or a failing Delete is a failure (nothing released), a NotFound is a
-/// success that releases the `requested` vCPU, a deletion releases the sandbox's own.
+/// A (not hung) node's answer to the Delete of request `req`'s sandbox, as E2B's kill
+/// reads it: a killed node or a failing Delete is a failure (nothing released), a
+/// NotFound is a success that releases the `requested` vCPU, a deletion releases the
+/// sandbox's own. The node finds the sandbox by `key` when the create's admission gave
+/// one, else by its id; the id is returned for the placer.
 pub(super) fn kill_on_node(
     n: &mut SimNode,
-    id: &str,
+    req: u64,
+    key: Option<SandboxKey>,
     now: Duration,
     requested: u32,
-) -> (DeleteOutcome, u32) {
+) -> (DeleteOutcome, u32, Id) {
     // A Delete's `slow` delay is not modelled (nor its latency): it arrives at once.
     let failed = on_send(&n.effect) == Sent::Refused
         || n.model.gate(&n.effect, RpcKind::Delete) != Arrival::Passed;
     if failed {
-        return (DeleteOutcome::Failed, 0);
+        return (DeleteOutcome::Failed, 0, sandbox_id(req));
     }
-    match n.model.delete(id, now) {
-        Ok(sb) => (DeleteOutcome::Deleted, sb.vcpu),
-        Err(_) => (DeleteOutcome::NotOnNode, requested),
+    let deleted = match key {
+        Some(key) => n.model.delete_by_key(key, now),
+        None => n.model.delete(&sandbox_id(req), now).ok(),
+    };
+    match deleted {
+        Some(sb) => (DeleteOutcome::Deleted, sb.vcpu, sb.sandbox_id),
+        None => (DeleteOutcome::NotOnNode, requested, sandbox_id(req)),
     }
 }

@@ -5,7 +5,7 @@
 //! `create.rs` the create RPC path, `nodes.rs` syncs, deletes and faults,
 //! `lifecycle.rs` pauses and resumes, and `measure.rs` what is recorded.
 
-use stampede_node_model::model::NodeModel;
+use stampede_node_model::model::{NodeModel, SandboxKey};
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
@@ -40,8 +40,14 @@ pub(super) enum Event {
         outcome: CreateOutcome,
         abort: bool,
     },
-    /// The workload deletes the sandbox of request `req` on `node` through `replica`.
-    Delete { req: u64, node: u32, replica: u32 },
+    /// The workload deletes the sandbox of request `req` on `node` through `replica`;
+    /// `key` is where the node admitted it.
+    Delete {
+        req: u64,
+        node: u32,
+        replica: u32,
+        key: Option<SandboxKey>,
+    },
     /// E2B's evictor kills request `req`'s sandbox on `node` at its end time.
     Evict { req: u64, node: u32, replica: u32 },
     /// `replica` syncs every node.
@@ -95,6 +101,8 @@ pub(super) struct Active {
     pub node: u32,
     /// Node epoch when it was sent.
     pub epoch: u64,
+    /// Where the node holds the sandbox of the create in flight, once admitted.
+    pub key: Option<SandboxKey>,
     /// When the node's Create handler took the create in flight: the node's own
     /// deadline (`create_timeout`) runs from there.
     pub handler_at: Nanos,
@@ -130,6 +138,7 @@ impl Active {
             deadline: Nanos::MAX,
             node,
             epoch: 0,
+            key: None,
             handler_at: 0,
             park: None,
             gen: 0,
@@ -346,7 +355,12 @@ impl<'a> Engine<'a> {
                 outcome,
                 abort,
             } => self.reply(slot, outcome, abort),
-            Event::Delete { req, node, replica } => self.delete(req, node, replica),
+            Event::Delete {
+                req,
+                node,
+                replica,
+                key,
+            } => self.delete(req, node, replica, key),
             Event::Evict { req, node, replica } => self.evict(req, node, replica),
             Event::Sync { replica } => {
                 if self.placers[replica as usize].handle_timeout(to_duration(self.now)) {

@@ -200,11 +200,10 @@ impl Engine<'_> {
         let (node, replica) = (life.node, life.replica);
         let now = to_duration(self.now);
         let n = &mut self.nodes[node as usize];
-        let id = sandbox_id(req);
-        let (outcome, vcpu) = if n.effect.hung {
-            (crate::placement::DeleteOutcome::Failed, 0)
+        let (outcome, vcpu, id) = if n.effect.hung {
+            (crate::placement::DeleteOutcome::Failed, 0, sandbox_id(req))
         } else {
-            kill_on_node(n, &id, now, self.setup.sandbox.vcpu)
+            kill_on_node(n, req, None, now, self.setup.sandbox.vcpu)
         };
         let input = delete_ended(&n.id, id, vcpu, outcome);
         self.placers[replica as usize].handle(now, input);
