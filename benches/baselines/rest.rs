@@ -18,6 +18,7 @@ use axum::http::{header, StatusCode};
 use axum::routing::post;
 use mock_node::config::{ClusterConfig, LatencyDist, NodeSpec};
 use mock_node::fleet::{self, FleetHandle, FleetOptions};
+use stampede::placement::ApiStage;
 use stampede::serve::NewSandbox;
 use stampede::serve::{self, ServeConfig, ServiceHandle};
 use stampede_proto::ServiceInfoResponse;
@@ -56,8 +57,11 @@ async fn start_fleet() -> FleetHandle {
 }
 
 async fn start_service(fleet: &FleetHandle) -> ServiceHandle {
+    // The API stage off: its drawn wait before each decision is a timer, not CPU, and
+    // its few workers would cap the rate; the figure is the service's own CPU a create.
     let cfg = ServeConfig {
         api_key: stampede::api_key::ApiKey::new(KEY),
+        api_stage: ApiStage::off(),
         ..ServeConfig::default()
     };
     let listen = SocketAddr::from(([127, 0, 0, 1], 0));
