@@ -1,6 +1,7 @@
 //! E2B's retry storm on the real wire: a node that refuses (`max_starting: 1`) makes
-//! the embedded service retry ResourceExhausted at once, and the run's report carries
-//! the refusals per second and per node; `retry_backoff` spaces the retries out.
+//! the embedded service retry ResourceExhausted once per refusal round trip (E2B's own
+//! time per refused retry, `rpc_round_trip`), and the run's report carries the refusals
+//! per second and per node; `retry_backoff` spaces the retries out further.
 
 use std::time::Duration;
 
