@@ -73,10 +73,19 @@ pub struct BuildArgs {
     /// The source.
     #[command(flatten)]
     pub source: SourceArgs,
+    /// The revision and its variants.
+    #[command(flatten)]
+    pub builds: BuildsArgs,
+}
+
+/// A revision of E2B's API and the variants built from it (a run runs each, its runs
+/// interleaved).
+#[derive(Debug, Clone, clap::Args)]
+pub struct BuildsArgs {
     /// Revision to build.
     #[arg(long, default_value = "HEAD")]
     pub rev: String,
-    /// Variant(s) to build: as-committed, reported, in-flight, optimistic.
+    /// Variant(s), one build each: as-committed, reported, in-flight, optimistic.
     #[arg(long = "variant", default_value = "as-committed")]
     pub variants: Vec<Variant>,
 }
@@ -129,12 +138,9 @@ pub struct RunArgs {
     /// The source.
     #[command(flatten)]
     pub source: SourceArgs,
-    /// Revision to build.
-    #[arg(long, default_value = "HEAD")]
-    pub rev: String,
-    /// Variant(s): one build each, their runs interleaved.
-    #[arg(long = "variant", default_value = "as-committed")]
-    pub variants: Vec<Variant>,
+    /// The revision and its variants.
+    #[command(flatten)]
+    pub builds: BuildsArgs,
     /// The stack.
     #[command(flatten)]
     pub stack: StackArgs,

@@ -111,8 +111,8 @@ async fn build_one(source: &SourceArgs, rev: &str, variant: Variant) -> Result<B
 }
 
 async fn build_verb(b: BuildArgs) -> Result<ExitCode, E2bError> {
-    for v in &b.variants {
-        let built = build_one(&b.source, &b.rev, *v).await?;
+    for v in &b.builds.variants {
+        let built = build_one(&b.source, &b.builds.rev, *v).await?;
         println!(
             "{} {} ({})",
             built.label(),
@@ -328,8 +328,8 @@ async fn run_verb(r: RunArgs, cancel: CancellationToken) -> Result<ExitCode, E2b
     let cache = r.source.cache.dir();
     reap_first(&cache);
     let mut apis = Vec::new();
-    for v in &r.variants {
-        apis.push(api_of(&r.source, &r.stack, &r.rev, *v).await?);
+    for v in &r.builds.variants {
+        apis.push(api_of(&r.source, &r.stack, &r.builds.rev, *v).await?);
     }
     let s = measure(&r.profile, &apis, &r.stack, &cache, &cancel).await?;
     let dir = write_summary(&s, &r.stack.report_dir, false)?;

@@ -5,23 +5,8 @@
 use mock_node::api::FaultKind;
 use serde_json::{json, Value};
 use stampede::placement::AccountingMode;
-use stampede::serve::DEFAULT_API_KEY;
 
 use crate::support::serve::*;
-
-/// POST `path` with the API key and `body` (none: no body); (status, JSON body).
-async fn post(rig: &Rig, path: &str, body: Option<Value>) -> (u16, Value) {
-    let mut r = rig
-        .http
-        .post(rig.url(path))
-        .header("X-API-Key", DEFAULT_API_KEY);
-    if let Some(b) = body {
-        r = r.json(&b);
-    }
-    let r = r.send().await.expect("request sent");
-    let status = r.status().as_u16();
-    (status, r.json().await.unwrap_or(Value::Null))
-}
 
 async fn create(rig: &Rig) -> String {
     let (s, body) = rig
@@ -32,13 +17,12 @@ async fn create(rig: &Rig) -> String {
 }
 
 async fn pause(rig: &Rig, id: &str) {
-    let (s, body) = post(rig, &format!("/sandboxes/{id}/pause"), None).await;
+    let (s, body) = rig.post(&format!("/sandboxes/{id}/pause"), None).await;
     assert_eq!(s, 204, "{body}");
 }
 
 async fn resume(rig: &Rig, id: &str) -> (u16, Value) {
-    post(
-        rig,
+    rig.post(
         &format!("/sandboxes/{id}/resume"),
         Some(json!({"timeout": 600})),
     )
@@ -218,18 +202,18 @@ async fn pause_frees_the_vcpu_and_wrong_states_get_e2bs_codes() {
         (p("fork"), Some(json!({"count": 101})), 400),
         (p("pause"), Some(json!([1])), 400),
     ] {
-        let (s, b) = post(&rig, &path, body.clone()).await;
+        let (s, b) = rig.post(&path, body.clone()).await;
         assert_eq!(s, want, "POST {path} {body:?}: {b}");
         assert_eq!(b["code"], want, "E2B's Error body: {b}");
     }
 
-    let (s, body) = post(&rig, &p("connect"), Some(json!({"timeout": 60}))).await;
+    let (s, body) = rig.post(&p("connect"), Some(json!({"timeout": 60}))).await;
     assert_eq!(s, 201, "connect resumes a paused sandbox: {body}");
-    let (s, _) = post(&rig, &p("connect"), Some(json!({"timeout": 60}))).await;
+    let (s, _) = rig.post(&p("connect"), Some(json!({"timeout": 60}))).await;
     assert_eq!(s, 200, "connect to a running one");
     let (s, _) = resume(&rig, &id).await;
     assert_eq!(s, 409, "resume of a running sandbox");
-    let (s, forks) = post(&rig, &p("fork"), Some(json!({"count": 2}))).await;
+    let (s, forks) = rig.post(&p("fork"), Some(json!({"count": 2}))).await;
     assert_eq!(s, 201, "{forks}");
     let forks = forks.as_array().expect("one result per fork").clone();
     assert_eq!(forks.len(), 2);
@@ -240,7 +224,7 @@ async fn pause_frees_the_vcpu_and_wrong_states_get_e2bs_codes() {
         assert!(rig.truth_node_of(fid).is_some());
     }
     assert_eq!(rig.delete(&id).await, 204);
-    let (s, _) = post(&rig, &p("connect"), Some(json!({"timeout": 60}))).await;
+    let (s, _) = rig.post(&p("connect"), Some(json!({"timeout": 60}))).await;
     assert_eq!(s, 404, "connect to a killed sandbox");
     rig.stop().await;
 }
@@ -298,12 +282,12 @@ async fn connect_with_a_zero_timeout_resumes_a_sandbox_that_is_due_at_once() {
     rig.svc.sync_now().await;
     let id = create(&rig).await;
     pause(&rig, &id).await;
-    let (s, body) = post(
-        &rig,
-        &format!("/sandboxes/{id}/connect"),
-        Some(json!({"timeout": 0})),
-    )
-    .await;
+    let (s, body) = rig
+        .post(
+            &format!("/sandboxes/{id}/connect"),
+            Some(json!({"timeout": 0})),
+        )
+        .await;
     assert_eq!(s, 201, "connect resumes it: {body}");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
