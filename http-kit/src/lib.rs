@@ -8,6 +8,7 @@
 //!   connection's own I/O ([`GuardedIo`]; tonic's `serve_with_incoming`).
 //! - One redacting [`Secret`], the constant-time compare and the blank check.
 //! - The Prometheus text line writer ([`write_header`], [`write_sample`]).
+//! - Freed heap handed back to the OS once a period ([`spawn_trimmer`]).
 //!
 //! Dependencies: the accept loop drives hyper's connections itself (header-read timer,
 //! idle timeout, eviction) and serves an axum `Router`, so this crate depends on tokio,
@@ -17,6 +18,7 @@
 
 mod guarded;
 mod listener;
+mod memory_trim;
 mod prometheus;
 mod secret;
 
@@ -26,5 +28,6 @@ pub use listener::{
     BodyTimedOut, ConnMark, ConnectionCap, DeadlineBody, HttpLimits, RequestMark, LOCAL_API_LIMITS,
     RESERVED_FDS,
 };
+pub use memory_trim::{spawn_trimmer, trim, TRIM_EVERY};
 pub use prometheus::{escape_label_value, write_header, write_sample};
 pub use secret::{constant_time_eq, validate_not_blank, EmptySecret, Secret};

@@ -188,7 +188,7 @@ pub async fn run(args: ServeArgs, discovered: Vec<NodeTarget>) -> Result<(), Ser
     }
     // Freed memory goes back to the OS after a flood, as Go's runtime does for E2B.
     let trimming = tokio_util::sync::CancellationToken::new();
-    let trimmer = crate::memory_trim::spawn(trimming.clone());
+    let trimmer = stampede_http_kit::spawn_trimmer(trimming.clone());
     tokio::signal::ctrl_c().await.map_err(ServeError::Server)?;
     trimming.cancel();
     let _ = trimmer.await;

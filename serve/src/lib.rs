@@ -31,7 +31,6 @@ mod kill;
 mod lifecycle_api;
 mod limits;
 mod listen;
-mod memory_trim;
 mod new_sandbox_schema;
 mod node_channel;
 mod node_client;

@@ -70,6 +70,31 @@ struct LateFacts {
     node_refusals: bool,
 }
 
+/// The |believed - true| vCPU errors of one truth sample, summed: what the fold keeps
+/// of them.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct AccountingErrors {
+    /// Their sum, added in the order given.
+    pub sum: f64,
+    /// How many there are.
+    pub n: u64,
+    /// The largest (0 when there are none).
+    pub max: f64,
+}
+
+impl AccountingErrors {
+    /// The errors `errors`, summed in order.
+    pub fn of(errors: impl IntoIterator<Item = f64>) -> Self {
+        let mut e = AccountingErrors::default();
+        for d in errors {
+            e.sum += d;
+            e.n += 1;
+            e.max = e.max.max(d);
+        }
+        e
+    }
+}
+
 fn histogram() -> Histogram<u64> {
     // 1 us .. 1 h, 3 significant digits: as the workload's ledger.
     Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("constant histogram bounds are valid")
@@ -145,12 +170,14 @@ impl RunAggregate {
         sandboxes: Vec<u64>,
         errors: impl IntoIterator<Item = f64>,
     ) {
-        let mut sum = 0.0;
-        let mut n = 0u64;
-        for d in errors {
-            sum += d;
-            n += 1;
-            self.err_max = self.err_max.max(d);
+        self.sample_errors(t_ms, sandboxes, AccountingErrors::of(errors));
+    }
+
+    /// [`sample`](Self::sample), its errors already summed.
+    pub fn sample_errors(&mut self, t_ms: f64, sandboxes: Vec<u64>, errors: AccountingErrors) {
+        let AccountingErrors { sum, n, max } = errors;
+        if n > 0 {
+            self.err_max = self.err_max.max(max);
         }
         self.err_sum += sum;
         self.err_samples += n;

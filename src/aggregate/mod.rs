@@ -10,6 +10,8 @@
 //! view reads it while a run goes on.
 //! [`SettledCreates`] is what a run that audits no sets keeps of its creates once
 //! each is settled: the same sends and answers, folded as they settle.
+//! [`RunTimeline`] is what a real run keeps of its truth samples and placements until
+//! its end: digests binned per sample, fed to the fold in time order.
 //! [`needs_set_audit`] is the one place that decides whether a run keeps its client
 //! ledger for the set audit; [`Entries`] is that audit's ledger, fed per answer.
 //! [`fault_windows`] is the one definition of the chaos fault windows, fed typed
@@ -20,14 +22,16 @@
 mod entries;
 mod fold;
 mod latency_bins;
+mod run_timeline;
 mod sets;
 mod settled;
 mod windows;
 
 pub use crate::serve::ServiceCounters;
 pub use entries::{Entries, EntryAnswer};
-pub use fold::{RunAggregate, RunShape};
+pub use fold::{AccountingErrors, RunAggregate, RunShape};
 pub use latency_bins::LatencyBins;
+pub use run_timeline::{RunTimeline, SampledNode};
 pub use sets::needs_set_audit;
 pub use settled::{SettledCreates, RECENT};
 pub use windows::{fault_windows, CallSample, FaultRecord, Growth, RequestRecord};

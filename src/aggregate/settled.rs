@@ -5,10 +5,8 @@
 //! A settled create is folded at once into the counters and histograms the run's
 //! result reads (sends, answers, latency over time: the same calls [`RunAggregate`]
 //! takes from a whole ledger, none of which depends on their order). Three things are
-//! kept beyond counters, each said with its bound:
-//! - one landing per placement whose node the service named, 16 bytes (a time and a
-//!   node number): the timeline counts placements at each truth sample, whose times
-//!   are known only after the run (1 MB per 65,000 placements);
+//! kept beyond counters, each said with its bound (placements go to the run's
+//! [`RunTimeline`](super::RunTimeline) as they are answered, not here):
 //! - the ids of 201s whose delete did not succeed: what the run left behind, for its
 //!   cleanup (bounded by what the run leaves);
 //! - the last [`RECENT`] deleted ids and send times: cleanup tells a listed sandbox the
@@ -17,7 +15,7 @@
 //!   fewer than [`RECENT`] creates were sent after it; the workload stops sending at a
 //!   signal).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 use super::fold::{RunAggregate, RunShape};
 use crate::workload::{LedgerEntry, Outcome};
@@ -30,10 +28,6 @@ pub const RECENT: usize = 4096;
 pub struct SettledCreates {
     /// Sends and answers, folded as [`RunAggregate`] folds a whole ledger (no nodes yet).
     sends: RunAggregate,
-    /// (answered at, ms after the gate; node number in `nodes`) of each placement.
-    landings: Vec<(f64, u32)>,
-    nodes: Vec<String>,
-    node_numbers: BTreeMap<String, u32>,
     /// 201s whose delete did not succeed (never tried, failed, or given up).
     left: Vec<String>,
     recent_deleted: VecDeque<String>,
@@ -50,9 +44,6 @@ impl SettledCreates {
     pub fn new(shape: RunShape) -> Self {
         SettledCreates {
             sends: RunAggregate::new(Vec::new(), shape),
-            landings: Vec::new(),
-            nodes: Vec::new(),
-            node_numbers: BTreeMap::new(),
             left: Vec::new(),
             recent_deleted: VecDeque::new(),
             recent_sends: VecDeque::new(),
@@ -80,15 +71,6 @@ impl SettledCreates {
             return;
         }
         self.created += 1;
-        if let Some(node) = e.node {
-            let next = u32::try_from(self.nodes.len()).unwrap_or(u32::MAX);
-            let k = *self.node_numbers.entry(node.clone()).or_insert_with(|| {
-                self.nodes.push(node);
-                next
-            });
-            self.landings
-                .push((e.intended_ms + e.latency_us as f64 / 1000.0, k));
-        }
         let Some(id) = e.sandbox_id else {
             return;
         };
@@ -101,26 +83,9 @@ impl SettledCreates {
     }
 
     /// The sends and answers folded so far, as an aggregate over `node_ids` (node
-    /// order: the result's), with every landing on a node of `node_ids`, answered at
-    /// ms, in time order.
-    pub fn into_aggregate(self, node_ids: Vec<String>) -> (RunAggregate, Vec<(f64, usize)>) {
-        let index: BTreeMap<&str, usize> = node_ids
-            .iter()
-            .enumerate()
-            .map(|(k, id)| (id.as_str(), k))
-            .collect();
-        let number_to_index: Vec<Option<usize>> = self
-            .nodes
-            .iter()
-            .map(|n| index.get(n.as_str()).copied())
-            .collect();
-        let mut landed: Vec<(f64, usize)> = self
-            .landings
-            .iter()
-            .filter_map(|&(at, k)| Some((at, number_to_index.get(k as usize).copied()??)))
-            .collect();
-        landed.sort_by(|a, b| a.0.total_cmp(&b.0));
-        (self.sends.with_nodes(node_ids), landed)
+    /// order: the result's).
+    pub fn into_aggregate(self, node_ids: Vec<String>) -> RunAggregate {
+        self.sends.with_nodes(node_ids)
     }
 
     /// Ids acknowledged with a 201 and not deleted.
@@ -196,7 +161,7 @@ mod tests {
     }
 
     #[test]
-    fn settled_creates_keep_landings_leftovers_and_counts_only() {
+    fn settled_creates_keep_leftovers_and_counts_only() {
         let mut s = SettledCreates::new(RunShape::Paced);
         s.settle(entry(
             2,
@@ -212,9 +177,7 @@ mod tests {
         assert_eq!(s.left(), ["s0".to_string(), "s3".to_string()]);
         assert_eq!(s.recently_deleted().collect::<Vec<_>>(), ["s2"]);
         assert_eq!(s.sent_after(15.0), 2);
-        let (agg, landed) = s.into_aggregate(vec!["a".into(), "b".into()]);
-        // In time order; a node outside the result is left out.
-        assert_eq!(landed, vec![(2.0, 0), (22.0, 1)]);
+        let agg = s.into_aggregate(vec!["a".into(), "b".into()]);
         assert_eq!(agg.outcomes().requests(), 4);
     }
 

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use super::believed::fetch_api_nodes;
+use super::sample_sink::SampleSink;
 use super::truth::{fetch_truth, Truth, TruthSource};
 use crate::api_key::ApiKey;
 
@@ -161,38 +162,37 @@ impl Sampler {
     /// Samples until `stop` fires; failed reads are skipped (a node being killed is
     /// what chaos runs are for), and the samples are returned in time order.
     pub async fn run(self, start: Instant, stop: CancellationToken) -> Vec<Sample> {
-        self.run_keeping(start, stop, true).await
-    }
-
-    /// [`run`](Self::run), but each sample's sandbox ids are dropped once read (only
-    /// the counts are kept): a sample then weighs the same whatever the number of
-    /// sandboxes running, where ids weigh every running sandbox once per sample. For
-    /// runs that neither check sets nor measure fault windows, the only readers of ids.
-    pub async fn run_counts(self, start: Instant, stop: CancellationToken) -> Vec<Sample> {
-        self.run_keeping(start, stop, false).await
-    }
-
-    async fn run_keeping(self, start: Instant, stop: CancellationToken, ids: bool) -> Vec<Sample> {
-        let client = crate::http_client::client();
         let mut out = Vec::new();
+        self.each(start, stop, |s| out.push(s)).await;
+        out
+    }
+
+    /// [`run`](Self::run), each sample handed to `sink` as it is taken (which keeps
+    /// what the run reads of it), and the sink returned once `stop` fires.
+    pub async fn record(
+        self,
+        start: Instant,
+        stop: CancellationToken,
+        mut sink: SampleSink,
+    ) -> SampleSink {
+        self.each(start, stop, |s| sink.take(s)).await;
+        sink
+    }
+
+    async fn each(&self, start: Instant, stop: CancellationToken, mut take: impl FnMut(Sample)) {
+        let client = crate::http_client::client();
         let mut tick = tokio::time::interval(self.interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         loop {
             tokio::select! {
                 _ = stop.cancelled() => break,
                 _ = tick.tick() => {
-                    if let Some(mut s) = self.sample(&client, start).await {
-                        if !ids {
-                            for n in &mut s.truth.nodes {
-                                n.ids = None;
-                            }
-                        }
-                        out.push(s);
+                    if let Some(s) = self.sample(&client, start).await {
+                        take(s);
                     }
                 }
             }
         }
-        out
     }
 }
 

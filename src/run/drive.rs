@@ -1,6 +1,6 @@
 //! One run against a target that is up: sample, (chaos), workload, settle, judge.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
@@ -10,14 +10,16 @@ use super::cleanup::Leftovers;
 use super::progress::{Progress, ProgressFeed};
 use super::result::{aggregate, RunRecords};
 use super::{RunOptions, StageError};
-use crate::aggregate::{needs_set_audit, RunAggregate, RunShape, ServiceCounters};
+use crate::aggregate::{needs_set_audit, RunAggregate, RunShape, RunTimeline, ServiceCounters};
 use crate::api_key::ApiKey;
-use crate::collect::{Before, Sampler, TruthSource};
+use crate::collect::{Before, SampleSink, Sampler, TruthSource};
 use crate::goose_glue::MutedStdout;
 use crate::profile::{Profile, Shape};
 use crate::report::{Baseline, StagingFacts};
 use crate::serve::TelemetryReader;
-use crate::workload::{run_workload, Ledger, LimitRetry, LiveCounts, Outcome, Pacing, WorkloadRun};
+use crate::workload::{
+    run_workload, Ledger, LimitRetry, LiveCounts, Outcome, Pacing, PlacementFeed, WorkloadRun,
+};
 
 /// After a signal, how long a create in flight may still answer before it is given up.
 pub(crate) const CANCEL_GRACE: Duration = Duration::from_millis(1500);
@@ -95,13 +97,17 @@ pub(crate) async fn drive(
     let start = Instant::now();
     let stop_sampling = CancellationToken::new();
     let judging = needs_set_audit(profile);
-    // Sandbox ids are read only by the set audit and the fault windows (which come
-    // with chaos, which is judged): without them a long run keeps counts only.
-    let sampling = if judging {
-        tokio::spawn(sampler.clone().run(start, stop_sampling.clone()))
-    } else {
-        tokio::spawn(sampler.clone().run_counts(start, stop_sampling.clone()))
-    };
+    let baseline = target.staging.as_ref().map(|s| s.before.clone());
+    // Samples and placements are binned into the timeline as they come. Whole samples
+    // (sandbox ids) are read only by the set audit and the fault windows (which come
+    // with chaos, which is judged): without them a long run keeps digests only.
+    let timeline = Arc::new(Mutex::new(RunTimeline::new()));
+    let new_sink = || SampleSink::new(timeline.clone(), baseline.clone(), judging);
+    let sampling = tokio::spawn(
+        sampler
+            .clone()
+            .record(start, stop_sampling.clone(), new_sink()),
+    );
 
     let before = if judging {
         chaos_stage::inventory_before(&target).await
@@ -173,6 +179,10 @@ pub(crate) async fn drive(
                 max_wait: o.max_wait,
             }),
             keep_entries: judging,
+            placements: Some(PlacementFeed {
+                timeline: timeline.clone(),
+                origin: start,
+            }),
         },
         Some(gate_tx),
     )
@@ -196,27 +206,22 @@ pub(crate) async fn drive(
         })
     });
     let counted = Counted::of(&workload.ledger, signal_ms);
-    let baseline = target.staging.as_ref().map(|s| &s.before);
+    // The sampler stops before the final read, which is the timeline's last sample.
+    stop_sampling.cancel();
+    let mut sink = sampling.await.unwrap_or_else(|_| new_sink());
     let (last, final_read) = super::final_read::read(
         &sampler,
         &client,
         start,
-        baseline,
+        baseline.as_ref(),
         leftovers.live.len() as u64,
         opts.cancel.is_cancelled(),
     )
     .await;
-    let mut last =
+    let last =
         last.ok_or_else(|| StageError::Collect("the final read of node truth failed".into()))?;
-    stop_sampling.cancel();
-    let mut samples = sampling.await.unwrap_or_default();
-    if let Some(b) = baseline {
-        last.truth = b.subtract(&last.truth);
-        for s in &mut samples {
-            s.truth = b.subtract(&s.truth);
-        }
-    }
-    samples.push(last.clone());
+    let last = sink.take_final(last);
+    let mut samples = sink.into_kept();
     // Ledger and fault times run from the gate; put the samples on that clock too.
     let offset_ms = workload.gate.map_or(0.0, |g| {
         g.saturating_duration_since(start).as_secs_f64() * 1000.0
@@ -231,18 +236,25 @@ pub(crate) async fn drive(
         _ => RunShape::Paced,
     };
     let settled = workload.ledger.take_settled();
-    let mut agg = aggregate(RunRecords {
-        ledger: &workload.ledger,
-        settled,
-        samples: &samples,
-        final_truth: &last.truth,
-        final_believed: &last.believed,
-        shape,
-        counters: &counters,
-    });
-    if target.staging.is_some() {
-        super::result::node_refusals(&mut agg, &samples);
-    }
+    let mut agg = {
+        let timeline = timeline.lock().map_err(|_| {
+            StageError::Collect("the run's timeline was poisoned by a panic".into())
+        })?;
+        let mut agg = aggregate(RunRecords {
+            ledger: &workload.ledger,
+            settled,
+            timeline: &timeline,
+            offset_ms,
+            final_truth: &last.truth,
+            final_believed: &last.believed,
+            shape,
+            counters: &counters,
+        });
+        if target.staging.is_some() {
+            timeline.feed_refusals(&mut agg, offset_ms);
+        }
+        agg
+    };
     agg.release_realtime(workload.release_realtime);
     if profile.workload.lifecycle.is_some() {
         let by_kind = workload.ledger.placements_by_kind();

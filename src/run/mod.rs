@@ -143,6 +143,10 @@ pub async fn run_profile(path: &Path, opts: RunOptions) -> Result<RunOutcome, Ru
     let mut report = Report::new(&profile.name, &profile.description, profile.seed, &started);
     tracing::info!(profile = %profile.name, seed = profile.seed, "run starting");
     let scratch = GooseScratch::new(&report_parent(&profile, &opts), opts.abort.scratch_dirs());
+    // A long run frees request buffers between the records it keeps: without a trim its
+    // resident memory grows with the holes they leave.
+    let trimming = tokio_util::sync::CancellationToken::new();
+    let trimmer = stampede_http_kit::spawn_trimmer(trimming.clone());
     let outcome = match &profile.placement {
         PlacementSection::Embedded(e) => {
             report.fleet_seed = Some(profile.cluster.fleet_seed(profile.seed));
@@ -150,6 +154,8 @@ pub async fn run_profile(path: &Path, opts: RunOptions) -> Result<RunOutcome, Ru
         }
         PlacementSection::External(x) => external::run(&profile, x, &opts, &mut report).await,
     };
+    trimming.cancel();
+    let _ = trimmer.await;
     let unhealed = unhealed_faults(&report);
     let setup = report.runs.iter().find_map(setup::setup_failure);
     if let Err(e) = outcome {

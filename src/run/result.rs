@@ -1,11 +1,11 @@
 //! A real run's records fed into the one [`RunAggregate`] a simulation feeds too: the
-//! client ledger (every answer, and the node when the service named it), the truth
-//! samples, the final truth and beliefs, and the service's typed counters.
+//! client ledger (every answer), the run's timeline (truth samples and the placements
+//! binned between them), the final truth and beliefs, and the service's typed counters.
 
 use std::collections::BTreeMap;
 
-use crate::aggregate::{RunAggregate, RunShape, ServiceCounters, SettledCreates};
-use crate::collect::{Sample, Truth};
+use crate::aggregate::{RunAggregate, RunShape, RunTimeline, ServiceCounters, SettledCreates};
+use crate::collect::Truth;
 use crate::workload::Ledger;
 
 /// Everything a finished run measured.
@@ -15,8 +15,10 @@ pub(super) struct RunRecords<'a> {
     pub ledger: &'a Ledger,
     /// Its settled creates, when it was bounded (its entries are then empty).
     pub settled: Option<SettledCreates>,
-    /// Samples taken during the run (the final read last), timed from the gate.
-    pub samples: &'a [Sample],
+    /// The truth samples (the final read last) and placements of the run.
+    pub timeline: &'a RunTimeline,
+    /// How far the gate is behind the timeline's clock, ms.
+    pub offset_ms: f64,
     /// Final per-node truth: its nodes are the result's, in its order.
     pub final_truth: &'a Truth,
     /// Final belief per replica (node id -> believed vCPU).
@@ -28,66 +30,26 @@ pub(super) struct RunRecords<'a> {
     pub counters: &'a ServiceCounters,
 }
 
-/// The sends and answers of every entry of `ledger`, folded over the nodes `ids`, and
-/// every landing on one of them, answered at ms, in time order.
-fn from_entries(
-    ledger: &Ledger,
-    ids: &[String],
-    shape: RunShape,
-) -> (RunAggregate, Vec<(f64, usize)>) {
-    let index: BTreeMap<&str, usize> = ids
-        .iter()
-        .enumerate()
-        .map(|(k, id)| (id.as_str(), k))
-        .collect();
-    let mut landed: Vec<(f64, usize)> = ledger
-        .entries
-        .iter()
-        .filter(|e| e.outcome.is_created())
-        .filter_map(|e| {
-            let k = *index.get(e.node.as_deref()?)?;
-            Some((e.intended_ms + e.latency_us as f64 / 1000.0, k))
-        })
-        .collect();
-    landed.sort_by(|a, b| a.0.total_cmp(&b.0));
+/// The sends and answers of every entry of `ledger`, folded over the nodes `ids`.
+fn from_entries(ledger: &Ledger, ids: &[String], shape: RunShape) -> RunAggregate {
     let mut agg = RunAggregate::new(ids.to_vec(), shape);
     for e in &ledger.entries {
         let late_us = ((e.sent_ms - e.intended_ms).max(0.0) * 1000.0).round() as u64;
         agg.sent(e.sent_ms, late_us);
         agg.answered(&e.outcome, e.intended_ms, e.latency_us);
     }
-    (agg, landed)
+    agg
 }
 
 /// The run's aggregate, records fed in time order (a create that landed by a sample's
 /// time counts in that sample's placements).
 pub(super) fn aggregate(r: RunRecords<'_>) -> RunAggregate {
     let ids: Vec<String> = r.final_truth.nodes.iter().map(|n| n.id.clone()).collect();
-    // When each placement happened, as the client saw it: (answered at ms, node).
-    let (mut agg, landed) = match r.settled {
+    let mut agg = match r.settled {
         Some(settled) => settled.into_aggregate(ids.clone()),
         None => from_entries(r.ledger, &ids, r.shape),
     };
-    let mut landings = landed.into_iter().peekable();
-    for s in r.samples {
-        while let Some((_, k)) = landings.next_if(|(at, _)| *at <= s.t_ms) {
-            agg.landed(k);
-        }
-        let sandboxes = ids
-            .iter()
-            .map(|id| {
-                s.truth
-                    .nodes
-                    .iter()
-                    .find(|n| &n.id == id)
-                    .map_or(0, |n| n.sandboxes)
-            })
-            .collect();
-        agg.sample(s.t_ms, sandboxes, s.accounting_errors());
-    }
-    for (_, k) in landings {
-        agg.landed(k);
-    }
+    r.timeline.feed(&mut agg, &ids, r.offset_ms);
     for n in &r.final_truth.nodes {
         let believed = r
             .final_believed
@@ -99,45 +61,14 @@ pub(super) fn aggregate(r: RunRecords<'_>) -> RunAggregate {
     agg
 }
 
-/// Feeds the refusals the nodes counted (the samples' `refused`, this run's share)
-/// into `agg`: per node, the growth between samples binned at the later sample's
-/// second, and the final sample's sum as the run's total. Nothing when the final
-/// sample lacks a node's count (the source does not count refusals).
-pub(super) fn node_refusals(agg: &mut RunAggregate, samples: &[Sample]) {
-    let Some(last) = samples.last() else {
-        return;
-    };
-    let Some(total) = last
-        .truth
-        .nodes
-        .iter()
-        .map(|n| n.refused)
-        .sum::<Option<u64>>()
-    else {
-        return;
-    };
-    let ids: Vec<&str> = last.truth.nodes.iter().map(|n| n.id.as_str()).collect();
-    let mut seen = vec![0u64; ids.len()];
-    for s in samples {
-        let second = (s.t_ms.max(0.0) / 1000.0) as usize;
-        for n in &s.truth.nodes {
-            let (Some(k), Some(r)) = (ids.iter().position(|id| *id == n.id), n.refused) else {
-                continue;
-            };
-            if r > seen[k] {
-                agg.refused(k, second, r - seen[k]);
-                seen[k] = r;
-            }
-        }
-    }
-    agg.node_refusals(total);
-}
-
 #[cfg(test)]
 mod tests {
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+
     use super::*;
-    use crate::collect::NodeSample;
-    use crate::workload::{LedgerEntry, Outcome};
+    use crate::collect::{NodeSample, Sample, SampleSink};
+    use crate::workload::{LedgerEntry, Outcome, PlacementFeed};
 
     fn node(id: &str, sandboxes: u64, vcpu: f64) -> NodeSample {
         NodeSample {
@@ -165,47 +96,58 @@ mod tests {
         }
     }
 
+    /// The workload's answers and the sampler's samples reach one timeline on one clock
+    /// (the sampler's start; the gate opened 100 ms after it), in whatever order.
     #[test]
     fn a_landing_answered_by_a_samples_time_counts_in_it_and_unknown_nodes_do_not() {
+        let start = Instant::now();
+        let gate = start + Duration::from_millis(100);
+        let timeline = Arc::new(Mutex::new(RunTimeline::new()));
+        let feed = PlacementFeed {
+            timeline: timeline.clone(),
+            origin: start,
+        };
+        let mut sink = SampleSink::new(timeline.clone(), None, false);
         let mut ledger = Ledger::new();
-        ledger.record(created(0, 10.0, "b"));
-        ledger.record(created(1, 20.0, "a"));
-        ledger.record(created(2, 5.0, "gone"));
         let truth = |a, b| Truth {
             nodes: vec![node("a", a, a as f64), node("b", b, b as f64)],
         };
         let believed: Vec<BTreeMap<String, f64>> =
             vec![[("a".to_string(), 1.5), ("b".to_string(), 1.0)].into()];
-        let samples = vec![
-            Sample {
-                t_ms: 10.0,
-                truth: truth(0, 1),
-                believed: believed.clone(),
-                allocated_after: BTreeMap::new(),
-                calls: Vec::new(),
-            },
-            Sample {
-                t_ms: 30.0,
-                truth: truth(1, 1),
-                believed: believed.clone(),
-                allocated_after: BTreeMap::new(),
-                calls: Vec::new(),
-            },
-        ];
+        let sample = |t_ms, truth| Sample {
+            t_ms,
+            truth,
+            believed: believed.clone(),
+            allocated_after: BTreeMap::new(),
+            calls: Vec::new(),
+        };
+        for e in [created(0, 10.0, "b"), created(2, 5.0, "gone")] {
+            feed.answered(gate, &e);
+            ledger.record(e);
+        }
+        sink.take(sample(110.0, truth(0, 1)));
+        // Answered before the first sample, reported after it.
+        let late = created(1, 20.0, "a");
+        let last = sink.take_final(sample(130.0, truth(1, 1)));
+        feed.answered(gate, &late);
+        ledger.record(late);
         let counters = ServiceCounters {
             retries: 2,
             ..ServiceCounters::default()
         };
+        let timeline = timeline.lock().expect("timeline");
         let r = aggregate(RunRecords {
             settled: None,
             ledger: &ledger,
-            samples: &samples,
-            final_truth: &samples[1].truth,
+            timeline: &timeline,
+            offset_ms: 100.0,
+            final_truth: &last.truth,
             final_believed: &believed,
             shape: RunShape::Paced,
             counters: &counters,
         })
         .finish("run".into(), crate::profile::RunSettings::default(), 0.0);
+        assert_eq!(r.timeline[0].t_ms, 10.0);
         assert_eq!(r.timeline[0].placed, vec![0, 1]);
         assert_eq!(r.timeline[1].placed, vec![1, 1]);
         assert_eq!(r.timeline[0].sandboxes, vec![0, 1]);

@@ -20,6 +20,7 @@ use super::lifecycle::{run_steps, Done, StepCtx, StepEntry};
 use super::limited::LimitRetry;
 use super::live::LiveCounts;
 use super::pacing::{Pacing, SlotCounter};
+use super::placements::PlacementFeed;
 use super::request::{
     answered, create_body, delete, prepare_create, send_create, timed_out, transport, CreateResult,
     PreparedCreate, CREATE_NAME,
@@ -65,6 +66,8 @@ pub struct WorkloadRun {
     /// them); otherwise, for a run without a lifecycle, the ledger is
     /// [`bounded`](Ledger::bounded): an entry is kept only until its create is settled.
     pub keep_entries: bool,
+    /// Where each placement is reported as its answer comes (a run's timeline).
+    pub placements: Option<PlacementFeed>,
 }
 
 /// What a workload run produced.
@@ -121,7 +124,7 @@ struct Shared {
     body_bytes: axum::body::Bytes,
     slots: SlotCounter,
     barrier: Barrier,
-    gate: OnceLock<Instant>,
+    gate: Arc<OnceLock<Instant>>,
     /// Wakes the gate's watcher once `gate` is set (a stored permit if it is not waiting).
     gate_opened: tokio::sync::Notify,
     /// Releases the final bytes of a burst's creates.
@@ -163,7 +166,7 @@ pub async fn run_workload(
         body,
         slots: SlotCounter::default(),
         barrier: Barrier::new(workers.max(1)),
-        gate: OnceLock::new(),
+        gate: Arc::new(OnceLock::new()),
         gate_opened: tokio::sync::Notify::new(),
         release: Release::default(),
         tls: Tls::default(),
@@ -184,6 +187,8 @@ pub async fn run_workload(
         };
         Ledger::bounded(shape, shared.run.lifetime.is_some())
     };
+    let placements = shared.run.placements.clone();
+    let gate = shared.gate.clone();
     let fold = tokio::spawn(async move {
         let mut first = true;
         while let Some(ev) = rx.recv().await {
@@ -195,6 +200,10 @@ pub async fn run_workload(
                     }
                     if let Some(l) = &live {
                         l.record(&e.outcome, e.node.as_deref());
+                    }
+                    // The gate opens before the first send, so before any answer.
+                    if let (Some(p), Some(g)) = (&placements, gate.get()) {
+                        p.answered(*g, &e);
                     }
                     ledger.record(e)
                 }

@@ -13,6 +13,7 @@ mod limited;
 mod live;
 mod outcomes;
 mod pacing;
+mod placements;
 mod request;
 
 /// The API key a run sends (defined below the harness's layers in [`crate::api_key`]).
@@ -24,4 +25,5 @@ pub use limited::LimitRetry;
 pub use live::{LiveCounts, Tail};
 pub use outcomes::{OutcomeFold, OutcomeSnapshot};
 pub use pacing::Pacing;
+pub use placements::PlacementFeed;
 pub use request::{sandbox_url, NODE_HEADER, RUN_TAG_KEY};

@@ -119,6 +119,7 @@ where
 pub fn burst(targets: Vec<String>, count: usize) -> WorkloadRun {
     WorkloadRun {
         keep_entries: true,
+        placements: None,
         targets,
         api_key: ApiKey::new("e2b_test"),
         pacing: Pacing::Burst { count },

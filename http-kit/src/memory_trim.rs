@@ -1,20 +1,21 @@
-//! Freed memory handed back to the OS after a flood. glibc's allocator keeps what a
-//! burst of 2,000 concurrent creates freed (connection buffers, tasks) in its arenas,
-//! so the process stays at its high-water mark (15.6 MB idle, 96.6 MB after such a
-//! flood). Go's runtime, which E2B's API runs on, returns freed memory to the OS in the
-//! background (its scavenger); this does the same, on a blocking thread, once a period
-//! after the allocations moved.
+//! Freed memory handed back to the OS while a process runs. glibc's allocator keeps
+//! what it freed in its arenas: `stampede serve` stayed at its high-water mark after a
+//! burst of 2,000 concurrent creates (15.6 MB idle, 96.6 MB after such a flood), and a
+//! long `stampede run`, whose short-lived request buffers come and go between the
+//! records it keeps, grew page by page with free holes. Go's runtime, which E2B's API
+//! runs on, returns freed memory to the OS in the background (its scavenger); this does
+//! the same, on a blocking thread, once a period.
 
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-/// How often the heap is trimmed while the service runs (an assumption: after a flood,
-/// memory is back within one period; a trim of an idle heap costs well under 1 ms).
-pub(crate) const TRIM_EVERY: Duration = Duration::from_secs(10);
+/// How often the heap is trimmed (an assumption: after a flood, memory is back within
+/// one period; a trim of an idle heap costs well under 1 ms).
+pub const TRIM_EVERY: Duration = Duration::from_secs(10);
 
 /// Trims the heap every [`TRIM_EVERY`] until `stop` fires (a no-op off glibc).
-pub(crate) fn spawn(stop: CancellationToken) -> tokio::task::JoinHandle<()> {
+pub fn spawn_trimmer(stop: CancellationToken) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(TRIM_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -30,7 +31,7 @@ pub(crate) fn spawn(stop: CancellationToken) -> tokio::task::JoinHandle<()> {
 }
 
 /// Returns the free pages of every arena to the OS.
-pub(crate) fn trim() {
+pub fn trim() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim takes a pad size and touches only the allocator's own state,
     // under its locks.
