@@ -283,23 +283,23 @@ mod tests {
     fn a_pending_read_is_woken_and_fails_when_the_wire_fires() {
         let (mut io, _peer, wire) = checked();
         let mut buf = [0u8; 16];
-        let mut read = io.read(&mut buf);
+        let mut read = std::pin::pin!(io.read(&mut buf));
         let first = Arc::new(Wakes::default());
         let first_waker = futures::task::waker(first.clone());
         let mut cx = Context::from_waker(&first_waker);
-        assert!(Pin::new(&mut read).poll(&mut cx).is_pending());
+        assert!(read.as_mut().poll(&mut cx).is_pending());
         // The task moved (a new waker): the watch registers it in place of the first.
         let second = Arc::new(Wakes::default());
         let second_waker = futures::task::waker(second.clone());
         let mut cx = Context::from_waker(&second_waker);
-        assert!(Pin::new(&mut read).poll(&mut cx).is_pending());
+        assert!(read.as_mut().poll(&mut cx).is_pending());
 
         wire.fire();
         assert!(
             second.0.load(Ordering::SeqCst) >= 1,
             "the pending read is woken"
         );
-        match Pin::new(&mut read).poll(&mut cx) {
+        match read.as_mut().poll(&mut cx) {
             Poll::Ready(Err(e)) => assert_eq!(e.kind(), io::ErrorKind::ConnectionAborted),
             other => panic!("the woken read fails, got {other:?}"),
         }
