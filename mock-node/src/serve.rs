@@ -302,9 +302,9 @@ fn accepting(
     })
 }
 
-/// A TCP connection that fails all I/O once its node incarnation is killed (with
-/// `ConnectionReset`, after its first check since the kill made the socket's close a
-/// reset), on top of the listener policy's checks.
+/// A TCP connection that fails all I/O with `ConnectionReset` once its node incarnation
+/// is killed (the first check that sees the kill sets SO_LINGER 0, so that the socket's
+/// close is a reset), on top of the listener policy's checks.
 ///
 /// Each read and write loads the kill flag; the kill's wait is polled only when the
 /// connection's task polls with a waker the wait does not hold yet (hyper polls a
