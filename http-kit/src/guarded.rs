@@ -17,18 +17,16 @@
 //! client is gone or no longer reads; the request body deadline ends a stalled stream;
 //! the cap evicts idle HTTP/2 connections first when it is full.
 
-use std::future::Future;
 use std::io;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
+use std::task::Context;
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::task::AbortHandle;
-use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
+use tokio_util::sync::CancellationToken;
 
+use crate::checked_io::{CheckedIo, IoCheck, Tripwire, TripwireWatch};
 use crate::listener::{Admitted, ConnMark, HttpLimits};
 
 /// The first bytes of every HTTP/2 connection (RFC 9113, section 3.4).
@@ -39,55 +37,42 @@ const PROTO_UNKNOWN: u8 = 0;
 const PROTO_H1: u8 = 1;
 const PROTO_H2: u8 = 2;
 
-/// The close of one connection, decided by its watcher and read by its I/O.
-#[derive(Debug, Default)]
-struct Close {
-    fired: AtomicBool,
-    token: CancellationToken,
-}
-
-impl Close {
-    fn fire(&self) {
-        // The flag first: I/O woken by the token must find it set.
-        self.fired.store(true, Ordering::Release);
-        self.token.cancel();
-    }
-}
-
 /// An accepted connection under the listener policy (see the module doc): its reads and
 /// writes fail with `ConnectionAborted` once the policy closes it, and dropping it frees
 /// its place in the cap.
 ///
-/// Each read and write loads one flag; the close token's wait is polled only when the
+/// Each read and write loads one flag; the close's wait is polled only when the
 /// connection is polled with a waker it does not hold yet (a server polls a connection
 /// from one task, so about once per connection).
-pub struct GuardedIo<S> {
-    inner: S,
+pub type GuardedIo<S> = CheckedIo<S, PolicyCheck>;
+
+/// The listener policy's check of one connection's I/O (what makes a [`GuardedIo`]):
+/// the close its watcher decides, its place in the cap, and the protocol its first
+/// bytes said. Dropping it stops the watcher.
+pub struct PolicyCheck {
     admitted: Admitted,
-    close: Arc<Close>,
-    closed: Pin<Box<WaitForCancellationFutureOwned>>,
-    registered: Option<Waker>,
+    close: TripwireWatch,
     proto: Arc<AtomicU8>,
     /// Bytes of the HTTP/2 preface matched so far, while the protocol is unknown.
     matched: usize,
     watcher: AbortHandle,
 }
 
-impl<S> std::fmt::Debug for GuardedIo<S> {
+impl std::fmt::Debug for PolicyCheck {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GuardedIo")
+        f.debug_struct("PolicyCheck")
             .field("proto", &self.proto.load(Ordering::Relaxed))
-            .field("closed", &self.close.fired.load(Ordering::Relaxed))
+            .field("closed", &self.close.is_fired())
             .finish_non_exhaustive()
     }
 }
 
-impl<S> GuardedIo<S> {
+impl<S> CheckedIo<S, PolicyCheck> {
     /// `inner`, admitted as `admitted`, under `limits`' header deadline and idle
     /// timeout (whichever is shorter bounds an HTTP/1 connection's wait for its next
     /// head). Spawns its watcher: call within a tokio runtime.
     pub fn new(inner: S, admitted: Admitted, limits: HttpLimits) -> Self {
-        let close = Arc::new(Close::default());
+        let close = Tripwire::default();
         let proto = Arc::new(AtomicU8::new(PROTO_UNKNOWN));
         let watcher = tokio::spawn(watch(
             admitted.mark().clone(),
@@ -97,37 +82,31 @@ impl<S> GuardedIo<S> {
             limits.header_read.min(limits.idle),
         ))
         .abort_handle();
-        let closed = Box::pin(close.token.clone().cancelled_owned());
-        Self {
-            inner,
+        let check = PolicyCheck {
             admitted,
-            close,
-            closed,
-            registered: None,
+            close: close.watch(),
             proto,
             matched: 0,
             watcher,
-        }
+        };
+        CheckedIo::wrap(inner, check)
     }
 
     /// Signs of life of this connection, for its requests
     /// ([`ConnMark::request`]).
     pub fn mark(&self) -> &ConnMark {
-        self.admitted.mark()
-    }
-
-    /// The wrapped stream.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
+        self.check.admitted.mark()
     }
 
     /// Whether the policy closed this connection.
     pub fn is_closed(&self) -> bool {
-        self.close.fired.load(Ordering::Acquire)
+        self.check.close.is_fired()
     }
+}
 
-    fn check(&mut self, cx: &mut Context<'_>) -> io::Result<()> {
-        if self.closed_now(cx) {
+impl<S> IoCheck<S> for PolicyCheck {
+    fn check(&mut self, cx: &mut Context<'_>, _io: &S) -> io::Result<()> {
+        if self.close.fired(cx) {
             return Err(io::Error::new(
                 io::ErrorKind::ConnectionAborted,
                 "closed by the listener policy",
@@ -136,25 +115,12 @@ impl<S> GuardedIo<S> {
         Ok(())
     }
 
-    /// Whether the close came; registers `cx`'s waker with the close token if it is new.
-    fn closed_now(&mut self, cx: &mut Context<'_>) -> bool {
-        if self.is_closed() {
-            return true;
-        }
-        if self
-            .registered
-            .as_ref()
-            .is_some_and(|w| w.will_wake(cx.waker()))
-        {
-            return false;
-        }
-        if self.closed.as_mut().poll(cx).is_ready() {
-            return true;
-        }
-        self.registered = Some(cx.waker().clone());
-        false
+    fn read(&mut self, fresh: &[u8]) {
+        self.sniff(fresh);
     }
+}
 
+impl PolicyCheck {
     /// Follows the first bytes read until they tell HTTP/2's preface from anything else.
     fn sniff(&mut self, read: &[u8]) {
         if self.matched == usize::MAX || read.is_empty() {
@@ -174,7 +140,7 @@ impl<S> GuardedIo<S> {
     }
 }
 
-impl<S> Drop for GuardedIo<S> {
+impl Drop for PolicyCheck {
     fn drop(&mut self) {
         self.watcher.abort();
     }
@@ -186,7 +152,7 @@ async fn watch(
     mark: ConnMark,
     evict: CancellationToken,
     proto: Arc<AtomicU8>,
-    close: Arc<Close>,
+    close: Tripwire,
     wait: Duration,
 ) {
     let timer = tokio::time::sleep(wait);
@@ -215,55 +181,6 @@ async fn watch(
         }
     }
     close.fire();
-}
-
-impl<S: AsyncRead + Unpin> AsyncRead for GuardedIo<S> {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        this.check(cx)?;
-        let before = buf.filled().len();
-        let polled = Pin::new(&mut this.inner).poll_read(cx, buf);
-        if this.matched != usize::MAX {
-            this.sniff(&buf.filled()[before..]);
-        }
-        polled
-    }
-}
-
-impl<S: AsyncWrite + Unpin> AsyncWrite for GuardedIo<S> {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        this.check(cx)?;
-        Pin::new(&mut this.inner).poll_write(cx, buf)
-    }
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        this.check(cx)?;
-        Pin::new(&mut this.inner).poll_write_vectored(cx, bufs)
-    }
-    fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
-    }
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        this.check(cx)?;
-        Pin::new(&mut this.inner).poll_flush(cx)
-    }
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
-    }
 }
 
 #[cfg(test)]
@@ -328,14 +245,18 @@ mod tests {
         rt.block_on(async {
             for split in 1..H2_PREFACE.len() {
                 let (mut io, _peer) = guarded(Duration::from_secs(5)).await;
-                io.sniff(&H2_PREFACE[..split]);
-                assert_eq!(io.proto.load(Ordering::Relaxed), PROTO_UNKNOWN);
-                io.sniff(&H2_PREFACE[split..]);
-                assert_eq!(io.proto.load(Ordering::Relaxed), PROTO_H2, "split {split}");
+                io.check.sniff(&H2_PREFACE[..split]);
+                assert_eq!(io.check.proto.load(Ordering::Relaxed), PROTO_UNKNOWN);
+                io.check.sniff(&H2_PREFACE[split..]);
+                assert_eq!(
+                    io.check.proto.load(Ordering::Relaxed),
+                    PROTO_H2,
+                    "split {split}"
+                );
             }
             let (mut io, _peer) = guarded(Duration::from_secs(5)).await;
-            io.sniff(b"GET / HTTP/1.1\r\n");
-            assert_eq!(io.proto.load(Ordering::Relaxed), PROTO_H1);
+            io.check.sniff(b"GET / HTTP/1.1\r\n");
+            assert_eq!(io.check.proto.load(Ordering::Relaxed), PROTO_H1);
         });
     }
 }

@@ -30,21 +30,21 @@
 
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures::stream::{BoxStream, SelectAll};
-use futures::{Future, Stream, StreamExt};
-use stampede_http_kit::{ConnMark, ConnectionCap, GuardedIo, HttpLimits};
+use futures::{Stream, StreamExt};
+use stampede_http_kit::{
+    CheckedIo, ConnMark, ConnectionCap, GuardedIo, HttpLimits, IoCheck, Tripwire, TripwireWatch,
+};
 use stampede_proto::info_service_server::InfoServiceServer;
 use stampede_proto::sandbox_service_server::SandboxServiceServer;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
-use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
+use tokio_util::sync::CancellationToken;
 use tonic::transport::server::Connected;
 
 use crate::grpc::NodeService;
@@ -92,33 +92,12 @@ pub(crate) struct NodeConnInfo {
     pub mark: ConnMark,
 }
 
-/// The kill of one node incarnation: its listener and every connection it accepted.
-///
-/// A connection reads the flag, one atomic load, on each read and write; the token only
-/// wakes connections waiting for I/O when the kill comes (see [`KillableStream`]).
-#[derive(Debug, Default)]
-struct KillSwitch {
-    fired: AtomicBool,
-    token: CancellationToken,
-}
-
-impl KillSwitch {
-    fn fire(&self) {
-        // The flag first: a connection woken by the token must find it set.
-        self.fired.store(true, Ordering::Release);
-        self.token.cancel();
-    }
-
-    fn fired(&self) -> bool {
-        self.fired.load(Ordering::Acquire)
-    }
-}
-
 /// One node's listener joining the stack.
 struct Joining {
     node: Arc<NodeRuntime>,
     listener: TcpListener,
-    kill: Arc<KillSwitch>,
+    /// The kill of this node incarnation: its listener and every connection it accepted.
+    kill: Tripwire,
     /// Dropped with the listener, which tells [`ServerTask::stop`] the address is free.
     _closed: oneshot::Sender<()>,
 }
@@ -162,7 +141,7 @@ impl StackTask {
 #[derive(Debug)]
 pub struct ServerTask {
     rpcs: CancellationToken,
-    kill: Arc<KillSwitch>,
+    kill: Tripwire,
     closed: oneshot::Receiver<()>,
 }
 
@@ -236,7 +215,7 @@ pub(crate) async fn start(limits: HttpLimits, listeners: usize) -> (Stack, Stack
 impl Stack {
     /// Serves `node` on `listener` until the returned task is stopped.
     pub fn serve(&self, node: Arc<NodeRuntime>, listener: TcpListener) -> ServerTask {
-        let kill = Arc::new(KillSwitch::default());
+        let kill = Tripwire::default();
         let rpcs = CancellationToken::new();
         node.set_rpc_cancel(rpcs.clone());
         let (closed_tx, closed) = oneshot::channel();
@@ -294,16 +273,22 @@ fn accepting(
     futures::stream::unfold((j, admission), |(j, a)| async move {
         loop {
             tokio::select! {
-                _ = j.kill.token.cancelled() => return None,
+                _ = j.kill.fired() => return None,
                 r = j.listener.accept() => match r {
                     Ok((s, _)) => {
                         let _ = s.set_nodelay(true);
                         let admitted = tokio::select! {
-                            _ = j.kill.token.cancelled() => return None,
+                            _ = j.kill.fired() => return None,
                             admitted = a.cap.admit() => admitted,
                         };
                         let s = GuardedIo::new(s, admitted, a.limits);
-                        let s = KillableStream::new(s, j.node.clone(), j.kill.clone());
+                        let kill = NodeKill {
+                            node: j.node.clone(),
+                            mark: s.mark().clone(),
+                            kill: j.kill.watch(),
+                            dead: false,
+                        };
+                        let s = CheckedIo::wrap(s, kill);
                         return Some((Ok(s), (j, a)));
                     }
                     Err(e) => {
@@ -317,41 +302,30 @@ fn accepting(
     })
 }
 
-/// A TCP connection that fails all I/O once its node incarnation is killed.
+/// A TCP connection that fails all I/O with `ConnectionReset` once its node incarnation
+/// is killed (the first check that sees the kill sets SO_LINGER 0, so that the socket's
+/// close is a reset), on top of the listener policy's checks.
 ///
-/// Each read and write loads the kill flag; the kill token's wait, whose poll takes two
-/// locks, is polled only when the connection's task polls with a waker the wait does
-/// not hold yet (hyper polls a connection from one task, so about once per
-/// connection). That wait is what wakes a connection idle in a read when the kill
-/// comes; the flag, set before the token is cancelled, is what the woken read finds.
-pub(crate) struct KillableStream {
-    inner: GuardedIo<TcpStream>,
+/// Each read and write loads the kill flag; the kill's wait is polled only when the
+/// connection's task polls with a waker the wait does not hold yet (hyper polls a
+/// connection from one task, so about once per connection): see [`TripwireWatch`].
+pub(crate) type KillableStream = CheckedIo<GuardedIo<TcpStream>, NodeKill>;
+
+/// The kill check of one connection, and the node it tells tonic it serves.
+pub(crate) struct NodeKill {
     node: Arc<NodeRuntime>,
-    kill: Arc<KillSwitch>,
-    killed: Pin<Box<WaitForCancellationFutureOwned>>,
-    /// The waker `killed` was last polled with.
-    registered: Option<Waker>,
+    mark: ConnMark,
+    kill: TripwireWatch,
+    /// The kill was seen (and the socket set to reset on close).
     dead: bool,
 }
 
-impl KillableStream {
-    fn new(inner: GuardedIo<TcpStream>, node: Arc<NodeRuntime>, kill: Arc<KillSwitch>) -> Self {
-        let killed = Box::pin(kill.token.clone().cancelled_owned());
-        Self {
-            inner,
-            node,
-            kill,
-            killed,
-            registered: None,
-            dead: false,
-        }
-    }
-
-    fn check(&mut self, cx: &mut Context<'_>) -> io::Result<()> {
-        if !self.dead && self.fired(cx) {
+impl IoCheck<GuardedIo<TcpStream>> for NodeKill {
+    fn check(&mut self, cx: &mut Context<'_>, io: &GuardedIo<TcpStream>) -> io::Result<()> {
+        if !self.dead && self.kill.fired(cx) {
             self.dead = true;
             // Reset rather than close politely: callers must see the node die.
-            let _ = socket2::SockRef::from(self.inner.get_ref()).set_linger(Some(Duration::ZERO));
+            let _ = socket2::SockRef::from(io.get_ref()).set_linger(Some(Duration::ZERO));
         }
         if self.dead {
             Err(io::Error::new(
@@ -362,77 +336,14 @@ impl KillableStream {
             Ok(())
         }
     }
-
-    /// Whether the kill came; registers `cx`'s waker with the kill token if it is new.
-    fn fired(&mut self, cx: &mut Context<'_>) -> bool {
-        if self.kill.fired() {
-            return true;
-        }
-        if self
-            .registered
-            .as_ref()
-            .is_some_and(|w| w.will_wake(cx.waker()))
-        {
-            return false;
-        }
-        if self.killed.as_mut().poll(cx).is_ready() {
-            return true;
-        }
-        self.registered = Some(cx.waker().clone());
-        false
-    }
 }
 
-impl Connected for KillableStream {
+impl Connected for NodeKill {
     type ConnectInfo = NodeConnInfo;
     fn connect_info(&self) -> Self::ConnectInfo {
         NodeConnInfo {
             node: self.node.clone(),
-            mark: self.inner.mark().clone(),
+            mark: self.mark.clone(),
         }
-    }
-}
-
-impl AsyncRead for KillableStream {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        this.check(cx)?;
-        Pin::new(&mut this.inner).poll_read(cx, buf)
-    }
-}
-
-impl AsyncWrite for KillableStream {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        this.check(cx)?;
-        Pin::new(&mut this.inner).poll_write(cx, buf)
-    }
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        this.check(cx)?;
-        Pin::new(&mut this.inner).poll_write_vectored(cx, bufs)
-    }
-    fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
-    }
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        this.check(cx)?;
-        Pin::new(&mut this.inner).poll_flush(cx)
-    }
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
     }
 }
