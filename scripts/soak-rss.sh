@@ -2,7 +2,8 @@
 # Ten-minute soak of an external `stampede run` at 50 creates/s (10 s lifetimes) against
 # `mock-node --nodes 10` and `stampede serve`, each a process of its own. Prints the
 # VmRSS of the three every 30 s (`t_s run_mb serve_mb mock_mb`), then the run's growth
-# in MB/min after a 2-minute warm-up (a least-squares slope over the later samples).
+# in MB/min after a 2-minute warm-up (a least-squares slope over the later samples taken
+# while the workload sends).
 # Needs release builds: cargo build --release --workspace --bin stampede --bin mock-node.
 # Run it niced: nice -n 10 scripts/soak-rss.sh [SECONDS]
 set -euo pipefail
@@ -34,6 +35,8 @@ while kill -0 "$run" 2>/dev/null; do
   sleep 30; t=$((t + 30))
 done
 wait "$run" || { echo "run exit $?" >&2; tail -5 "$tmp/run.err" >&2; }
-awk '$1 >= 120 && $2 != "nan" { n++; sx += $1; sy += $2; sxx += $1*$1; sxy += $1*$2 }
+# Samples from the warm-up's end while the workload still sends: past SECONDS the run
+# winds down (its users and their clients are dropped) and its RSS falls.
+awk -v secs="$secs" '$1 >= 120 && $1 < secs && $2 != "nan" { n++; sx += $1; sy += $2; sxx += $1*$1; sxy += $1*$2 }
      END { if (n > 1) printf "run RSS growth after warm-up: %.3f MB/min (%d samples)\n",
            60 * (n*sxy - sx*sy) / (n*sxx - sx*sx), n }' "$tmp/samples"

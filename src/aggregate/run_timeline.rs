@@ -47,11 +47,17 @@ struct SampleDigest {
     landed: Vec<(u32, u32)>,
 }
 
+/// 16 bytes: counts are kept as `u32` (saturating; a node holds far fewer sandboxes,
+/// and refuses far fewer creates in one run).
 #[derive(Debug, Clone, Copy)]
 struct NodeDigest {
     number: u32,
-    sandboxes: u64,
-    refused: Option<u64>,
+    sandboxes: u32,
+    refused: Option<u32>,
+}
+
+fn narrow(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 /// One node of a truth sample, as [`RunTimeline::sample`] takes it.
@@ -104,8 +110,8 @@ impl RunTimeline {
             .into_iter()
             .map(|n| NodeDigest {
                 number: self.number(n.id),
-                sandboxes: n.sandboxes,
-                refused: n.refused,
+                sandboxes: narrow(n.sandboxes),
+                refused: n.refused.map(narrow),
             })
             .collect();
         let mut landed = Vec::new();
@@ -161,7 +167,7 @@ impl RunTimeline {
             let mut sandboxes = vec![0; node_ids.len()];
             for n in &s.nodes {
                 if let Some(p) = at(n.number) {
-                    sandboxes[p] = n.sandboxes;
+                    sandboxes[p] = u64::from(n.sandboxes);
                 }
             }
             agg.sample_errors(s.t_ms - offset_ms, sandboxes, s.errors);
@@ -182,7 +188,12 @@ impl RunTimeline {
         let Some(last) = self.samples.last() else {
             return;
         };
-        let Some(total) = last.nodes.iter().map(|n| n.refused).sum::<Option<u64>>() else {
+        let Some(total) = last
+            .nodes
+            .iter()
+            .map(|n| n.refused.map(u64::from))
+            .sum::<Option<u64>>()
+        else {
             return;
         };
         let order: Vec<u32> = last.nodes.iter().map(|n| n.number).collect();
@@ -190,8 +201,10 @@ impl RunTimeline {
         for s in &self.samples {
             let second = ((s.t_ms - offset_ms).max(0.0) / 1000.0) as usize;
             for n in &s.nodes {
-                let (Some(p), Some(r)) = (order.iter().position(|&k| k == n.number), n.refused)
-                else {
+                let (Some(p), Some(r)) = (
+                    order.iter().position(|&k| k == n.number),
+                    n.refused.map(u64::from),
+                ) else {
                     continue;
                 };
                 if r > seen[p] {
