@@ -46,6 +46,27 @@ fn nightly_guard_passes_for_optimistic_and_fails_for_reported() {
     let report = only_report(&dir.join("good"));
     assert_eq!(report["passed"], true);
     assert_eq!(report["runs"][0]["ok"], 200);
+    // The run keeps no ledger (it audits no sets): its timeline was binned as the run
+    // went, and the final read, after every answer, counts every placement.
+    let timeline = report["runs"][0]["timeline"].as_array().expect("timeline");
+    assert!(timeline.len() >= 2, "{} samples", timeline.len());
+    let placed = |p: &serde_json::Value| -> Vec<u64> {
+        p["placed"]
+            .as_array()
+            .expect("placed")
+            .iter()
+            .filter_map(|n| n.as_u64())
+            .collect()
+    };
+    for pair in timeline.windows(2) {
+        let (a, b) = (placed(&pair[0]), placed(&pair[1]));
+        assert!(
+            a.iter().zip(&b).all(|(x, y)| x <= y),
+            "placed went down: {a:?} -> {b:?}"
+        );
+    }
+    let last: u64 = placed(&timeline[timeline.len() - 1]).iter().sum();
+    assert_eq!(last, 200, "the final sample counts every placement");
     // goose's HTML needs a CDN: not written unless the profile asks for it.
     let written: Vec<String> = std::fs::read_dir(dir.join("good"))
         .unwrap()
