@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 
 use super::latency_bins::LatencyBins;
-use crate::placement::AccountingMode;
 use crate::profile::RunSettings;
 use crate::report::{
     AccountingError, CleanupReport, FaultWindow, Figure, LatencySummary, NodeFigures,
@@ -47,8 +46,6 @@ pub struct RunAggregate {
     retries: u64,
     refusals: u64,
     nodes: Vec<NodeFigures>,
-    /// The placement's accounting mode (none: an external API).
-    accounting: Option<AccountingMode>,
     /// The facts only known once the workload is over (see [`LateFacts`]).
     late: LateFacts,
 }
@@ -126,7 +123,6 @@ impl RunAggregate {
             retries: 0,
             refusals: 0,
             nodes: Vec::new(),
-            accounting: None,
             late: LateFacts::default(),
         }
     }
@@ -247,11 +243,6 @@ impl RunAggregate {
         });
     }
 
-    /// The accounting mode the run's placement used (the checks' `per_mode` key).
-    pub fn accounting(&mut self, mode: AccountingMode) {
-        self.accounting = Some(mode);
-    }
-
     /// Whether a burst's release loop ran at real-time priority (`None`: not a burst).
     pub fn release_realtime(&mut self, realtime: Option<bool>) {
         self.late.release_realtime = realtime;
@@ -336,7 +327,6 @@ impl RunAggregate {
         RunResult {
             label,
             settings,
-            accounting: self.accounting,
             skew: SkewStats::from_counts(&counts),
             nodes: self.nodes,
             skew_over_time: SkewOverTime::from_timeline(&self.timeline, self.outcomes.placed()),
@@ -510,7 +500,6 @@ mod tests {
         burst.sent(0.0, 0);
         burst.release_realtime(Some(true));
         burst.server_arrivals(arrivals);
-        burst.accounting(AccountingMode::Reported);
         burst.staging(StagingFacts::default());
         burst.cleanup(CleanupReport {
             kept: true,
@@ -521,7 +510,6 @@ mod tests {
         assert_eq!(r.send.server_arrival_spread_ms, Some(3.0));
         assert_eq!(r.send.server_arrivals, Some(2));
         assert_eq!(r.send.server_arrivals_kernel_stamped, Some(1));
-        assert_eq!(r.accounting, Some(AccountingMode::Reported));
         let cleanup = r.staging.and_then(|s| s.cleanup).expect("cleanup kept");
         assert!(cleanup.kept);
         // A burst that sent nothing, and a paced run, report no arrivals.

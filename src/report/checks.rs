@@ -134,7 +134,7 @@ pub(super) fn figure(id: CheckId, run: &RunResult) -> Result<f64, String> {
 /// The checks that apply to `run`: the shared ones, then its `k`'s, its mode's, and its
 /// mode's `k`'s overrides, each replacing the checks it names.
 fn effective(checks: &Checks, run: &RunResult) -> Checks {
-    let mode = run.accounting;
+    let mode = run.settings.accounting;
     let k = run.settings.k;
     let by_k = |c: &Checks| k.and_then(|k| c.per_k.get(&k)).cloned();
     let by_mode = mode.and_then(|m| checks.per_mode.get(&m));

@@ -89,11 +89,6 @@ pub struct RunResult {
     #[serde(default)]
     #[schemars(with = "BTreeMap<String, String>")]
     pub settings: crate::profile::RunSettings,
-    /// The accounting mode the run's placement used, typed, for the profile's
-    /// `per_mode` checks (`settings["accounting"]` is its text). Not in `report.json`:
-    /// `None` for a run against an external API and for a report read back.
-    #[serde(skip)]
-    pub accounting: Option<crate::placement::AccountingMode>,
     /// Final per-node truth, in node order.
     pub nodes: Vec<NodeFigures>,
     /// Skew of the final per-node sandbox counts (after every delete and expiry: all

@@ -114,7 +114,6 @@ async fn run_one(
     fleet.shutdown().await;
     let mut agg = result?.aggregate;
     agg.server_arrivals(arrivals);
-    agg.accounting(run.mode);
     let wall_ms = wall.elapsed().as_secs_f64() * 1000.0;
     Ok(agg.finish(run.label(), run.settings(), wall_ms))
 }

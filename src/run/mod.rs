@@ -270,13 +270,7 @@ fn redacted(report: Report) -> Report {
         return report;
     }
     match serde_json::from_value::<Report>(v) {
-        Ok(mut r) => {
-            // Not in report.json: carried over.
-            for (run, was) in r.runs.iter_mut().zip(&report.runs) {
-                run.accounting = was.accounting;
-            }
-            r
-        }
+        Ok(r) => r,
         Err(_) => report,
     }
 }

@@ -334,7 +334,6 @@ impl Engine<'_> {
             agg.placements_by_kind(self.lives.placements_by_kind(&ids));
             agg.resumes(self.lives.resume_figures());
         }
-        agg.accounting(mode);
         agg.faults(self.windows());
         if let Some(c) = audit {
             agg.set_audit(c);

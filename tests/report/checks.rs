@@ -6,7 +6,7 @@ use crate::support::report as report_support;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use report_support::{chaos_report, two_mode_report, typed};
+use report_support::{chaos_report, two_mode_report};
 use stampede::placement::AccountingMode;
 use stampede::profile::{Bound, Checks, LatencyBound};
 use stampede::report::*;
@@ -47,7 +47,7 @@ fn per_mode_override_replaces_the_shared_bound_for_that_mode() {
         per_mode,
         ..Default::default()
     };
-    let out = evaluate(&checks, &typed(two_mode_report()));
+    let out = evaluate(&checks, &two_mode_report());
     assert!(out.iter().all(|c| c.passed), "{out:?}");
     assert_eq!(out[0].bound, "<= 2");
     assert_eq!(out[1].bound, "<= 0.1");
@@ -185,7 +185,7 @@ fn per_k_overrides_apply_by_k_and_within_a_mode() {
         )]),
         ..Default::default()
     };
-    let bounds: Vec<(String, String)> = evaluate(&checks, &typed(report))
+    let bounds: Vec<(String, String)> = evaluate(&checks, &report)
         .into_iter()
         .map(|c| (c.run, c.bound))
         .collect();

@@ -3,7 +3,7 @@
 
 use crate::support::report as report_support;
 
-use report_support::{run, two_mode_report, typed};
+use report_support::{run, two_mode_report};
 use stampede::profile::{Checks, RunSettings};
 use stampede::report::*;
 
@@ -175,7 +175,7 @@ fn lifetimes_report(running_cv_mean: f64, accounting_error: f64) -> Report {
         "running_cv_mean: {max: 0.2}\nerror_rate: {max: 0.01}\naccounting_error: {max: 3.0}\n",
     )
     .expect("checks");
-    r.checks = evaluate(&checks, &typed(r.clone()));
+    r.checks = evaluate(&checks, &r);
     r.passed = r.checks.iter().all(|c| c.passed);
     r
 }

@@ -30,8 +30,6 @@ pub fn run(label: &str, mode: &str, counts: &[u64]) -> RunResult {
     ]));
     RunResult {
         label: label.to_string(),
-        // As a report read back: the typed mode is not in report.json (see `typed`).
-        accounting: None,
         settings,
         nodes,
         skew: SkewStats::from_counts(counts),
@@ -94,15 +92,6 @@ pub fn run(label: &str, mode: &str, counts: &[u64]) -> RunResult {
         staging: None,
         not_measured: Vec::new(),
     }
-}
-
-/// `report` with each run's accounting mode typed as a run or a simulation gives it
-/// to the checks (its `settings.accounting`).
-pub fn typed(mut report: Report) -> Report {
-    for r in &mut report.runs {
-        r.accounting = r.settings.accounting;
-    }
-    report
 }
 
 /// Two runs on 5 nodes: `reported` herded (300/150/50/0/0), `optimistic` even.
