@@ -13,8 +13,8 @@ use crate::report::{
     StagingFacts, TimelinePoint,
 };
 use crate::serve::{ArrivalWindow, ServiceCounters};
-use crate::workload::Outcome;
 use crate::workload::OutcomeFold;
+use crate::workload::{LedgerEntry, Outcome};
 
 /// How the workload sent: which send figure the result reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,6 +143,14 @@ impl RunAggregate {
             Some((lo, hi)) => (lo.min(sent_ms), hi.max(sent_ms)),
         });
         self.lateness_us.saturating_record(late_us);
+    }
+
+    /// The send and the answer of the create `e` ([`sent`](Self::sent), then
+    /// [`answered`](Self::answered)).
+    pub fn create(&mut self, e: &LedgerEntry) {
+        let late_us = ((e.sent_ms - e.intended_ms).max(0.0) * 1000.0).round() as u64;
+        self.sent(e.sent_ms, late_us);
+        self.answered(&e.outcome, e.intended_ms, e.latency_us);
     }
 
     /// A create meant to leave at `intended_ms` was answered `outcome`, `latency_us`

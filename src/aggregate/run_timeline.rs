@@ -150,10 +150,15 @@ impl RunTimeline {
     /// `offset_ms` earlier: on the gate's clock), then the placements after the last
     /// sample. Placements and counts on nodes outside `node_ids` are left out.
     pub fn feed(&self, agg: &mut RunAggregate, node_ids: &[String], offset_ms: f64) {
+        let index: HashMap<&str, usize> = node_ids
+            .iter()
+            .enumerate()
+            .map(|(p, id)| (id.as_str(), p))
+            .collect();
         let position: Vec<Option<usize>> = self
             .nodes
             .iter()
-            .map(|n| node_ids.iter().position(|id| id == n))
+            .map(|n| index.get(n.as_str()).copied())
             .collect();
         let at = |k: u32| position.get(k as usize).copied().flatten();
         for s in &self.samples {
@@ -196,13 +201,17 @@ impl RunTimeline {
         else {
             return;
         };
-        let order: Vec<u32> = last.nodes.iter().map(|n| n.number).collect();
-        let mut seen = vec![0u64; order.len()];
+        // Node number -> position in the last sample.
+        let mut position = vec![None; self.nodes.len()];
+        for (p, n) in last.nodes.iter().enumerate() {
+            position[n.number as usize] = Some(p);
+        }
+        let mut seen = vec![0u64; last.nodes.len()];
         for s in &self.samples {
             let second = ((s.t_ms - offset_ms).max(0.0) / 1000.0) as usize;
             for n in &s.nodes {
                 let (Some(p), Some(r)) = (
-                    order.iter().position(|&k| k == n.number),
+                    position.get(n.number as usize).copied().flatten(),
                     n.refused.map(u64::from),
                 ) else {
                     continue;

@@ -57,9 +57,7 @@ impl SettledCreates {
 
     /// Folds one settled create: its entry is dropped afterwards.
     pub fn settle(&mut self, e: LedgerEntry) {
-        let late_us = ((e.sent_ms - e.intended_ms).max(0.0) * 1000.0).round() as u64;
-        self.sends.sent(e.sent_ms, late_us);
-        self.sends.answered(&e.outcome, e.intended_ms, e.latency_us);
+        self.sends.create(&e);
         push_recent(&mut self.recent_sends, e.sent_ms);
         match &e.outcome {
             Outcome::Cancelled => self.cancelled += 1,

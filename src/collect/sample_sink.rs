@@ -39,16 +39,24 @@ impl SampleSink {
                 n.ids = None;
             }
         }
-        self.record(s);
+        self.record(&mut s);
+        if let Some(kept) = &mut self.kept {
+            kept.push(s);
+        }
     }
 
     /// The run's final sample, ids and all: recorded like the others, and returned less
     /// the baseline (the run's final truth).
-    pub fn take_final(&mut self, s: Sample) -> Sample {
-        self.record(s)
+    pub fn take_final(&mut self, mut s: Sample) -> Sample {
+        self.record(&mut s);
+        if let Some(kept) = &mut self.kept {
+            kept.push(s.clone());
+        }
+        s
     }
 
-    fn record(&mut self, mut s: Sample) -> Sample {
+    /// Subtracts the baseline from `s` and adds its digest to the timeline.
+    fn record(&mut self, s: &mut Sample) {
         if let Some(b) = &self.before {
             s.truth = b.subtract(&s.truth);
         }
@@ -61,10 +69,6 @@ impl SampleSink {
         if let Ok(mut t) = self.timeline.lock() {
             t.sample(s.t_ms, nodes, errors);
         }
-        if let Some(kept) = &mut self.kept {
-            kept.push(s.clone());
-        }
-        s
     }
 
     /// The whole samples kept, in the order taken (none unless kept).

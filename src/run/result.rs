@@ -34,9 +34,7 @@ pub(super) struct RunRecords<'a> {
 fn from_entries(ledger: &Ledger, ids: &[String], shape: RunShape) -> RunAggregate {
     let mut agg = RunAggregate::new(ids.to_vec(), shape);
     for e in &ledger.entries {
-        let late_us = ((e.sent_ms - e.intended_ms).max(0.0) * 1000.0).round() as u64;
-        agg.sent(e.sent_ms, late_us);
-        agg.answered(&e.outcome, e.intended_ms, e.latency_us);
+        agg.create(e);
     }
     agg
 }
