@@ -13,6 +13,12 @@
 //! the time the core gives: the service on its clock, the simulator in virtual time.
 //! Timer lag in the service does not compound through the queue, and both drivers give
 //! the same times for the same arrivals.
+//!
+//! Three more times of E2B's API sit inside and after the decision ([`StageDraws`]):
+//! the lag between reading the scores and committing to the choice, the time a
+//! create's success takes to reach the placement once the node answered, and the time
+//! a sync's reply takes from the node to being applied. Each is drawn from a stream of
+//! its own and is off (draws nothing) when set to zero.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -21,11 +27,17 @@ use std::time::Duration;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
-use stampede_dist::LatencyDist;
+use stampede_dist::{LatencyDist, Quantile};
 
 /// Salt of the stage's RNG (`seed ^ STAGE_SALT`): its draws are a stream of their own,
 /// so the Best-of-K draws of the placer's seed are the same with the stage on or off.
 const STAGE_SALT: u64 = 0xA915_7A6E_0000_0001;
+
+/// Salts of the three drawn times' streams ([`StageDraws`]), apart from the placer's
+/// and the queue's.
+const COMMIT_LAG_SALT: u64 = 0xA915_7A6E_0000_0002;
+const CREATE_RETURN_SALT: u64 = 0xA915_7A6E_0000_0003;
+const SYNC_TRANSIT_SALT: u64 = 0xA915_7A6E_0000_0004;
 
 /// Most workers a stage may have (a bound on its memory: one time per worker).
 pub const MAX_STAGE_WORKERS: u32 = 100_000;
@@ -45,6 +57,21 @@ pub struct ApiStage {
     /// Requests in the stage at once, at most; the rest wait in arrival order. Default
     /// [`MEASURED_WORKERS`]; absent (`null`): every request starts its time at once.
     pub workers: Option<u32>,
+    /// From a Best-of-K decision reading its K scores to the choice counting on its
+    /// node (E2B's `chooseNode` returning, then `PlacementMetrics.StartPlacing`):
+    /// nothing is held between the two, so the others decide on the view as it was.
+    /// A resume's origin node and a settled retry draw none. Default
+    /// [`measured_commit_lag`].
+    pub commit_lag: LatencyDist,
+    /// From the node answering a Create with success to the placement learning it (the
+    /// reply through the API's gRPC client and its goroutine): the node runs the
+    /// sandbox, and the create stays in progress in the placement until then. Refusals
+    /// and errors are learnt at once. Default [`measured_create_return`].
+    pub create_return: LatencyDist,
+    /// From a node building its `ServiceInfo` reply to the placement applying it,
+    /// drawn per reply, each node on its own (a node's replies are applied in the
+    /// order they were built). Default [`measured_sync_transit`].
+    pub sync_transit: LatencyDist,
 }
 
 /// Median of E2B's own time per create: the client's p50 on one create at a time
@@ -80,16 +107,22 @@ impl ApiStage {
                 sigma: MEASURED_TIME_SIGMA,
             },
             workers: Some(MEASURED_WORKERS),
+            commit_lag: measured_commit_lag(),
+            create_return: measured_create_return(),
+            sync_transit: measured_sync_transit(),
         }
     }
 
-    /// No stage: each request is decided the instant it arrives.
+    /// No API time at all: each request is decided the instant it arrives, commits at
+    /// once, learns its create's success at the node's instant, and every sync is
+    /// applied as the node answers it.
     pub fn off() -> Self {
         Self {
-            time: LatencyDist::Constant {
-                value: Duration::ZERO,
-            },
+            time: zero(),
             workers: None,
+            commit_lag: zero(),
+            create_return: zero(),
+            sync_transit: zero(),
         }
     }
 
@@ -114,8 +147,15 @@ impl ApiStage {
     /// Every semantic problem, as `(field, message)` under the stage's own path.
     pub fn validate(&self) -> Vec<(&'static str, String)> {
         let mut errs = Vec::new();
-        if let Err(m) = self.time.check() {
-            errs.push(("time", m));
+        for (field, dist) in [
+            ("time", &self.time),
+            ("commit_lag", &self.commit_lag),
+            ("create_return", &self.create_return),
+            ("sync_transit", &self.sync_transit),
+        ] {
+            if let Err(m) = dist.check() {
+                errs.push((field, m));
+            }
         }
         if let Some(w) = self.workers {
             if !(1..=MAX_STAGE_WORKERS).contains(&w) {
@@ -126,6 +166,101 @@ impl ApiStage {
             }
         }
         errs
+    }
+}
+
+fn zero() -> LatencyDist {
+    LatencyDist::Constant {
+        value: Duration::ZERO,
+    }
+}
+
+fn ms(points: &[(f64, f64)]) -> LatencyDist {
+    LatencyDist::Quantiles {
+        points: points
+            .iter()
+            .map(|&(p, v)| Quantile {
+                p,
+                value: Duration::from_secs_f64(v / 1e3),
+            })
+            .collect(),
+    }
+}
+
+/// E2B's choose-to-commit lag as measured (see [`ApiStage::commit_lag`]).
+pub fn measured_commit_lag() -> LatencyDist {
+    ms(COMMIT_LAG_MS)
+}
+
+/// E2B's create return time as measured (see [`ApiStage::create_return`]).
+pub fn measured_create_return() -> LatencyDist {
+    ms(CREATE_RETURN_MS)
+}
+
+/// E2B's sync reply transit as measured (see [`ApiStage::sync_transit`]).
+pub fn measured_sync_transit() -> LatencyDist {
+    ms(SYNC_TRANSIT_MS)
+}
+
+/// The choose-to-commit lag's percentiles (p, ms).
+pub const COMMIT_LAG_MS: &[(f64, f64)] = &[(0.0, 0.2), (50.0, 2.0), (95.0, 60.0), (100.0, 140.0)];
+/// The create return time's percentiles (p, ms).
+pub const CREATE_RETURN_MS: &[(f64, f64)] = &[(0.0, 5.0), (5.0, 10.0), (50.0, 40.0), (95.0, 110.0), (100.0, 200.0)];
+/// The sync reply transit's percentiles (p, ms).
+pub const SYNC_TRANSIT_MS: &[(f64, f64)] = &[(0.0, 0.25), (50.0, 1.0), (100.0, 8.0)];
+
+/// The three drawn times of one placement instance ([`ApiStage::commit_lag`],
+/// [`ApiStage::create_return`], [`ApiStage::sync_transit`]), each with its own stream;
+/// a time set to zero is `None` and draws nothing.
+#[derive(Debug, Clone)]
+pub struct StageDraws {
+    commit_lag: Option<Drawn>,
+    create_return: Option<Drawn>,
+    sync_transit: Option<Drawn>,
+}
+
+#[derive(Debug, Clone)]
+struct Drawn {
+    dist: LatencyDist,
+    rng: ChaCha8Rng,
+}
+
+impl Drawn {
+    fn new(dist: &LatencyDist, seed: u64, salt: u64) -> Option<Self> {
+        (!dist.is_zero()).then(|| Self {
+            dist: dist.clone(),
+            rng: ChaCha8Rng::seed_from_u64(seed ^ salt),
+        })
+    }
+
+    fn draw(&mut self) -> Duration {
+        self.dist.sample(&mut self.rng)
+    }
+}
+
+impl StageDraws {
+    /// The draws of `stage` for a placer seeded `seed`.
+    pub fn new(stage: &ApiStage, seed: u64) -> Self {
+        Self {
+            commit_lag: Drawn::new(&stage.commit_lag, seed, COMMIT_LAG_SALT),
+            create_return: Drawn::new(&stage.create_return, seed, CREATE_RETURN_SALT),
+            sync_transit: Drawn::new(&stage.sync_transit, seed, SYNC_TRANSIT_SALT),
+        }
+    }
+
+    /// The next choose-to-commit lag, `None` when the lag is off.
+    pub fn commit_lag(&mut self) -> Option<Duration> {
+        self.commit_lag.as_mut().map(Drawn::draw)
+    }
+
+    /// The next create return time, `None` when it is off.
+    pub fn create_return(&mut self) -> Option<Duration> {
+        self.create_return.as_mut().map(Drawn::draw)
+    }
+
+    /// The next sync reply transit, `None` when it is off.
+    pub fn sync_transit(&mut self) -> Option<Duration> {
+        self.sync_transit.as_mut().map(Drawn::draw)
     }
 }
 
@@ -185,6 +320,7 @@ mod tests {
         ApiStage {
             time: LatencyDist::Constant { value: v },
             workers,
+            ..ApiStage::off()
         }
     }
 
@@ -221,6 +357,7 @@ mod tests {
                 max: ms(100),
             },
             workers: None,
+            ..ApiStage::off()
         };
         let mut a = StageQueue::new(&stage, 7).unwrap();
         let mut b = StageQueue::new(&stage, 7).unwrap();
@@ -242,6 +379,7 @@ mod tests {
                 max: ms(1),
             },
             workers: Some(0),
+            ..ApiStage::off()
         };
         let fields: Vec<_> = bad.validate().into_iter().map(|(f, _)| f).collect();
         assert_eq!(fields, vec!["time", "workers"]);

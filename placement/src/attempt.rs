@@ -1,7 +1,8 @@
 //! [`PlacementAttempt`]: E2B's per-request retry loop as a state machine.
 //!
 //! The driver alternates [`PlacementAttempt::next`] (choose a node; the create is
-//! recorded as in flight) and [`PlacementAttempt::report`] (the RPC outcome), and stops
+//! recorded as in flight; or [`PlacementAttempt::choose`], then
+//! [`PlacementAttempt::commit`] some time later) and [`PlacementAttempt::report`] (the RPC outcome), and stops
 //! on [`Decision::Placed`] or an error of `next`. The request deadline (70 s in E2B)
 //! is the driver's clock: before each `next` it checks it and, once passed, asks
 //! [`PlacementAttempt::deadline_reached`] which failure that is. The failures are the
@@ -73,6 +74,15 @@ pub enum Decision {
     Retry,
 }
 
+/// A node [`PlacementAttempt::choose`] returned, not yet committed to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chosen {
+    /// The node.
+    pub node: NodeId,
+    /// Where it was in the core's node table when chosen.
+    at: usize,
+}
+
 /// The retry state of one create request.
 #[derive(Debug, Clone)]
 pub struct PlacementAttempt {
@@ -100,14 +110,27 @@ impl PlacementAttempt {
         }
     }
 
-    /// Choose the node for the next create and record it in flight there. Fails when
-    /// attempts are used up, every node is excluded, or no node can be chosen; once a
-    /// create failed, every such failure is [`PlacementFailure::CreateFailed`].
+    /// Choose the node for the next create and record it in flight there
+    /// ([`choose`](Self::choose) then [`commit`](Self::commit) at once).
     pub fn next<R: Rng + ?Sized>(
         &mut self,
         core: &mut PlacementCore,
         rng: &mut R,
     ) -> Result<NodeId, PlacementFailure> {
+        let chosen = self.choose(core, rng)?;
+        Ok(self.commit(core, chosen))
+    }
+
+    /// Choose the node for the next create from the view as it is now, recording
+    /// nothing: until [`commit`](Self::commit), no other decision sees the choice.
+    /// Fails when attempts are used up, every node is excluded, or no node can be
+    /// chosen; once a create failed, every such failure is
+    /// [`PlacementFailure::CreateFailed`].
+    pub fn choose<R: Rng + ?Sized>(
+        &mut self,
+        core: &mut PlacementCore,
+        rng: &mut R,
+    ) -> Result<Chosen, PlacementFailure> {
         self.abandon(core);
         if self.attempts >= core.config().max_retries {
             return Err(self.create_failed());
@@ -119,15 +142,21 @@ impl PlacementAttempt {
                 PlacementFailure::NoNodesAvailable
             });
         }
-        let (at, node) = match core.try_choose_at(self.vcpu, &self.excluded, rng) {
-            Ok(n) => n,
-            Err(_) if self.attempts > 0 => return Err(self.create_failed()),
-            Err(why) => return Err(why.into()),
-        };
+        match core.try_choose_at(self.vcpu, &self.excluded, rng) {
+            Ok((at, node)) => Ok(Chosen { node, at }),
+            Err(_) if self.attempts > 0 => Err(self.create_failed()),
+            Err(why) => Err(why.into()),
+        }
+    }
+
+    /// The choice counts on its node: the create is recorded in flight there, as it
+    /// is whatever the view became since [`choose`](Self::choose) read it.
+    pub fn commit(&mut self, core: &mut PlacementCore, chosen: Chosen) -> NodeId {
+        let Chosen { node, at } = chosen;
         let at = Some(at);
         core.start_placing_at(NodeAt { id: &node, at }, &self.sandbox_id, self.vcpu);
         self.current = Some((node.clone(), at));
-        Ok(node)
+        node
     }
 
     /// Send the next create to `node` without a draw (a resume's origin node, see

@@ -35,10 +35,13 @@ pub use answer::{
     CreateStatus, DeleteOutcome, ErrorCode, FailureAnswer, FailureAnswers, FAILED_TO_PLACE,
 };
 pub use api_stage::{
-    ApiStage, StageQueue, MAX_STAGE_WORKERS, MEASURED_TIME_MEDIAN, MEASURED_TIME_SIGMA,
-    MEASURED_WORKERS,
+    measured_commit_lag, measured_create_return, measured_sync_transit, ApiStage, StageDraws,
+    StageQueue, COMMIT_LAG_MS, CREATE_RETURN_MS, MAX_STAGE_WORKERS, MEASURED_TIME_MEDIAN,
+    MEASURED_TIME_SIGMA, MEASURED_WORKERS, SYNC_TRANSIT_MS,
 };
-pub use attempt::{CreateErrorCode, CreateOutcome, Decision, PlacementAttempt, PlacementFailure};
+pub use attempt::{
+    Chosen, CreateErrorCode, CreateOutcome, Decision, PlacementAttempt, PlacementFailure,
+};
 pub use channel::{node_status, routable, ChannelCell, ChannelState};
 pub use config::{
     first_periodic_sync, PlacementConfig, PlacementConfigError, REQUEST_TIMEOUT, SYNC_INTERVAL,

@@ -9,7 +9,7 @@
 //! loop), `packages/api/main.go` (the 70 s request deadline that bounds the loop and
 //! every Create in it), `nodemanager/sync.go` (a failed sync cycle).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
 use rand::SeedableRng;
@@ -17,9 +17,9 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::answer::{CreateStatus, ErrorCode, FailureAnswer};
-use super::api_stage::{ApiStage, StageQueue};
+use super::api_stage::{ApiStage, StageDraws, StageQueue};
 use super::attempt::{
-    CreateErrorCode, CreateOutcome, Decision, PlacementAttempt, PlacementFailure,
+    Chosen, CreateErrorCode, CreateOutcome, Decision, PlacementAttempt, PlacementFailure,
 };
 use super::channel::ChannelState;
 use super::config::PlacementConfig;
@@ -137,6 +137,24 @@ pub enum Input {
         /// The request.
         req: RequestId,
     },
+    /// The time of an [`Output::CommitAt`] for `req` came: its choice counts on its
+    /// node and its Create is sent.
+    CommitDue {
+        /// The request.
+        req: RequestId,
+    },
+    /// The time of an [`Output::ReplyAt`] for `req` came: the placement learns that
+    /// its create succeeded.
+    ReplyDue {
+        /// The request.
+        req: RequestId,
+    },
+    /// The time of an [`Output::SyncAt`] for `node` came: its oldest reply in transit
+    /// is applied.
+    SyncArrived {
+        /// The node.
+        node: NodeId,
+    },
     /// A retry of `req` the driver proved refused whatever node a draw returns (the
     /// simulator's settled retries): its round trip's node is a Best-of-K draw as any
     /// retry's, from an RNG seeded by `seed` rather than the placer's own (whose
@@ -221,6 +239,31 @@ pub enum Output {
         /// When.
         at: Duration,
     },
+    /// The request's Best-of-K choice is made but counts nowhere yet
+    /// ([`ApiStage::commit_lag`]): feed [`Input::CommitDue`] for `req` at `at` (never
+    /// past its deadline).
+    CommitAt {
+        /// The request.
+        req: RequestId,
+        /// When.
+        at: Duration,
+    },
+    /// The request's create succeeded on its node, and the placement learns it later
+    /// ([`ApiStage::create_return`]): feed [`Input::ReplyDue`] for `req` at `at`.
+    ReplyAt {
+        /// The request.
+        req: RequestId,
+        /// When.
+        at: Duration,
+    },
+    /// A sync reply of `node` is in transit ([`ApiStage::sync_transit`]): feed
+    /// [`Input::SyncArrived`] for `node` at `at`.
+    SyncAt {
+        /// The node.
+        node: NodeId,
+        /// When.
+        at: Duration,
+    },
     /// The request is over.
     Answer(Answered),
 }
@@ -289,6 +332,18 @@ struct Open {
     rpcs: u32,
     preferred: PreferredNode,
     first_tried: Option<NodeId>,
+    /// The choice waiting for its commit ([`Output::CommitAt`]).
+    chosen: Option<Chosen>,
+    /// Whether its create succeeded and the placement waits to learn it
+    /// ([`Output::ReplyAt`]).
+    returning: bool,
+}
+
+/// A sync reply on its way to the placement.
+struct InTransit {
+    at: Duration,
+    info: InfoReply,
+    listed: Option<Vec<Listed>>,
 }
 
 /// One placement instance: the core, its RNG and the open requests.
@@ -298,6 +353,10 @@ pub struct Placer {
     rng: ChaCha8Rng,
     /// The API stage's queue, when the stage is on.
     stage: Option<StageQueue>,
+    /// The API's drawn times inside and after a decision.
+    draws: StageDraws,
+    /// Each node's sync replies in transit, oldest first.
+    in_transit: HashMap<NodeId, VecDeque<InTransit>, foldhash::fast::RandomState>,
     open: HashMap<RequestId, Open, foldhash::fast::RandomState>,
     trace: Option<TraceSink>,
     /// The periodic sync, once a driver starts it.
@@ -324,6 +383,8 @@ impl Placer {
         Self {
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
             stage: StageQueue::new(&cfg.api_stage, cfg.seed),
+            draws: StageDraws::new(&cfg.api_stage, cfg.seed),
+            in_transit: HashMap::default(),
             core,
             cfg,
             open: HashMap::default(),
@@ -416,6 +477,13 @@ impl Placer {
             }
             Input::CreateReplied { req, reply } => self.replied(now, req, reply),
             Input::RetryDue { req } | Input::DecideDue { req } => self.decide(now, req),
+            Input::CommitDue { req } => self.commit(now, req),
+            Input::ReplyDue { req } => self.learn_created(req),
+            Input::SyncArrived { node } => {
+                let t = self.in_transit.get_mut(&node)?.pop_front()?;
+                self.apply_synced(&node, &t.info, t.listed.as_deref());
+                None
+            }
             Input::SettledRetry { req, seed } => {
                 let o = self.open.get_mut(&req)?;
                 o.attempt
@@ -428,12 +496,17 @@ impl Placer {
                 Some(self.fail(req, &o, FailureKind::Abandoned, &f))
             }
             Input::Synced { node, info, listed } => {
-                let snap = {
-                    let view = self.core.node(&node)?;
-                    snapshot(&info, listed.as_deref(), view.accounting())
+                self.core.node(&node)?;
+                let Some(transit) = self.draws.sync_transit() else {
+                    self.apply_synced(&node, &info, listed.as_deref());
+                    return None;
                 };
-                self.core.apply_sync(&node, snap);
-                None
+                let queue = self.in_transit.entry(node.clone()).or_default();
+                // A node's replies arrive in the order it built them.
+                let after = queue.back().map_or(Duration::ZERO, |t| t.at);
+                let at = now.saturating_add(transit).max(after);
+                queue.push_back(InTransit { at, info, listed });
+                Some(Output::SyncAt { node, at })
             }
             Input::SyncFailed { node, answered } => {
                 let synced = self.core.node(&node)?.counters().syncs > 0;
@@ -463,6 +536,16 @@ impl Placer {
         }
     }
 
+    /// A sync reply of `node` reaches the placement: status and metrics applied, the
+    /// accounting reconciled against the figures as they are now.
+    fn apply_synced(&mut self, node: &NodeId, info: &InfoReply, listed: Option<&[Listed]>) {
+        let Some(view) = self.core.node(node) else {
+            return;
+        };
+        let snap = snapshot(info, listed, view.accounting());
+        self.core.apply_sync(node, snap);
+    }
+
     fn open_request(
         &mut self,
         now: Duration,
@@ -477,6 +560,8 @@ impl Placer {
             rpcs: 0,
             preferred: PreferredNode::new(&self.core, origin),
             first_tried: None,
+            chosen: None,
+            returning: false,
         };
         self.open.insert(req, open);
     }
@@ -495,6 +580,14 @@ impl Placer {
         let o = self.open.get_mut(&req)?;
         if reply != CreateReply::Refused && o.first_tried.is_none() {
             o.first_tried = o.attempt.current_node().cloned();
+        }
+        if reply == CreateReply::Created && !o.returning {
+            if let Some(ret) = self.draws.create_return() {
+                // The node runs it; the create stays in progress here until then.
+                o.returning = true;
+                let at = now.saturating_add(ret).min(o.deadline.max(now));
+                return Some(Output::ReplyAt { req, at });
+            }
         }
         let decision = match &reply {
             CreateReply::Created => o.attempt.report(&mut self.core, CreateOutcome::Created),
@@ -528,6 +621,55 @@ impl Placer {
         self.decide(now, req)
     }
 
+    /// The placement learns that the create of `req` succeeded (its return time over).
+    fn learn_created(&mut self, req: RequestId) -> Option<Output> {
+        let o = self.open.get_mut(&req)?;
+        if !o.returning {
+            return None;
+        }
+        o.returning = false;
+        let node = match o.attempt.report(&mut self.core, CreateOutcome::Created) {
+            Decision::Placed(node) => node,
+            Decision::Retry => return None,
+        };
+        let o = self.open.remove(&req)?;
+        Some(Output::Answer(Answered {
+            req,
+            node: Some(node),
+            failure: None,
+            rpcs: o.rpcs,
+            refusals: o.attempt.refusals(),
+            attempts: o.attempt.attempts(),
+            warmed: None,
+        }))
+    }
+
+    /// The commit of the choice `req` made: past its deadline the request times out
+    /// (nothing was held), else the create counts on its node and is sent.
+    fn commit(&mut self, now: Duration, req: RequestId) -> Option<Output> {
+        let o = self.open.get_mut(&req)?;
+        let chosen = o.chosen.take()?;
+        if now >= o.deadline {
+            let f = o.attempt.deadline_reached(&mut self.core);
+            let o = self.open.remove(&req)?;
+            return Some(self.fail(req, &o, FailureKind::TimedOut, &f));
+        }
+        let node = o.attempt.commit(&mut self.core, chosen);
+        Some(Self::send(req, o, node))
+    }
+
+    /// The Create of `req` goes to `node`.
+    fn send(req: RequestId, o: &mut Open, node: NodeId) -> Output {
+        let retry = o.rpcs > 0;
+        o.rpcs += 1;
+        Output::SendCreate {
+            req,
+            node,
+            deadline: o.deadline,
+            retry,
+        }
+    }
+
     /// The next try of an open request: its deadline, then a Best-of-K decision.
     fn decide(&mut self, now: Duration, req: RequestId) -> Option<Output> {
         self.decide_from(now, req, None)
@@ -548,21 +690,26 @@ impl Placer {
             let f = o.attempt.deadline_reached(&mut self.core);
             (FailureKind::TimedOut, f)
         } else {
-            let tried = match o.preferred.take() {
-                Some(node) => o.attempt.place_on(&mut self.core, node),
-                None => o.attempt.next(&mut self.core, rng),
+            let preferred = o.preferred.take();
+            // A settled retry is proven refused whatever it chose: it commits at once.
+            let lag = match (&preferred, seed) {
+                (None, None) => self.draws.commit_lag(),
+                _ => None,
+            };
+            let tried = match (preferred, lag) {
+                (Some(node), _) => o.attempt.place_on(&mut self.core, node),
+                (None, None) => o.attempt.next(&mut self.core, rng),
+                (None, Some(lag)) => match o.attempt.choose(&mut self.core, rng) {
+                    Ok(chosen) => {
+                        o.chosen = Some(chosen);
+                        let at = now.saturating_add(lag).min(o.deadline);
+                        return Some(Output::CommitAt { req, at });
+                    }
+                    Err(f) => Err(f),
+                },
             };
             match tried {
-                Ok(node) => {
-                    let retry = o.rpcs > 0;
-                    o.rpcs += 1;
-                    return Some(Output::SendCreate {
-                        req,
-                        node,
-                        deadline: o.deadline,
-                        retry,
-                    });
-                }
+                Ok(node) => return Some(Self::send(req, o, node)),
                 Err(f) => {
                     let kind = match f {
                         PlacementFailure::CreateFailed { .. } => FailureKind::CreateFailed,

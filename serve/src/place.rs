@@ -198,6 +198,24 @@ async fn place_loop(
                 next = decide(shared, Input::DecideDue { req });
                 continue;
             }
+            // The choice is made on the view as it was; it counts on its node only once
+            // the placer's drawn lag is over (nothing is held meanwhile).
+            Some(Output::CommitAt { at, .. }) => {
+                let pause = at.saturating_sub(shared.now());
+                tokio::select! {
+                    () = tokio::time::sleep(pause) => {}
+                    () = hung_up(gone) => return client_gone(&mut open, spec, warmed),
+                }
+                next = decide(shared, Input::CommitDue { req });
+                continue;
+            }
+            // The node runs the sandbox; the placer learns it after the drawn return
+            // time, whatever the client does meanwhile.
+            Some(Output::ReplyAt { at, .. }) => {
+                tokio::time::sleep(at.saturating_sub(shared.now())).await;
+                next = decide(shared, Input::ReplyDue { req });
+                continue;
+            }
             Some(Output::SendCreate {
                 node,
                 deadline,
@@ -224,7 +242,8 @@ async fn place_loop(
                 };
                 create_reply(shared, &spec, kind, &node, answer)
             }
-            None => {
+            // A sync's transit is never a request's output.
+            Some(Output::SyncAt { .. }) | None => {
                 open.answered();
                 return Err(ApiError::new(
                     StatusCode::INTERNAL_SERVER_ERROR,
@@ -245,7 +264,7 @@ fn decide(shared: &Shared, input: Input) -> Option<Output> {
     let t0 = Instant::now();
     let out = shared.handle(input);
     let decided = match &out {
-        Some(Output::SendCreate { .. }) => true,
+        Some(Output::SendCreate { .. } | Output::CommitAt { .. }) => true,
         Some(Output::Answer(a)) => a.failure.is_some(),
         _ => false,
     };

@@ -15,7 +15,7 @@ use stampede_proto::ServiceInfoResponse;
 use super::node_client::ListedOnNode;
 use super::state::{lock, NodeConn, Shared};
 use stampede_placement::is_orphan_to_kill;
-use stampede_placement::{DeleteOutcome, InfoReply, Input};
+use stampede_placement::{DeleteOutcome, InfoReply, Input, Output};
 
 /// Nodes synced at once. Enough to overlap every round trip of a usual fleet; on a
 /// fleet of thousands, all at once would open thousands of connections together and
@@ -43,6 +43,22 @@ pub(crate) async fn sync_all(shared: &Arc<Shared>) {
 /// Tries of one node's sync per cycle (E2B's `nodemanager/sync.go`, `syncMaxRetries`).
 pub const SYNC_MAX_RETRIES: usize = 4;
 
+/// A sync reply the placer holds in transit ([`Output::SyncAt`]) is applied when its
+/// drawn transit is over, counted from when the node's `ServiceInfo` answer came back
+/// (the loopback leg before it is this service's own, and small).
+async fn arrive(shared: &Shared, node: &NodeConn, out: Option<Output>, built: Instant) {
+    let Some(Output::SyncAt { at, .. }) = out else {
+        return;
+    };
+    let left = at
+        .saturating_sub(shared.now())
+        .saturating_sub(built.elapsed());
+    tokio::time::sleep(left).await;
+    shared.handle(Input::SyncArrived {
+        node: node.id.as_str().into(),
+    });
+}
+
 /// One node's sync cycle as E2B's `nodemanager/sync.go` runs it: up to
 /// [`SYNC_MAX_RETRIES`] tries of ServiceInfo then List; a ServiceInfo answer is applied
 /// (status, metrics) even when the List after it fails; a cycle without a complete try
@@ -59,16 +75,18 @@ async fn sync_node(shared: &Arc<Shared>, node: &NodeConn) {
                 continue;
             }
         };
+        let built = Instant::now();
         answered = true;
         note_service_info(node, &info);
         let reply = info_reply(node, &info);
         match node.client.list(limit).await {
             Ok(listed) => {
-                shared.handle(Input::Synced {
+                let out = shared.handle(Input::Synced {
                     node: node.id.as_str().into(),
                     info: reply,
                     listed: Some(listed.iter().map(ListedOnNode::listed).collect()),
                 });
+                arrive(shared, node, out, built).await;
                 shared.telemetry.syncs.fetch_add(1, Relaxed);
                 lock(&node.info).synced_once = true;
                 finish_sync(shared, node, &listed, started).await;
@@ -76,11 +94,12 @@ async fn sync_node(shared: &Arc<Shared>, node: &NodeConn) {
             }
             Err(e) => {
                 tracing::debug!(node = %node.id, error = %e, "List failed");
-                shared.handle(Input::Synced {
+                let out = shared.handle(Input::Synced {
                     node: node.id.as_str().into(),
                     info: reply,
                     listed: None,
                 });
+                arrive(shared, node, out, built).await;
             }
         }
     }

@@ -249,6 +249,7 @@ fn dist_within(v: &mut Problems, path: &str, d: &LatencyDist, max: Duration) {
         LatencyDist::Uniform { max, .. } => ("max", *max),
         LatencyDist::Exponential { mean } => ("mean", *mean),
         LatencyDist::Lognormal { median, .. } => ("median", *median),
+        LatencyDist::Quantiles { .. } => ("points", d.max().unwrap_or_default()),
     };
     if scale > max {
         v.add(

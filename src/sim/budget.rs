@@ -111,6 +111,7 @@ fn typical(d: &LatencyDist) -> Nanos {
         LatencyDist::Uniform { min, max } => (*min + *max) / 2,
         LatencyDist::Exponential { mean } => *mean,
         LatencyDist::Lognormal { median, .. } => *median,
+        LatencyDist::Quantiles { .. } => d.quantile(50.0).unwrap_or_default(),
     };
     to_nanos(t)
 }

@@ -25,21 +25,31 @@ impl Engine<'_> {
     /// A retry tick of the request in `slot` that is not certain to be refused: the
     /// placer decides (its deadline, then Best-of-K).
     pub(super) fn decide(&mut self, slot: u32) {
-        let Some(a) = self.slots.get(slot as usize).and_then(Option::as_ref) else {
-            return;
-        };
-        let (replica, req) = (a.replica as usize, a.req);
-        let out = self.placers[replica].handle(to_duration(self.now), Input::RetryDue { req });
-        self.act(slot, out);
+        self.feed(slot, |req| Input::RetryDue { req });
     }
 
     /// The request in `slot` leaves the API stage: its first decision.
     pub(super) fn decide_first(&mut self, slot: u32) {
+        self.feed(slot, |req| Input::DecideDue { req });
+    }
+
+    /// The lag of the request in `slot` between its choice and its commit is over.
+    pub(super) fn commit(&mut self, slot: u32) {
+        self.feed(slot, |req| Input::CommitDue { req });
+    }
+
+    /// The placer learns that the create of `slot` succeeded (its return time over).
+    pub(super) fn returned(&mut self, slot: u32) {
+        self.feed(slot, |req| Input::ReplyDue { req });
+    }
+
+    /// Feed the request in `slot` the input `input` makes of its id, and act on it.
+    fn feed(&mut self, slot: u32, input: impl FnOnce(u64) -> Input) {
         let Some(a) = self.slots.get(slot as usize).and_then(Option::as_ref) else {
             return;
         };
         let (replica, req) = (a.replica as usize, a.req);
-        let out = self.placers[replica].handle(to_duration(self.now), Input::DecideDue { req });
+        let out = self.placers[replica].handle(to_duration(self.now), input(req));
         self.act(slot, out);
     }
 
@@ -61,9 +71,18 @@ impl Engine<'_> {
             Some(Output::DecideAt { at, .. }) => {
                 self.queue.push(to_nanos(at), Event::Decide { slot });
             }
+            Some(Output::CommitAt { at, .. }) => {
+                self.queue.push(to_nanos(at), Event::Commit { slot });
+            }
+            Some(Output::ReplyAt { at, .. }) => {
+                self.queue.push(to_nanos(at), Event::Returned { slot });
+            }
             Some(Output::Answer(a)) => self.answered(slot, &a),
-            // The placer lost the request: cannot happen with one driver per placer.
-            None => self.finish(slot, CreateStatus::InternalServerError),
+            // The placer lost the request (cannot happen with one driver per placer);
+            // a sync's transit is never a request's output.
+            Some(Output::SyncAt { .. }) | None => {
+                self.finish(slot, CreateStatus::InternalServerError)
+            }
         }
     }
 

@@ -64,6 +64,12 @@ pub(super) enum Event {
     Sample,
     /// The request in `slot` leaves the API stage for its first decision.
     Decide { slot: u32 },
+    /// The request in `slot` commits to the node it chose (its commit lag is over).
+    Commit { slot: u32 },
+    /// The placer learns that the create of `slot` succeeded (its return time is over).
+    Returned { slot: u32 },
+    /// `replica`'s oldest sync reply in transit from node `node` is applied.
+    SyncArrive { replica: u32, node: u32 },
     /// Retry tick `gen` of the refused request in `slot` (see `retry.rs`); a late event.
     Retry { slot: u32, gen: u32 },
     /// Sandbox `req` takes the next step of its lifecycle (see `lifecycle.rs`).
@@ -392,6 +398,9 @@ impl<'a> Engine<'a> {
             }
             Event::Retry { slot, gen } => self.retry_event(slot, gen),
             Event::Decide { slot } => self.decide_first(slot),
+            Event::Commit { slot } => self.commit(slot),
+            Event::Returned { slot } => self.returned(slot),
+            Event::SyncArrive { replica, node } => self.sync_arrive(replica, node),
             Event::Step { req } => self.step(req),
             Event::WaitEnd { slot, serial } => self.wait_end(slot, serial),
         }

@@ -10,8 +10,10 @@ use super::create::hang_heals_at;
 use super::engine::{Engine, Event};
 use super::faults::effect_of;
 use super::queue::Nanos;
-use super::setup::to_duration;
-use crate::placement::{status_from_wire, ChannelState, InfoReply, Input, Listed, NodeMetrics};
+use super::setup::{to_duration, to_nanos};
+use crate::placement::{
+    status_from_wire, ChannelState, InfoReply, Input, Listed, NodeMetrics, Output,
+};
 
 /// How long one node's sync cycle may take: E2B bounds it by `cacheSyncTime`, 20 s
 /// (`packages/api/internal/orchestrator/cache.go`); the reference service's cycle is
@@ -25,6 +27,7 @@ impl Engine<'_> {
         self.events = self.events.saturating_add(self.nodes.len() as u64);
         let placer = &mut self.placers[replica as usize];
         let mut failing = Vec::new();
+        let mut arriving = Vec::new();
         for (k, n) in self.nodes.iter_mut().enumerate() {
             let sent = on_send(&n.effect);
             if sent == Sent::Refused {
@@ -86,11 +89,29 @@ impl Engine<'_> {
                 info,
                 listed: Some(listed),
             };
-            placer.handle(now, input);
+            // With a transit, the reply built now is applied when it reaches the placer.
+            if let Some(Output::SyncAt { at, .. }) = placer.handle(now, input) {
+                arriving.push((k as u32, to_nanos(at)));
+            }
         }
         for (node, end) in failing {
             self.queue.push(end, Event::SyncCycleEnd { replica, node });
         }
+        for (node, at) in arriving {
+            self.queue.push(at, Event::SyncArrive { replica, node });
+        }
+    }
+
+    /// `replica`'s oldest sync reply in transit from `node` reaches its placer.
+    pub(super) fn sync_arrive(&mut self, replica: u32, node: u32) {
+        let (Some(n), Some(placer)) = (
+            self.nodes.get(node as usize),
+            self.placers.get_mut(replica as usize),
+        ) else {
+            return;
+        };
+        let input = Input::SyncArrived { node: n.id.clone() };
+        placer.handle(to_duration(self.now), input);
     }
 
     /// The sync cycle `replica` began on the hung node `node` ran out of time; if the

@@ -8,11 +8,11 @@ use stampede_dist::LatencyDist;
 
 use crate::{ApiStage, FailureKind, InfoReply, Input, NodeMetrics, NodeStatus, Output, Placer};
 
-fn ms(v: u64) -> Duration {
+pub(super) fn ms(v: u64) -> Duration {
     Duration::from_millis(v)
 }
 
-fn placer(stage: ApiStage, timeout: Duration) -> Placer {
+pub(super) fn placer(stage: ApiStage, timeout: Duration) -> Placer {
     let cfg = crate::PlacerConfig {
         placement: crate::PlacementConfig::default(),
         seed: 11,
@@ -47,10 +47,11 @@ fn stage(value: Duration, workers: u32) -> ApiStage {
     ApiStage {
         time: LatencyDist::Constant { value },
         workers: Some(workers),
+        ..ApiStage::off()
     }
 }
 
-fn create(req: u64) -> Input {
+pub(super) fn create(req: u64) -> Input {
     Input::Create {
         req,
         sandbox_id: format!("sb-{req}").as_str().into(),

@@ -3,6 +3,7 @@
 
 mod answers;
 mod api_stage;
+mod api_times;
 mod channel;
 mod core;
 mod evict;
