@@ -19,3 +19,4 @@ mod pr2201_fidelity;
 mod retry_model;
 mod sweep;
 mod vs_real;
+mod zero_times;
