@@ -160,8 +160,7 @@ fn check_points(points: &[Quantile]) -> Result<(), String> {
             "points must have 2 to {MAX_QUANTILE_POINTS} entries, from p 0 to p 100"
         ));
     }
-    if points.first().is_some_and(|q| q.p != 0.0) || points.last().is_some_and(|q| q.p != 100.0)
-    {
+    if points.first().is_some_and(|q| q.p != 0.0) || points.last().is_some_and(|q| q.p != 100.0) {
         return Err("points must start at p 0 and end at p 100".into());
     }
     for w in points.windows(2) {
@@ -284,7 +283,10 @@ mod tests {
         for d in [points(&[(0.0, 3), (100.0, 2)]), points(&[(50.0, 1)])] {
             let _ = d.sample(&mut rng);
         }
-        assert_eq!(LatencyDist::Quantiles { points: vec![] }.sample(&mut rng), Duration::ZERO);
+        assert_eq!(
+            LatencyDist::Quantiles { points: vec![] }.sample(&mut rng),
+            Duration::ZERO
+        );
     }
 
     #[test]

@@ -205,7 +205,13 @@ pub fn measured_sync_transit() -> LatencyDist {
 /// The choose-to-commit lag's percentiles (p, ms).
 pub const COMMIT_LAG_MS: &[(f64, f64)] = &[(0.0, 0.2), (50.0, 2.0), (95.0, 60.0), (100.0, 140.0)];
 /// The create return time's percentiles (p, ms).
-pub const CREATE_RETURN_MS: &[(f64, f64)] = &[(0.0, 5.0), (5.0, 10.0), (50.0, 40.0), (95.0, 110.0), (100.0, 200.0)];
+pub const CREATE_RETURN_MS: &[(f64, f64)] = &[
+    (0.0, 5.0),
+    (5.0, 10.0),
+    (50.0, 40.0),
+    (95.0, 110.0),
+    (100.0, 200.0),
+];
 /// The sync reply transit's percentiles (p, ms).
 pub const SYNC_TRANSIT_MS: &[(f64, f64)] = &[(0.0, 0.25), (50.0, 1.0), (100.0, 8.0)];
 

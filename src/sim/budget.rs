@@ -174,7 +174,13 @@ impl SimSetup {
             .saturating_add(create)
             .saturating_add(lifetime.unwrap_or(0))
             .saturating_add(life_span);
-        let per_request = 3 + u64::from(lifetime.is_some()) + life_events + stage_events;
+        // A commit lag and a create return time are one event more each per request.
+        let times = &self.api_stage;
+        let after =
+            u64::from(!times.commit_lag.is_zero()) + u64::from(!times.create_return.is_zero());
+        let per_request = 3 + u64::from(lifetime.is_some()) + life_events + stage_events + after;
+        // A sync transit is one event more per node synced.
+        let per_node_sync = 1 + u64::from(!times.sync_transit.is_zero());
         let samples = div_ceil(span, self.collect_interval).saturating_add(1);
         let syncs = div_ceil(span, self.sync_interval).saturating_add(1);
         let events = vec![
@@ -189,7 +195,9 @@ impl SimSetup {
             EstimatePart {
                 what: "node syncs (placement.embedded.sync_interval, replicas, cluster.nodes)"
                     .into(),
-                amount: syncs.saturating_mul(replicas.saturating_mul(1 + nodes)),
+                amount: syncs.saturating_mul(
+                    replicas.saturating_mul(1 + nodes.saturating_mul(per_node_sync)),
+                ),
             },
             EstimatePart {
                 what: "chaos steps".into(),

@@ -6,10 +6,10 @@
 use std::path::Path;
 use std::time::Duration;
 
-use stampede_node_model::config::LatencyDist;
 use stampede::profile::{load_and_validate, PlacementSection};
 use stampede::report::write_json;
 use stampede::sim::simulate_profile;
+use stampede_node_model::config::LatencyDist;
 
 /// report.json of each shipped profile before the three times existed.
 const BEFORE: &[(&str, u64)] = &[
@@ -71,6 +71,10 @@ fn shipped_profiles_with_the_measured_times_change_through_them() {
     let report = simulate_profile(&profile).expect("profile simulates");
     let mut out = Vec::new();
     write_json(&report, &mut out).expect("json");
-    let before = BEFORE.iter().find(|(n, _)| *n == "seed-000-five-node").unwrap().1;
+    let before = BEFORE
+        .iter()
+        .find(|(n, _)| *n == "seed-000-five-node")
+        .unwrap()
+        .1;
     assert_ne!(fnv1a(&out), before);
 }

@@ -8,8 +8,7 @@ use stampede_dist::LatencyDist;
 
 use super::api_stage::{create, ms, placer};
 use crate::{
-    ApiStage, CreateReply, FailureKind, InfoReply, Input, NodeMetrics, NodeStatus, Output,
-    Placer,
+    ApiStage, CreateReply, FailureKind, InfoReply, Input, NodeMetrics, NodeStatus, Output, Placer,
 };
 
 fn constant(value: Duration) -> LatencyDist {
@@ -58,8 +57,7 @@ fn a_choice_counts_nowhere_until_its_commit() {
         p.handle(ms(1), create(1)),
         Some(Output::CommitAt { req: 1, .. })
     ));
-    let Some(Output::SendCreate { node, retry, .. }) =
-        p.handle(at, Input::CommitDue { req: 0 })
+    let Some(Output::SendCreate { node, retry, .. }) = p.handle(at, Input::CommitDue { req: 0 })
     else {
         panic!("the commit sends the Create");
     };
@@ -157,9 +155,15 @@ fn a_sync_reply_applies_after_its_transit_in_the_order_built() {
     assert!(matches!(p.handle(ms(105), sync(9)), Some(Output::SyncAt { at, .. }) if at == ms(115)));
     let arrived = Input::SyncArrived { node: node.clone() };
     assert_eq!(p.handle(ms(110), arrived.clone()), None);
-    assert_eq!(p.core().node(&node).map(|n| n.metrics().cpu_allocated), Some(7));
+    assert_eq!(
+        p.core().node(&node).map(|n| n.metrics().cpu_allocated),
+        Some(7)
+    );
     assert_eq!(p.handle(ms(115), arrived.clone()), None);
-    assert_eq!(p.core().node(&node).map(|n| n.metrics().cpu_allocated), Some(9));
+    assert_eq!(
+        p.core().node(&node).map(|n| n.metrics().cpu_allocated),
+        Some(9)
+    );
     // Nothing in transit: an arrival changes nothing.
     assert_eq!(p.handle(ms(120), arrived), None);
 }
@@ -186,8 +190,7 @@ fn the_lag_draws_from_a_stream_of_its_own() {
         };
         lags.push(at);
         // Committed before the next decision: the same view, so the same draws.
-        let Some(Output::SendCreate { node, .. }) = on.handle(at, Input::CommitDue { req })
-        else {
+        let Some(Output::SendCreate { node, .. }) = on.handle(at, Input::CommitDue { req }) else {
             panic!("committed");
         };
         assert_eq!(node, direct);
