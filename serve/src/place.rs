@@ -259,12 +259,15 @@ async fn place_loop(
 }
 
 /// Feed a request's input to the placer, timing the Best-of-K decision it makes (a
-/// Create to send, or no node to send it to).
+/// choice to commit, a Create to send, or no node to send it to). A Create sent as a
+/// committed choice's lag ends was timed as that choice.
 fn decide(shared: &Shared, input: Input) -> Option<Output> {
+    let committing = matches!(input, Input::CommitDue { .. });
     let t0 = Instant::now();
     let out = shared.handle(input);
     let decided = match &out {
-        Some(Output::SendCreate { .. } | Output::CommitAt { .. }) => true,
+        Some(Output::CommitAt { .. }) => true,
+        Some(Output::SendCreate { .. }) => !committing,
         Some(Output::Answer(a)) => a.failure.is_some(),
         _ => false,
     };

@@ -62,6 +62,13 @@ pub struct SourceArgs {
     /// Replace a module the Go proxy refuses with stampede's stand-in (`loki`).
     #[arg(long = "stand-in", value_name = "MODULE")]
     pub stand_ins: Vec<StandIn>,
+    /// Build with stampede's timing probe (cached as a build of its own): each run
+    /// records when every decision read its scores, made its choice visible and saw its
+    /// Create return, every optimistic add/remove and every sync (`probe.log` in the
+    /// run folder, summed up in `e2b.json` and `e2b.md`), and keeps the API's mutex and
+    /// block profiles and an execution trace of the workload's first seconds.
+    #[arg(long)]
+    pub probe: bool,
     /// The cache.
     #[command(flatten)]
     pub cache: CacheArgs,
@@ -85,7 +92,9 @@ pub struct BuildsArgs {
     /// Revision to build.
     #[arg(long, default_value = "HEAD")]
     pub rev: String,
-    /// Variant(s), one build each: as-committed, reported, in-flight, optimistic.
+    /// Variant(s), one build each: as-committed, reported, in-flight, optimistic,
+    /// locked-choice (the revision's score, a decision's read and its in-progress mark
+    /// under one lock).
     #[arg(long = "variant", default_value = "as-committed")]
     pub variants: Vec<Variant>,
 }

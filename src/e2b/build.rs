@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use tokio::process::Command;
 
+use super::probe_edits;
 use super::standin::StandIn;
 use super::variant::{self, ScoreFacts, Variant, VariantError};
 
@@ -38,6 +39,15 @@ pub enum BuildError {
         /// What was found.
         #[source]
         source: VariantError,
+    },
+    /// stampede's own edit (the probe, a fix variant) does not apply at this revision.
+    #[error("at {rev}: stampede's edit does not apply: {source}")]
+    Edit {
+        /// The revision.
+        rev: String,
+        /// What was looked for.
+        #[source]
+        source: super::go_edit::EditError,
     },
     /// A tool could not run or failed.
     #[error("{what} failed{}: see {}", hint.as_deref().map(|h| format!(" ({h})")).unwrap_or_default(), log.display())]
@@ -71,6 +81,8 @@ pub struct BuildRequest {
     pub variant: Variant,
     /// Modules replaced by stampede's stand-ins.
     pub stand_ins: Vec<StandIn>,
+    /// With stampede's timing probe.
+    pub probe: bool,
     /// stampede's E2B cache folder.
     pub cache: PathBuf,
 }
@@ -92,6 +104,13 @@ pub struct Built {
     pub mode: String,
     /// Stand-in modules used.
     pub stand_ins: Vec<String>,
+    /// Built with stampede's timing probe.
+    #[serde(default)]
+    pub probe: bool,
+    /// A decision's score read and its in-progress mark are taken under one lock
+    /// (`locked-choice`): the twin takes no commit lag.
+    #[serde(default)]
+    pub choice_locked: bool,
     /// The source tree (migrations and the local-dev seed are read from it).
     pub tree: PathBuf,
     /// The API binary.
@@ -102,9 +121,10 @@ pub struct Built {
 }
 
 impl Built {
-    /// `REV:VARIANT` as the output names it.
+    /// `REV:VARIANT` as the output names it (`+probe` when probed).
     pub fn label(&self) -> String {
-        format!("{}:{}", self.rev, self.variant)
+        let probe = if self.probe { "+probe" } else { "" };
+        format!("{}:{}{probe}", self.rev, self.variant)
     }
 }
 
@@ -158,6 +178,12 @@ pub async fn build(req: &BuildRequest, log: &mut dyn FnMut(&str)) -> Result<Buil
     let mut key = format!("{}-{}", &commit[..12], req.variant);
     for s in &req.stand_ins {
         key.push_str(&format!("-standin-{s}"));
+    }
+    if req.probe {
+        key.push_str("-probe");
+    }
+    if req.probe || req.variant == Variant::LockedChoice {
+        key.push_str(&format!("-edits-{}", probe_edits::fingerprint()));
     }
     let tree = req.cache.join("trees").join(&key);
     let out_dir = req.cache.join("bin").join(&key);
@@ -227,6 +253,25 @@ pub async fn build(req: &BuildRequest, log: &mut dyn FnMut(&str)) -> Result<Buil
         rev: req.rev.clone(),
         source,
     })?;
+    let edit = |source| BuildError::Edit {
+        rev: req.rev.clone(),
+        source,
+    };
+    let choice_locked = req.variant == Variant::LockedChoice;
+    if choice_locked {
+        probe_edits::apply_locked_choice(&tree).map_err(edit)?;
+        log(&format!(
+            "build {}:{}: a decision's score read and its in-progress mark under one lock",
+            req.rev, req.variant
+        ));
+    }
+    if req.probe {
+        probe_edits::apply_probe(&tree).map_err(edit)?;
+        log(&format!(
+            "build {}:{}: with stampede's timing probe",
+            req.rev, req.variant
+        ));
+    }
     log(&format!(
         "build {}:{}: as committed: {}; built: {} (stampede mode `{}`)",
         req.rev,
@@ -278,6 +323,8 @@ pub async fn build(req: &BuildRequest, log: &mut dyn FnMut(&str)) -> Result<Buil
         built: built.describe(),
         mode: built.mode().to_string(),
         stand_ins: req.stand_ins.iter().map(|s| s.to_string()).collect(),
+        probe: req.probe,
+        choice_locked,
         tree,
         binary,
         cached: false,

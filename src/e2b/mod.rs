@@ -14,6 +14,9 @@ mod arrivals;
 mod build;
 mod child;
 mod database;
+mod go_edit;
+mod probe_edits;
+mod probe_log;
 mod provision;
 mod standin;
 mod summary;
@@ -105,6 +108,7 @@ async fn build_one(source: &SourceArgs, rev: &str, variant: Variant) -> Result<B
         rev: rev.to_string(),
         variant,
         stand_ins: source.stand_ins.clone(),
+        probe: source.probe,
         cache: source.cache.dir(),
     };
     Ok(build::build(&req, &mut |l| say(l)).await?)
@@ -198,6 +202,12 @@ async fn measure(
         std::process::id()
     );
     let started_at = crate::report::now_rfc3339();
+    // The twin of a build whose choice counts at once (`locked-choice`) takes no commit
+    // lag: its mark is taken under the lock of its read.
+    let twin_profile = |api: &ApiKind| match api {
+        ApiKind::E2b(b) if b.choice_locked => twin::without_commit_lag(&profile),
+        _ => profile.clone(),
+    };
     let mut runs = Vec::new();
     for i in 0..stack.runs {
         for (b, api) in apis.iter().enumerate() {
@@ -212,6 +222,7 @@ async fn measure(
             let plan = TrialPlan {
                 profile: profile_path.to_path_buf(),
                 nodes: profile.cluster.nodes,
+                sandbox: profile.workload.sandbox.clone(),
                 api: api.clone(),
                 target_phase: phase,
                 stores: stores.clone(),
@@ -220,27 +231,36 @@ async fn measure(
                 exe: exe.clone(),
                 cycle: stack.sync_cycle,
             };
-            let real = trial::run_trial(&plan, cancel, &say).await?;
+            let mut real = trial::run_trial(&plan, cancel, &say).await?;
             say(&format!("stopped: {}", real.stopped.join("; ")));
             let met = real
                 .phase_s
                 .map(std::time::Duration::from_secs_f64)
                 .unwrap_or(phase);
-            let twin = twin::twin(&profile, api.mode(), met, stack.sync_cycle)?;
-            keep_artifacts(
-                &plan.dir,
-                &stack.report_dir.join("e2b-runs").join(format!("{b}-{i}")),
-            );
-            // The stack is stopped; its folder's logs were copied beside the report.
+            let twin = twin::twin(&twin_profile(api), api.mode(), met, stack.sync_cycle)?;
+            let kept = stack.report_dir.join("e2b-runs").join(format!("{b}-{i}"));
+            keep_artifacts(&plan.dir, &kept);
+            // The stack is stopped; its folder's logs were copied beside the report, and
+            // the run's report is named where it was kept.
+            if real.report_dir.is_some() {
+                real.report_dir = Some(kept.clone());
+            }
             let _ = std::fs::remove_dir_all(&plan.dir);
-            runs.push(MatchedRun::new(label, i, real, Some(twin)));
+            let run = MatchedRun::new(label, i, real, Some(twin));
+            say(&run.one_line());
+            runs.push(run);
         }
     }
     let mut summaries = Vec::new();
     for api in apis {
         let label = label_of(api);
         let mine: Vec<&MatchedRun> = runs.iter().filter(|r| r.label == label).collect();
-        let phases = twin::over_phases(&profile, api.mode(), stack.twin_phases, stack.sync_cycle)?;
+        let phases = twin::over_phases(
+            &twin_profile(api),
+            api.mode(),
+            stack.twin_phases,
+            stack.sync_cycle,
+        )?;
         summaries.push(BuildSummary::new(
             &label,
             api.mode().as_str(),
@@ -281,6 +301,13 @@ fn keep_artifacts(from: &Path, to: &Path) {
         "mock-node.err",
         "migrate.log",
         "seed.log",
+        // A probed build's timings and Go profiles.
+        "probe.log",
+        "mutex.txt",
+        "block.txt",
+        "mutex.pb.gz",
+        "block.pb.gz",
+        "trace.out",
     ] {
         let _ = std::fs::copy(from.join(name), to.join(name));
     }
@@ -301,6 +328,20 @@ fn write_summary(s: &E2bSummary, parent: &Path, junit: bool) -> Result<PathBuf, 
         source,
     };
     std::fs::create_dir_all(&dir).map_err(io)?;
+    // Each run's kept copy moves beside the summary (below): name it there.
+    let kept = parent.join("e2b-runs");
+    let mut s = s.clone();
+    for r in &mut s.runs {
+        if let Some(rel) = r
+            .real
+            .report_dir
+            .as_ref()
+            .and_then(|d| d.strip_prefix(&kept).ok())
+        {
+            r.real.report_dir = Some(dir.join("runs").join(rel));
+        }
+    }
+    let s = &s;
     std::fs::write(
         dir.join("e2b.json"),
         serde_json::to_vec_pretty(s).expect("plain data"),

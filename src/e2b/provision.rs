@@ -142,13 +142,16 @@ fn quoted_const(text: &str, name: &str) -> Option<String> {
     })
 }
 
-/// Registers the public template `template` for the seed's team, its build recording
-/// the host CPU as mock-node reports it, and raises the team's tier limit.
+/// Registers the public template `sandbox.template` for the seed's team, its build
+/// giving the profile's vCPU and memory (E2B's create reads them from the build, not
+/// the request) and recording the host CPU as mock-node reports it, and raises the
+/// team's tier limit.
 pub async fn template_and_limits(
     pg: &str,
-    template: &str,
+    sandbox: &crate::profile::SandboxSpec,
     logs: &Path,
 ) -> Result<(), ProvisionError> {
+    let template = sandbox.template.as_str();
     let log = logs.join("template.log");
     let cols = psql(
         pg,
@@ -175,8 +178,9 @@ pub async fn template_and_limits(
         "gen_random_uuid()".to_string(),
         format!("'{}'", q(template)),
         "'uploaded'".into(),
-        "2".into(),
-        "512".into(),
+        sandbox.vcpu.to_string(),
+        sandbox.ram_mb.to_string(),
+        // Free disk: an assumption (mock-node does not look at it).
         "512".into(),
         "'vmlinux-6.1.102'".into(),
         "'v1.12.1_d990331'".into(),

@@ -83,6 +83,40 @@ impl MatchedRun {
             diff,
         }
     }
+
+    /// The run's result in one line, printed as it finishes.
+    pub fn one_line(&self) -> String {
+        let phase = self
+            .real
+            .phase_s
+            .map(|p| format!("{p:.1} s ({})", self.real.phase_from))
+            .unwrap_or_else(|| "not measured".into());
+        let twin = self
+            .twin
+            .as_ref()
+            .map(|t| format!("twin CV {} ({})", f3(t.cv), counts(&t.placed)))
+            .unwrap_or_else(|| "no twin".into());
+        let probe = self
+            .real
+            .probe
+            .as_ref()
+            .map(|p| {
+                format!(
+                    "; commit lag p50/p95/max {:.1}/{:.1}/{:.1} ms, {} stale commits",
+                    p.commit_lag_ms.p50, p.commit_lag_ms.p95, p.commit_lag_ms.max, p.stale_commits
+                )
+            })
+            .unwrap_or_default();
+        format!(
+            "run {} of {}: CV {} ({}), {twin}; phase met {phase}; p50/p99 {:.0}/{:.0} ms{probe}",
+            self.run + 1,
+            self.label,
+            f3(self.real.cv),
+            counts(&self.real.placed()),
+            self.real.p50_ms,
+            self.real.p99_ms,
+        )
+    }
 }
 
 /// One build's runs, summarised.
@@ -303,6 +337,7 @@ pub fn write_markdown(s: &E2bSummary, mut w: impl Write) -> io::Result<()> {
                 .unwrap_or_else(|| "-".into()),
         )?;
     }
+    write_probe(s, &mut w)?;
     writeln!(w, "\n## Per build\n")?;
     writeln!(w, "| build | mode | runs | CV mean ± sd (min..max) | per node min..max | refusals per run | p50 ms | p99 ms | matched twin CV | sum of differences | twin CV over 20 phases |")?;
     writeln!(w, "|---|---|---|---|---|---|---|---|---|---|---|")?;
@@ -428,4 +463,79 @@ mod tests {
         assert_eq!((s.n, s.mean, s.sd, s.min, s.max), (1, 0.3, 0.0, 0.3, 0.3));
         assert_eq!(Spread::of(&[]).n, 0);
     }
+}
+
+/// The probed runs' timings: the commit lag, the time in progress, the waves and the
+/// syncs that landed in the workload.
+fn write_probe(s: &E2bSummary, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let probed: Vec<_> = s
+        .runs
+        .iter()
+        .filter_map(|r| r.real.probe.as_ref().map(|p| (r, p)))
+        .collect();
+    if probed.is_empty() {
+        return Ok(());
+    }
+    let ms = |m: &super::probe_log::MsSpread| {
+        if m.n == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.1} / {:.1} / {:.1} / {:.1}", m.p5, m.p50, m.p95, m.max)
+        }
+    };
+    writeln!(
+        w,
+        "\n## The probe: E2B's time inside and after each decision\n"
+    )?;
+    writeln!(w, "Commit lag: from `chooseNode` reading its K scores to `StartPlacing` (the choice counting for the others). In progress: from `StartPlacing` to the Create's return to the API. A stale commit went to a node that was no longer the best of its candidates, re-scored just before its mark. ms as p5 / p50 / p95 / max.\n")?;
+    writeln!(w, "| build | run | commits | commit lag ms | in progress ms | stale commits (top nodes) | syncs in the workload (node before→after vCPU, at ms) | sync round trip ms | dropped |")?;
+    writeln!(w, "|---|---|---|---|---|---|---|---|---|")?;
+    for (r, p) in probed {
+        let waves: Vec<String> = p
+            .waves
+            .iter()
+            .take(3)
+            .map(|v| {
+                format!(
+                    "{} {} (lag p50 {:.0})",
+                    v.node, v.stale_commits, v.lag_ms.p50
+                )
+            })
+            .collect();
+        let syncs: Vec<String> = p
+            .syncs_in_workload
+            .iter()
+            .take(12)
+            .map(|x| format!("{} {}→{} @{:.0}", x.node, x.before, x.after, x.at_ms))
+            .collect();
+        let more = p.syncs_in_workload.len().saturating_sub(12);
+        writeln!(
+            w,
+            "| {} | {} | {} | {} | {} | {}{} | {}{} | {} | {} |",
+            r.label,
+            r.run + 1,
+            p.commits,
+            ms(&p.commit_lag_ms),
+            ms(&p.in_progress_ms),
+            p.stale_commits,
+            if waves.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", waves.join(", "))
+            },
+            if syncs.is_empty() {
+                "none".to_string()
+            } else {
+                syncs.join("; ")
+            },
+            if more > 0 {
+                format!(" (+{more})")
+            } else {
+                String::new()
+            },
+            ms(&p.sync_round_trip_ms),
+            p.dropped,
+        )?;
+    }
+    Ok(())
 }

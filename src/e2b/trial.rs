@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -19,6 +19,7 @@ use super::arrivals::{read_starts, ArrivalSpread};
 use super::build::Built;
 use super::child::{ChildError, Procs};
 use super::database::{free_port, start_postgres, start_redis, StoreError, Stores};
+use super::probe_log::{self, ProbeSummary};
 use super::provision::{self, ProvisionError};
 use crate::placement::AccountingMode;
 use crate::report::{Report, SkewStats};
@@ -38,6 +39,11 @@ const SETTLE: Duration = Duration::from_secs(1);
 /// reach a command line).
 const KEY_VAR: &str = "STAMPEDE_E2B_API_KEY";
 const ADMIN_VAR: &str = "STAMPEDE_E2B_ADMIN_TOKEN";
+/// The probe's log in a trial's folder.
+const PROBE_LOG: &str = "probe.log";
+/// Seconds of execution trace a probed run keeps from the workload's start (a burst's
+/// decisions all fall in its first second or two here).
+const TRACE_SECONDS: u32 = 5;
 
 /// The API a trial starts.
 #[derive(Debug, Clone)]
@@ -75,6 +81,9 @@ pub struct TrialPlan {
     pub profile: PathBuf,
     /// Nodes the profile's fleet has.
     pub nodes: usize,
+    /// What each create asks for: E2B's API takes a sandbox's vCPU and memory from its
+    /// template's build, so the template is registered with these.
+    pub sandbox: crate::profile::SandboxSpec,
     /// The API.
     pub api: ApiKind,
     /// Where the sync phase should be at the workload's start.
@@ -132,10 +141,14 @@ pub struct TrialResult {
     pub label: String,
     /// The phase asked, seconds.
     pub target_phase_s: f64,
-    /// The phase met: seconds from the workload's start to the API's first periodic
-    /// sync after it, from the API's initial-sync log line and the run's start line;
-    /// `None` when the API printed no such line.
+    /// The phase met: seconds from the workload's first requests (the run's
+    /// `workload started` line, printed as its gate opens) to the API's first periodic
+    /// sync after them, from the API's initial-sync log line; `None` when either line
+    /// was not seen. The twin runs at this phase.
     pub phase_s: Option<f64>,
+    /// The phase at the workload child's start (its `run tag:` line), seconds: what the
+    /// start was planned on; the run's own setup lies between it and `phase_s`.
+    pub spawn_phase_s: Option<f64>,
     /// Per node, in id order.
     pub nodes: Vec<NodeCount>,
     /// CV of the per-node placements.
@@ -155,6 +168,11 @@ pub struct TrialResult {
     /// When the Creates of the sandboxes still running reached the nodes; `None` when
     /// none was running at the end or the nodes could not be listed (said as progress).
     pub arrivals: Option<ArrivalSpread>,
+    /// Where `phase_s` was measured: `probe` (the first decision's score read, from the
+    /// probe's log) or `workload` (the workload's `workload started` line).
+    pub phase_from: String,
+    /// The timing probe's figures, for a probed build.
+    pub probe: Option<ProbeSummary>,
     /// The API's log, compacted.
     #[serde(skip)]
     pub api_log: LogSummary,
@@ -211,6 +229,8 @@ pub async fn run_trial(
     };
     r.api_log = log.lock().map(|l| l.summary().clone()).unwrap_or_default();
     r.stopped = stopped;
+    let sync_wall = log.lock().ok().and_then(|l| l.sync_seen).map(|(_, w)| w);
+    read_probe(plan, &mut r, sync_wall, say);
     Ok(r)
 }
 
@@ -245,9 +265,10 @@ async fn trial_steps(
         ApiKind::E2b(b) => {
             let n = provision::migrate(&b.tree, &stores.postgres, &plan.dir).await?;
             let key = provision::seed(&b.tree, &stores.postgres, &plan.dir).await?;
-            provision::template_and_limits(&stores.postgres, "base", &plan.dir).await?;
+            provision::template_and_limits(&stores.postgres, &plan.sandbox, &plan.dir).await?;
             say(&format!(
-                "E2B schema ({n} migrations), local-dev seed, template `base`"
+                "E2B schema ({n} migrations), local-dev seed, template `{}` ({} vCPU, {} MiB)",
+                plan.sandbox.template, plan.sandbox.vcpu, plan.sandbox.ram_mb
             ));
             key
         }
@@ -300,6 +321,12 @@ async fn trial_steps(
     // The API.
     let port = free_port().map_err(|e| step(format!("finding a free port: {e}")))?;
     let api_url = format!("http://127.0.0.1:{port}");
+    let probed = matches!(&plan.api, ApiKind::E2b(b) if b.probe);
+    let pprof_port = if probed {
+        free_port().map_err(|e| step(e.to_string()))?
+    } else {
+        0
+    };
     let mut cmd = match &plan.api {
         ApiKind::E2b(b) => {
             let mut c = Command::new(&b.binary);
@@ -334,6 +361,10 @@ async fn trial_steps(
                 ("VOLUME_TOKEN_SIGNING_KEY_NAME", "stampede".into()),
             ] {
                 c.env(k, v);
+            }
+            if b.probe {
+                c.env("STAMPEDE_PROBE_FILE", plan.dir.join(PROBE_LOG));
+                c.env("STAMPEDE_PROBE_PPROF", format!("127.0.0.1:{pprof_port}"));
             }
             c
         }
@@ -404,7 +435,9 @@ async fn trial_steps(
         plan.nodes
     ));
 
-    // Start the workload at the planned phase of the API's sync cycle.
+    // Start the workload at the planned phase of the API's sync cycle. The child's own
+    // setup (truth read, leftovers listed) takes a variable while before its first
+    // requests, so the phase the twin runs at is measured at its gate, not planned.
     let sync_seen = log.lock().ok().and_then(|l| l.sync_seen);
     let startup = Duration::from_millis(300);
     if let Some((at, _)) = sync_seen {
@@ -443,18 +476,49 @@ async fn trial_steps(
     let mut run = cmd
         .spawn()
         .map_err(|e| step(format!("starting the workload (stampede run): {e}")))?;
+    // A probed API's execution trace over the workload's first seconds (a burst's whole).
+    let trace = probed.then(|| {
+        let http = http.clone();
+        let file = plan.dir.join("trace.out");
+        tokio::spawn(async move {
+            let url = format!(
+                "http://127.0.0.1:{pprof_port}/debug/pprof/trace?seconds={}",
+                TRACE_SECONDS
+            );
+            let got = async {
+                http.get(&url)
+                    .send()
+                    .await?
+                    .error_for_status()?
+                    .bytes()
+                    .await
+            }
+            .await;
+            match got {
+                Ok(b) => std::fs::write(&file, &b).map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            }
+        })
+    });
     let stderr = run.stderr.take().expect("piped");
     let started: Arc<Mutex<Option<Instant>>> = Arc::default();
     let started2 = started.clone();
+    let gate: Arc<Mutex<Option<Instant>>> = Arc::default();
+    let gate2 = gate.clone();
     let err_log = plan.dir.join("run.err");
     let reader = tokio::spawn(async move {
         let mut out = String::new();
         let mut lines = BufReader::new(stderr).lines();
         while let Ok(Some(line)) = lines.next_line().await {
-            if line.starts_with("run tag:") {
-                if let Ok(mut s) = started2.lock() {
-                    s.get_or_insert_with(Instant::now);
-                }
+            let stamp = if line.starts_with("run tag:") {
+                Some(&started2)
+            } else if line == crate::run::WORKLOAD_STARTED {
+                Some(&gate2)
+            } else {
+                None
+            };
+            if let Some(Ok(mut s)) = stamp.map(|m| m.lock()) {
+                s.get_or_insert_with(Instant::now);
             }
             out.push_str(&line);
             out.push('\n');
@@ -473,10 +537,29 @@ async fn trial_steps(
         }
     };
     let _ = reader.await;
-    let phase_s = match (sync_seen, *started.lock().expect("not poisoned")) {
+    if probed {
+        for (name, file) in [
+            ("mutex?debug=1", "mutex.txt"),
+            ("block?debug=1", "block.txt"),
+            ("mutex", "mutex.pb.gz"),
+            ("block", "block.pb.gz"),
+        ] {
+            save_profile(&http, pprof_port, name, &plan.dir.join(file), say).await;
+        }
+    }
+    if let Some(t) = trace {
+        match t.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => say(&format!("the API's execution trace not saved: {e}")),
+            Err(e) => say(&format!("the API's execution trace not saved: {e}")),
+        }
+    }
+    let phase_of = |at: &Mutex<Option<Instant>>| match (sync_seen, *at.lock().ok()?) {
         (Some((sync, _)), Some(start)) => Some(phase_at(sync, start, plan.cycle).as_secs_f64()),
         _ => None,
     };
+    let phase_s = phase_of(&gate);
+    let spawn_phase_s = phase_of(&started);
 
     // Truths: mock-node's counters, when each Create reached a node, and the API's own
     // view.
@@ -507,6 +590,7 @@ async fn trial_steps(
         label,
         target_phase_s: plan.target_phase.as_secs_f64(),
         phase_s,
+        spawn_phase_s,
         cv: SkewStats::from_counts(&placed).cv,
         nodes,
         requests,
@@ -516,9 +600,71 @@ async fn trial_steps(
         report_dir,
         run_exit: status.code(),
         arrivals,
+        phase_from: "workload".into(),
+        probe: None,
         api_log: LogSummary::default(),
         stopped: Vec::new(),
     })
+}
+
+/// The probe's log of a probed build, summed up; the phase re-measured at the first
+/// decision's score read (when the probe saw one and the API's sync line was seen).
+fn read_probe(
+    plan: &TrialPlan,
+    r: &mut TrialResult,
+    sync_wall: Option<SystemTime>,
+    say: &(dyn Fn(&str) + Sync),
+) {
+    let ApiKind::E2b(b) = &plan.api else {
+        return;
+    };
+    if !b.probe {
+        return;
+    }
+    let path = plan.dir.join(PROBE_LOG);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) => {
+            say(&format!("the probe's log {} not read: {e}", path.display()));
+            return;
+        }
+    };
+    let p = probe_log::summarise(&text);
+    if let (Some(ns), Some(wall)) = (p.first_read_unix_ns, sync_wall) {
+        let sync_ns = wall
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as i64);
+        let since = Duration::from_nanos(ns.saturating_sub(sync_ns).max(0) as u64);
+        let into = Duration::from_nanos((since.as_nanos() % plan.cycle.as_nanos().max(1)) as u64);
+        r.phase_s = Some((plan.cycle - into).as_secs_f64());
+        r.phase_from = "probe".into();
+    }
+    r.probe = Some(p);
+}
+
+/// Saves one of the probed API's Go profiles (`/debug/pprof/NAME`) into the trial's
+/// folder; a failure is said, not fatal.
+async fn save_profile(
+    http: &reqwest::Client,
+    port: u16,
+    name: &str,
+    file: &Path,
+    say: &(dyn Fn(&str) + Sync),
+) {
+    let url = format!("http://127.0.0.1:{port}/debug/pprof/{name}");
+    let got = async {
+        let resp = http.get(&url).send().await?.error_for_status()?;
+        resp.bytes().await
+    }
+    .await;
+    match got {
+        Ok(bytes) => {
+            if let Err(e) = std::fs::write(file, &bytes) {
+                say(&format!("writing {}: {e}", file.display()));
+            }
+        }
+        Err(e) => say(&format!("the API's profile {name} not read: {e}")),
+    }
 }
 
 /// The first instant at or after `earliest` whose phase (time to the next sync of a

@@ -69,6 +69,18 @@ pub fn twin(
     })
 }
 
+/// `profile` with each decision's choice counting on its node at its read: the twin of
+/// a build that takes the in-progress mark under the lock of the score read.
+pub fn without_commit_lag(profile: &Profile) -> Profile {
+    let mut p = profile.clone();
+    if let PlacementSection::Embedded(e) = &mut p.placement {
+        e.api_stage.commit_lag = stampede_node_model::config::LatencyDist::Constant {
+            value: Duration::ZERO,
+        };
+    }
+    p
+}
+
 /// The twin at `n` phases spread evenly over the cycle (`(i + 0.5) * cycle / n`).
 pub fn over_phases(
     profile: &Profile,

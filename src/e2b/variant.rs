@@ -24,7 +24,7 @@ const NODE_FILE: &str = "packages/api/internal/orchestrator/nodemanager/node.go"
 /// A named build of E2B's API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Variant {
-    /// E2B's code as committed: nothing applied.
+    /// E2B's code as committed: nothing applied to the score.
     AsCommitted,
     /// The score counts the last sync's allocation only: no in-progress term, no
     /// optimistic add/remove (E2B before PR #2201; stampede's `reported`).
@@ -33,15 +33,20 @@ pub enum Variant {
     InFlight,
     /// The in-progress term and the optimistic add/remove (E2B today; `optimistic`).
     Optimistic,
+    /// The revision's score as committed, with a decision's score read and its
+    /// in-progress mark taken under one lock (stampede's fix for the residual burst
+    /// herd: no decision reads the scores between another's choice and its mark).
+    LockedChoice,
 }
 
 impl Variant {
     /// Every variant, in the order the help lists them.
-    pub const ALL: [Variant; 4] = [
+    pub const ALL: [Variant; 5] = [
         Variant::AsCommitted,
         Variant::Reported,
         Variant::InFlight,
         Variant::Optimistic,
+        Variant::LockedChoice,
     ];
 
     /// The name on the command line and in reports.
@@ -51,14 +56,15 @@ impl Variant {
             Variant::Reported => "reported",
             Variant::InFlight => "in-flight",
             Variant::Optimistic => "optimistic",
+            Variant::LockedChoice => "locked-choice",
         }
     }
 
     /// The stampede accounting mode whose model this variant is; `None` for
-    /// `as-committed`, whose mode depends on the revision (see [`Variant::resolve`]).
+    /// `as-committed` and `locked-choice`, whose mode is the revision's.
     pub fn mode(self) -> Option<AccountingMode> {
         match self {
-            Variant::AsCommitted => None,
+            Variant::AsCommitted | Variant::LockedChoice => None,
             Variant::Reported => Some(AccountingMode::Reported),
             Variant::InFlight => Some(AccountingMode::InFlight),
             Variant::Optimistic => Some(AccountingMode::Optimistic),
@@ -68,7 +74,7 @@ impl Variant {
     /// The edits this variant wants: (in-progress term, optimistic add/remove).
     fn wants(self) -> Option<(bool, bool)> {
         match self {
-            Variant::AsCommitted => None,
+            Variant::AsCommitted | Variant::LockedChoice => None,
             Variant::Reported => Some((false, false)),
             Variant::InFlight => Some((true, false)),
             Variant::Optimistic => Some((true, true)),

@@ -18,6 +18,10 @@ use crate::redact::redact_userinfo;
 use crate::report::{CleanupReport, Report};
 use crate::workload::RUN_TAG_KEY;
 
+/// The line an external run prints on stderr as its workload's gate opens (the first
+/// requests go out): `stampede e2b` measures the sync phase at it.
+pub const WORKLOAD_STARTED: &str = "workload started";
+
 /// One run against `x.url`, truth from the first source the profile gives:
 /// mock-node admin URLs, else orchestrators over gRPC, else the API's `/nodes`.
 pub(super) async fn run(
@@ -106,7 +110,14 @@ pub(super) async fn run(
         position: None,
     };
     opts.abort.watch_sandboxes(&x.url, &tag);
-    let driven = drive(profile, target, opts, |_gate| {}, ServiceCounters::default).await;
+    let driven = drive(
+        profile,
+        target,
+        opts,
+        |_gate| eprintln!("{WORKLOAD_STARTED}"),
+        ServiceCounters::default,
+    )
+    .await;
     let left = match &driven {
         Ok(d) => d.leftovers.clone(),
         // The ledger is gone: listing by tag finds what the run made.

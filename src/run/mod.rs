@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use abort::{AbortState, AbortSummary, LeftActive, SandboxesLeft};
 pub use api_override::ApiOverride;
+pub use external::WORKLOAD_STARTED;
 pub use leftovers::{cleanup_leftovers, CleanupError, CleanupRequest, CleanupSummary, Selector};
 pub use telemetry::Telemetry;
 

@@ -6,8 +6,10 @@ use stampede::profile::{parse, Source};
 use stampede::run::{run_profile, RunOptions};
 use stampede::sim::simulate_profile;
 
+/// The profile, with the API's times inside and after a decision off: these tests are
+/// of the stage's queue alone.
 fn profile(text: &str) -> stampede::profile::Profile {
-    parse(&Source::inline("stage.yaml", text)).expect("parses")
+    crate::support::api_times::off(parse(&Source::inline("stage.yaml", text)).expect("parses"))
 }
 
 /// A burst through a stage of 4 workers, 10 ms each: 40 creates leave it over 100 ms.
@@ -33,6 +35,9 @@ placement:
     api_stage:
       time: {dist: constant, value: 10ms}
       workers: 4
+      commit_lag: {dist: constant, value: 0ms}
+      create_return: {dist: constant, value: 0ms}
+      sync_transit: {dist: constant, value: 0ms}
 workload:
   shape:
     burst: {count: 40}

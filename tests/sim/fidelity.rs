@@ -112,8 +112,10 @@ fn seed_000_five_nodes_k3_burst_500_is_300_150_50_0_0() {
     );
 }
 
-/// The burst with each refused Create costing `round_trip` before its retry.
-fn with_round_trip(mut p: Profile, round_trip: Duration) -> Profile {
+/// The burst with each refused Create costing `round_trip` before its retry, and
+/// nothing else between a refusal and the retry's create (the API's times off).
+fn with_round_trip(p: Profile, round_trip: Duration) -> Profile {
+    let mut p = crate::support::api_times::off(p);
     match &mut p.placement {
         PlacementSection::Embedded(e) => e.rpc_round_trip = round_trip,
         PlacementSection::External(_) => unreachable!("an embedded test profile"),

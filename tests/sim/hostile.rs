@@ -28,8 +28,12 @@ fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'st
     }
 }
 
+/// The profile, with the API's times inside and after a decision off (the budgets and
+/// estimates here are stated without them).
 fn profile(yaml: &str) -> Profile {
-    parse(&Source::inline("sim.yaml", yaml)).expect("test profile parses")
+    crate::support::api_times::off(
+        parse(&Source::inline("sim.yaml", yaml)).expect("test profile parses"),
+    )
 }
 
 fn budget(max_events: u64) -> SimBudget {

@@ -30,10 +30,10 @@ workload:
   shape:
     plan: {steps: \"5,1s;5,2s;0,1s\"}
 ";
-    let p = parse(&Source::inline("plan.yaml", yaml)).unwrap();
+    let p = crate::support::api_times::off(parse(&Source::inline("plan.yaml", yaml)).unwrap());
     let run = simulate(&p, AccountingMode::Optimistic).unwrap();
     // Users are active 4.0 + 3.6 + 3.2 + 2.8 + 2.4 = 16 s in all; one create cycle is
-    // the 1 ms create plus one client round trip (the API stage is off here).
+    // the 1 ms create plus one client round trip (the API stage and times are off here).
     let cycle = 0.001 + CLIENT_ROUND_TRIP as f64 * 1e-9;
     let expected = 16.0 / cycle;
     let got = run.requests as f64;

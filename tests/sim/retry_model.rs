@@ -7,8 +7,13 @@ use stampede::placement::AccountingMode;
 use stampede::profile::{parse, Profile, Source};
 use stampede::sim::{simulate_setup, SimBudget, SimRun, SimSetup};
 
+/// The profile, with the API's times inside and after a decision off: the parked model
+/// prices a refused retry at the round trip and the backoff, and the equivalence with
+/// stepping is stated for that model (a commit lag per retry is not parked).
 fn profile(name: &str, yaml: &str) -> Profile {
-    parse(&Source::inline(name, yaml.to_string())).expect("test profile parses")
+    crate::support::api_times::off(
+        parse(&Source::inline(name, yaml.to_string())).expect("test profile parses"),
+    )
 }
 
 fn run(p: &Profile, step: bool, mode: AccountingMode, seed: u64) -> (SimRun, bool) {

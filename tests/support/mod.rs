@@ -1,6 +1,7 @@
 //! Scaffolding shared by the integration tests: temp dirs and inline runs, a fleet with a
 //! service on loopback, bare HTTP targets, report builders, staging doubles.
 
+pub mod api_times;
 pub mod bare_target;
 pub mod flood;
 pub mod inline_run;
