@@ -164,7 +164,7 @@ fn check_points(points: &[Quantile]) -> Result<(), String> {
         return Err("points must start at p 0 and end at p 100".into());
     }
     for w in points.windows(2) {
-        if !(w[0].p < w[1].p) {
+        if w[0].p.partial_cmp(&w[1].p) != Some(std::cmp::Ordering::Less) {
             return Err("points' p must increase strictly".into());
         }
         if w[1].value < w[0].value {
@@ -186,7 +186,7 @@ fn interpolate(points: &[Quantile], u: f64) -> Duration {
         return hi.value;
     };
     let span = hi.p - lo.p;
-    if !(span > 0.0) || hi.value <= lo.value {
+    if span.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) || hi.value <= lo.value {
         return lo.value;
     }
     let f = ((p - lo.p) / span).clamp(0.0, 1.0);

@@ -146,13 +146,11 @@ pub fn summarise(text: &str) -> ProbeSummary {
                         .push(lag.unwrap_or(f64::NAN));
                 }
             }
-            "returned" => {
-                if get("ok") == "true" {
-                    if let Some(c) = commits.get(&key()) {
-                        in_progress.push((t - c) as f64 / 1e6);
-                    }
-                    last_return = Some(t);
+            "returned" if get("ok") == "true" => {
+                if let Some(c) = commits.get(&key()) {
+                    in_progress.push((t - c) as f64 / 1e6);
                 }
+                last_return = Some(t);
             }
             "sync_reply" => {
                 if let Ok(sent) = get("sent").parse::<i64>() {

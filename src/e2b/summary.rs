@@ -414,57 +414,6 @@ pub fn write_junit(v: &AbVerdict, mut w: impl Write) -> io::Result<()> {
     writeln!(w, "    </testcase>\n  </testsuite>\n</testsuites>")
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn build(label: &str, cvs: &[f64]) -> BuildSummary {
-        BuildSummary {
-            label: label.into(),
-            mode: "x".into(),
-            cv: Spread::of(cvs),
-            placed_min: 0,
-            placed_max: 0,
-            refusals: Spread::default(),
-            p50_ms: Spread::default(),
-            p99_ms: Spread::default(),
-            twin_cv: Spread::default(),
-            twin_refusals: Spread::default(),
-            diff: Spread::default(),
-            twin_over_phases: Spread::default(),
-        }
-    }
-
-    #[test]
-    fn a_herd_regresses_against_a_spread_base() {
-        let base = build("base", &[0.05, 0.04, 0.06]);
-        let herd = build("head", &[0.31, 0.29, 0.33]);
-        let v = AbVerdict::judge(&base, &herd);
-        assert!(v.regressed);
-        assert!(
-            (v.bound - (0.05 + 3.0 * 0.01 + 0.01)).abs() < 1e-9,
-            "{}",
-            v.bound
-        );
-        let same = build("head", &[0.05, 0.06, 0.05]);
-        assert!(!AbVerdict::judge(&base, &same).regressed);
-        let mut xml = Vec::new();
-        write_junit(&v, &mut xml).unwrap();
-        let xml = String::from_utf8(xml).unwrap();
-        assert!(
-            xml.contains(r#"failures="1""#) && xml.contains("<failure"),
-            "{xml}"
-        );
-    }
-
-    #[test]
-    fn spread_of_one_value_has_no_deviation() {
-        let s = Spread::of(&[0.3]);
-        assert_eq!((s.n, s.mean, s.sd, s.min, s.max), (1, 0.3, 0.0, 0.3, 0.3));
-        assert_eq!(Spread::of(&[]).n, 0);
-    }
-}
-
 /// The probed runs' timings: the commit lag, the time in progress, the waves and the
 /// syncs that landed in the workload.
 fn write_probe(s: &E2bSummary, w: &mut dyn std::io::Write) -> std::io::Result<()> {
@@ -538,4 +487,55 @@ fn write_probe(s: &E2bSummary, w: &mut dyn std::io::Write) -> std::io::Result<()
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn build(label: &str, cvs: &[f64]) -> BuildSummary {
+        BuildSummary {
+            label: label.into(),
+            mode: "x".into(),
+            cv: Spread::of(cvs),
+            placed_min: 0,
+            placed_max: 0,
+            refusals: Spread::default(),
+            p50_ms: Spread::default(),
+            p99_ms: Spread::default(),
+            twin_cv: Spread::default(),
+            twin_refusals: Spread::default(),
+            diff: Spread::default(),
+            twin_over_phases: Spread::default(),
+        }
+    }
+
+    #[test]
+    fn a_herd_regresses_against_a_spread_base() {
+        let base = build("base", &[0.05, 0.04, 0.06]);
+        let herd = build("head", &[0.31, 0.29, 0.33]);
+        let v = AbVerdict::judge(&base, &herd);
+        assert!(v.regressed);
+        assert!(
+            (v.bound - (0.05 + 3.0 * 0.01 + 0.01)).abs() < 1e-9,
+            "{}",
+            v.bound
+        );
+        let same = build("head", &[0.05, 0.06, 0.05]);
+        assert!(!AbVerdict::judge(&base, &same).regressed);
+        let mut xml = Vec::new();
+        write_junit(&v, &mut xml).unwrap();
+        let xml = String::from_utf8(xml).unwrap();
+        assert!(
+            xml.contains(r#"failures="1""#) && xml.contains("<failure"),
+            "{xml}"
+        );
+    }
+
+    #[test]
+    fn spread_of_one_value_has_no_deviation() {
+        let s = Spread::of(&[0.3]);
+        assert_eq!((s.n, s.mean, s.sd, s.min, s.max), (1, 0.3, 0.0, 0.3, 0.3));
+        assert_eq!(Spread::of(&[]).n, 0);
+    }
 }

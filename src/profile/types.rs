@@ -65,6 +65,8 @@ pub struct Profile {
 /// The system under test: stampede's embedded reference service, or an external API.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
+// One per profile: the embedded variant's size is not worth a box.
+#[allow(clippy::large_enum_variant)]
 pub enum PlacementSection {
     /// Start `stampede serve` in-process on loopback, once per accounting mode.
     Embedded(EmbeddedPlacement),
