@@ -604,6 +604,7 @@ async fn or_give_up(
     create: impl std::future::Future<Output = CreateResult>,
 ) -> CreateResult {
     let cancel = s.run.cancel.clone();
+    let stopping = s.run.cancel.clone();
     let grace = s.run.cancel_grace;
     let give_up = async move {
         cancel.cancelled().await;
@@ -611,7 +612,17 @@ async fn or_give_up(
     };
     tokio::select! {
         biased;
-        r = create => r,
+        // A connection that breaks once the run is stopping broke with the stop (goose
+        // closing its users, a loaded host's late grace timer): the create is given up,
+        // as one the grace ran out on, not a fault of the target.
+        r = create => match r.outcome {
+            Outcome::TransportError(_) if stopping.is_cancelled() => CreateResult {
+                outcome: Outcome::Cancelled,
+                sandbox_id: None,
+                node: None,
+            },
+            _ => r,
+        },
         _ = give_up => CreateResult {
             outcome: Outcome::Cancelled,
             sandbox_id: None,
