@@ -94,7 +94,8 @@ pub struct BuildsArgs {
     pub rev: String,
     /// Variant(s), one build each: as-committed, reported, in-flight, optimistic,
     /// locked-choice (the revision's score, a decision's read and its in-progress mark
-    /// under one lock).
+    /// under one lock), reconciled (optimistic add/remove kept per sandbox id until a
+    /// sync's ids confirm it).
     #[arg(long = "variant", default_value = "as-committed")]
     pub variants: Vec<Variant>,
 }

@@ -182,7 +182,7 @@ pub async fn build(req: &BuildRequest, log: &mut dyn FnMut(&str)) -> Result<Buil
     if req.probe {
         key.push_str("-probe");
     }
-    if req.probe || req.variant == Variant::LockedChoice {
+    if req.probe || matches!(req.variant, Variant::LockedChoice | Variant::Reconciled) {
         key.push_str(&format!("-edits-{}", probe_edits::fingerprint()));
     }
     let tree = req.cache.join("trees").join(&key);
@@ -265,6 +265,13 @@ pub async fn build(req: &BuildRequest, log: &mut dyn FnMut(&str)) -> Result<Buil
             req.rev, req.variant
         ));
     }
+    if req.variant == Variant::Reconciled {
+        probe_edits::apply_reconciled(&tree).map_err(edit)?;
+        log(&format!(
+            "build {}:{}: optimistic add/remove kept per sandbox id until a sync's ids confirm it",
+            req.rev, req.variant
+        ));
+    }
     if req.probe {
         probe_edits::apply_probe(&tree).map_err(edit)?;
         log(&format!(
@@ -272,13 +279,15 @@ pub async fn build(req: &BuildRequest, log: &mut dyn FnMut(&str)) -> Result<Buil
             req.rev, req.variant
         ));
     }
+    // The variant's own mode where it names one (`reconciled` changes what the
+    // optimistic add/remove keep, which the score facts do not see).
+    let mode = req.variant.mode().unwrap_or_else(|| built.mode());
     log(&format!(
-        "build {}:{}: as committed: {}; built: {} (stampede mode `{}`)",
+        "build {}:{}: as committed: {}; built: {} (stampede mode `{mode}`)",
         req.rev,
         req.variant,
         committed.describe(),
         built.describe(),
-        built.mode()
     ));
     for s in &req.stand_ins {
         let dir = s
@@ -321,7 +330,7 @@ pub async fn build(req: &BuildRequest, log: &mut dyn FnMut(&str)) -> Result<Buil
         variant: req.variant.to_string(),
         committed: committed.describe(),
         built: built.describe(),
-        mode: built.mode().to_string(),
+        mode: mode.to_string(),
         stand_ins: req.stand_ins.iter().map(|s| s.to_string()).collect(),
         probe: req.probe,
         choice_locked,

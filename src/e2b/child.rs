@@ -114,10 +114,36 @@ impl Procs {
     pub fn spawn(
         &mut self,
         role: &str,
-        mut cmd: Command,
+        cmd: Command,
         stop_signal: i32,
         grace: Duration,
     ) -> Result<&mut Proc, ChildError> {
+        let (child, pid) = self.start(role, cmd)?;
+        self.procs.push(Proc {
+            role: role.to_string(),
+            child,
+            pid,
+            stop_signal,
+            grace,
+        });
+        Ok(self.procs.last_mut().expect("just pushed"))
+    }
+
+    /// Starts `cmd` as `role` like [`spawn`](Self::spawn) (its own group, killed with
+    /// the harness, listed in the registry) but hands the child to the caller, who
+    /// waits on it and then calls [`forget`](Self::forget). For a process the caller
+    /// watches itself (the workload) while [`exited`](Self::exited) watches the stack.
+    pub fn spawn_watched(&mut self, role: &str, cmd: Command) -> Result<Child, ChildError> {
+        Ok(self.start(role, cmd)?.0)
+    }
+
+    /// Drops the process `pid` from the registry once its caller saw it exit.
+    pub fn forget(&mut self, pid: u32) -> Result<(), ChildError> {
+        self.registry.children.retain(|c| c.pid != pid);
+        self.save()
+    }
+
+    fn start(&mut self, role: &str, mut cmd: Command) -> Result<(Child, u32), ChildError> {
         let program = format!("{:?}", cmd.as_std().get_program());
         cmd.stdin(Stdio::null())
             .process_group(0)
@@ -145,14 +171,7 @@ impl Procs {
             start: start_time(pid).unwrap_or(0),
         });
         self.save()?;
-        self.procs.push(Proc {
-            role: role.to_string(),
-            child,
-            pid,
-            stop_signal,
-            grace,
-        });
-        Ok(self.procs.last_mut().expect("just pushed"))
+        Ok((child, pid))
     }
 
     /// Registers a folder outside the run folder, removed when the stack stops.

@@ -1,5 +1,5 @@
 //! stampede's own edits to a build tree of E2B's API: the timing probe
-//! (`--probe`) and the fix variant `locked-choice`. Each edit hangs on a line of E2B's
+//! (`--probe`) and the variants `locked-choice` and `reconciled`. Each edit hangs on a line of E2B's
 //! code (`go_edit`), so a revision whose code moved fails with what was looked for.
 //!
 //! Where the probe looks (e2b-dev/infra, `packages/api/internal/orchestrator/`):
@@ -20,6 +20,7 @@ const BEST_OF_K: &str = "packages/api/internal/orchestrator/placement/placement_
 const NODE: &str = "packages/api/internal/orchestrator/nodemanager/node.go";
 const METRICS: &str = "packages/api/internal/orchestrator/nodemanager/metrics.go";
 const SYNC: &str = "packages/api/internal/orchestrator/nodemanager/sync.go";
+const DELETE: &str = "packages/api/internal/orchestrator/delete_instance.go";
 
 /// The probe's package, stampede's Go source.
 const PROBE_PACKAGE: &str = include_str!("go/stampedeprobe.go");
@@ -35,6 +36,10 @@ const PROBE_HOOKS_PATH: &str =
 const LOCK_FILE: &str = include_str!("go/stampede_locked_choice.go");
 const LOCK_FILE_PATH: &str =
     "packages/api/internal/orchestrator/placement/stampede_locked_choice.go";
+/// The per-sandbox ledger of the `reconciled` variant.
+const RECONCILED_FILE: &str = include_str!("go/stampede_reconciled.go");
+const RECONCILED_FILE_PATH: &str =
+    "packages/api/internal/orchestrator/nodemanager/stampede_reconciled.go";
 
 /// The import block's first E2B import, where a probed file gets the probe's.
 const E2B_IMPORT: &str = "\"github.com/e2b-dev/infra/packages/api/internal/";
@@ -66,6 +71,7 @@ pub fn fingerprint() -> String {
         PROBE_PACKAGE,
         PROBE_HOOKS,
         LOCK_FILE,
+        RECONCILED_FILE,
         include_str!("probe_edits.rs"),
     ]
     .concat();
@@ -206,6 +212,41 @@ pub fn apply_locked_choice(root: &Path) -> Result<(), EditError> {
                 "node.PlacementMetrics.StartPlacing(",
                 At::AfterEnd("})"),
                 "if stampedeChoiceHeld {\n\tstampedeChoiceHeld = false\n\tstampedeChoiceMu.Unlock()\n}",
+            ),
+        ],
+    )
+}
+
+/// The `reconciled` variant: the optimistic add and remove go through a ledger keyed by
+/// sandbox id, and a sync's figure gets back what its ids do not confirm yet.
+pub fn apply_reconciled(root: &Path) -> Result<(), EditError> {
+    go_edit::add_file(root, RECONCILED_FILE_PATH, RECONCILED_FILE)?;
+    go_edit::apply(
+        root,
+        &[
+            Edit::once(
+                PLACEMENT,
+                "node.OptimisticAdd(nodemanager.SandboxResources{",
+                At::Swap(
+                    "node.OptimisticAdd(",
+                    "node.StampedeReconciledAdd(sbxRequest.GetSandbox().GetSandboxId(), ",
+                ),
+                "",
+            ),
+            Edit::once(
+                DELETE,
+                "node.OptimisticRemove(ctx, nodemanager.SandboxResources{",
+                At::Swap(
+                    "node.OptimisticRemove(ctx, ",
+                    "node.StampedeReconciledRemove(ctx, sbx.SandboxID, ",
+                ),
+                "",
+            ),
+            Edit::once(
+                METRICS,
+                "n.metrics.MemoryAllocatedBytes = info.GetMetricMemoryAllocatedBytes()",
+                At::After,
+                "n.stampedeReconcile(info)",
             ),
         ],
     )

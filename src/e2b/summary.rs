@@ -10,7 +10,7 @@ use super::build::Built;
 use super::trial::TrialResult;
 use super::twin::TwinRun;
 
-/// Mean and sample standard deviation, min and max of a series.
+/// Mean and sample standard deviation, median, min and max of a series.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Spread {
     /// Values.
@@ -23,6 +23,8 @@ pub struct Spread {
     pub min: f64,
     /// Greatest value.
     pub max: f64,
+    /// Middle value (the mean of the two middle ones for an even count).
+    pub median: f64,
 }
 
 impl Spread {
@@ -44,7 +46,19 @@ impl Spread {
             sd,
             min: xs.iter().copied().fold(f64::INFINITY, f64::min),
             max: xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            median: median(xs),
         }
+    }
+}
+
+fn median(xs: &[f64]) -> f64 {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let mid = v.len() / 2;
+    if v.len() % 2 == 0 {
+        (v[mid - 1] + v[mid]) / 2.0
+    } else {
+        v[mid]
     }
 }
 
@@ -263,6 +277,16 @@ fn spread0(s: &Spread) -> String {
     format!("{:.0} ({:.0}..{:.0})", s.mean, s.min, s.max)
 }
 
+fn mean_median0(s: &Spread) -> String {
+    if s.n == 0 {
+        return "-".into();
+    }
+    format!(
+        "{:.0} / {:.0} ({:.0}..{:.0})",
+        s.mean, s.median, s.min, s.max
+    )
+}
+
 fn counts(xs: &[u64]) -> String {
     xs.iter().map(u64::to_string).collect::<Vec<_>>().join(" ")
 }
@@ -339,7 +363,7 @@ pub fn write_markdown(s: &E2bSummary, mut w: impl Write) -> io::Result<()> {
     }
     write_probe(s, &mut w)?;
     writeln!(w, "\n## Per build\n")?;
-    writeln!(w, "| build | mode | runs | CV mean ± sd (min..max) | per node min..max | refusals per run | p50 ms | p99 ms | matched twin CV | sum of differences | twin CV over 20 phases |")?;
+    writeln!(w, "| build | mode | runs | CV mean ± sd (min..max) | per node min..max | refusals per run | p50 ms | p99 ms | matched twin CV | sum of differences per run, mean / median (min..max) | twin CV over 20 phases |")?;
     writeln!(w, "|---|---|---|---|---|---|---|---|---|---|---|")?;
     for b in &s.summaries {
         writeln!(
@@ -355,7 +379,7 @@ pub fn write_markdown(s: &E2bSummary, mut w: impl Write) -> io::Result<()> {
             spread0(&b.p50_ms),
             spread0(&b.p99_ms),
             spread3(&b.twin_cv),
-            spread0(&b.diff),
+            mean_median0(&b.diff),
             spread3(&b.twin_over_phases),
         )?;
     }
@@ -400,6 +424,10 @@ pub fn write_junit(v: &AbVerdict, mut w: impl Write) -> io::Result<()> {
         w,
         r#"    <testcase classname="e2b.ab" name="cv_of_placements">"#
     )?;
+    let figures = format!(
+        "head `{}` mean CV {:.3} against base `{}` {:.3} ± {:.3}; bound {:.3}",
+        v.head, v.head_cv, v.base, v.base_cv, v.base_sd, v.bound
+    );
     if v.regressed {
         writeln!(
             w,
@@ -411,6 +439,11 @@ pub fn write_junit(v: &AbVerdict, mut w: impl Write) -> io::Result<()> {
             text(&v.rule)
         )?;
     }
+    writeln!(
+        w,
+        "      <system-out>{}</system-out>",
+        text(&format!("{figures}. Rule: {}.", v.rule))
+    )?;
     writeln!(w, "    </testcase>\n  </testsuite>\n</testsuites>")
 }
 
@@ -530,6 +563,38 @@ mod tests {
             xml.contains(r#"failures="1""#) && xml.contains("<failure"),
             "{xml}"
         );
+    }
+
+    #[test]
+    fn a_passing_verdicts_junit_still_carries_the_rule_and_the_figures() {
+        let base = build("base", &[0.05, 0.04, 0.06]);
+        let same = build("head", &[0.05, 0.06, 0.05]);
+        let v = AbVerdict::judge(&base, &same);
+        assert!(!v.regressed);
+        let mut xml = Vec::new();
+        write_junit(&v, &mut xml).unwrap();
+        let xml = String::from_utf8(xml).unwrap();
+        assert!(
+            xml.contains(r#"failures="0""#) && !xml.contains("<failure"),
+            "{xml}"
+        );
+        let out = xml
+            .split("<system-out>")
+            .nth(1)
+            .and_then(|t| t.split("</system-out>").next())
+            .unwrap_or_else(|| panic!("no system-out: {xml}"));
+        assert!(
+            out.contains("mean CV 0.053") && out.contains("bound"),
+            "{out}"
+        );
+        assert!(out.contains(&crate::report::junit::text(&v.rule)), "{out}");
+    }
+
+    #[test]
+    fn the_median_is_the_middle_value_or_the_mean_of_the_two_middle_ones() {
+        assert_eq!(Spread::of(&[9.0, 1.0, 4.0]).median, 4.0);
+        assert_eq!(Spread::of(&[9.0, 1.0, 4.0, 2.0]).median, 3.0);
+        assert_eq!(Spread::of(&[100.0, 1.0, 2.0]).mean, 103.0 / 3.0);
     }
 
     #[test]

@@ -470,12 +470,10 @@ async fn trial_steps(
         .env(KEY_VAR, &api_key)
         .env(ADMIN_VAR, &admin)
         .stdout(file(&plan.dir, "run.log")?)
-        .stderr(Stdio::piped())
-        .stdin(Stdio::null())
-        .kill_on_drop(true);
-    let mut run = cmd
-        .spawn()
-        .map_err(|e| step(format!("starting the workload (stampede run): {e}")))?;
+        .stderr(Stdio::piped());
+    // Through the registry: its own group, killed with the harness, in stack.json.
+    let mut run = procs.spawn_watched("workload", cmd)?;
+    let run_pid = run.id().unwrap_or(0);
     // A probed API's execution trace over the workload's first seconds (a burst's whole).
     let trace = probed.then(|| {
         let http = http.clone();
@@ -537,6 +535,7 @@ async fn trial_steps(
         }
     };
     let _ = reader.await;
+    procs.forget(run_pid)?;
     if probed {
         for (name, file) in [
             ("mutex?debug=1", "mutex.txt"),

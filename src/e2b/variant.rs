@@ -37,16 +37,21 @@ pub enum Variant {
     /// in-progress mark taken under one lock (stampede's fix for the residual burst
     /// herd: no decision reads the scores between another's choice and its mark).
     LockedChoice,
+    /// The in-progress term and the optimistic add/remove, each add and remove kept per
+    /// sandbox id until the ids behind a sync's figure confirm it (stampede's
+    /// `reconciled`; mock-node sends the ids as `ServiceInfo` field 1000).
+    Reconciled,
 }
 
 impl Variant {
     /// Every variant, in the order the help lists them.
-    pub const ALL: [Variant; 5] = [
+    pub const ALL: [Variant; 6] = [
         Variant::AsCommitted,
         Variant::Reported,
         Variant::InFlight,
         Variant::Optimistic,
         Variant::LockedChoice,
+        Variant::Reconciled,
     ];
 
     /// The name on the command line and in reports.
@@ -57,6 +62,7 @@ impl Variant {
             Variant::InFlight => "in-flight",
             Variant::Optimistic => "optimistic",
             Variant::LockedChoice => "locked-choice",
+            Variant::Reconciled => "reconciled",
         }
     }
 
@@ -68,6 +74,7 @@ impl Variant {
             Variant::Reported => Some(AccountingMode::Reported),
             Variant::InFlight => Some(AccountingMode::InFlight),
             Variant::Optimistic => Some(AccountingMode::Optimistic),
+            Variant::Reconciled => Some(AccountingMode::Reconciled),
         }
     }
 
@@ -77,7 +84,7 @@ impl Variant {
             Variant::AsCommitted | Variant::LockedChoice => None,
             Variant::Reported => Some((false, false)),
             Variant::InFlight => Some((true, false)),
-            Variant::Optimistic => Some((true, true)),
+            Variant::Optimistic | Variant::Reconciled => Some((true, true)),
         }
     }
 }
