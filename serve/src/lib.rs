@@ -49,6 +49,7 @@ mod sync;
 mod telemetry;
 mod telemetry_kind;
 mod transition;
+mod unsupported;
 mod usage;
 
 pub use args::{run, ServeArgs};
