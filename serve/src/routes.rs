@@ -150,7 +150,7 @@ fn template_known(shared: &Shared, template: &str) -> bool {
             .templates
             .iter()
             .any(|t| t == template || t == name)
-        || lock(&shared.snapshots).size_of(template).is_some()
+        || lock(&shared.snapshots).knows(template)
 }
 
 async fn delete(
