@@ -95,3 +95,24 @@ fn trend_over_five_reports_charts_every_check_with_its_bound() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_truncated_report_is_skipped_not_the_whole_trend() {
+    let dir = crate::support::staging::tempdir("trend-truncated");
+    for i in 0..3u32 {
+        let d = dir.join(format!("nightly-{i}"));
+        std::fs::create_dir_all(&d).unwrap();
+        let mut bytes = Vec::new();
+        write_json(&nightly(i, 0.05, 1500.0), &mut bytes).unwrap();
+        if i == 1 {
+            bytes.truncate(bytes.len() / 2);
+        }
+        std::fs::write(d.join("report.json"), bytes).unwrap();
+    }
+    let (reports, skipped) = read_reports_skipping(std::slice::from_ref(&dir)).expect("reports");
+    assert_eq!(reports.len(), 2);
+    assert_eq!(skipped.len(), 1);
+    let why = skipped[0].to_string();
+    assert!(why.contains("nightly-1"), "{why}");
+    assert!(read_reports(std::slice::from_ref(&dir)).is_err());
+}
