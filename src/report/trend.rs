@@ -197,16 +197,27 @@ pub fn write_trend_markdown(
             .last()
             .and_then(|p| p.value)
             .map_or_else(|| "-".into(), |v| format!("{v:.4}"));
-        let failed = s.points.iter().filter(|p| !p.passed).count();
+        // A report without the figure is missing from the count, not a failure.
+        let present = s.points.iter().filter(|p| p.value.is_some()).count();
+        let failed = s
+            .points
+            .iter()
+            .filter(|p| p.value.is_some() && !p.passed)
+            .count();
+        let missing = s.points.len() - present;
+        let missing = if missing > 0 {
+            format!(" ({missing} missing)")
+        } else {
+            String::new()
+        };
         writeln!(
             w,
-            "| {} | {} | {} | {} | `{}` | {newest} | {failed} of {} |",
+            "| {} | {} | {} | {} | `{}` | {newest} | {failed} of {present}{missing} |",
             s.run,
             s.check,
             s.unit,
             s.bound,
             sparkline(&s.points, &s.bound_values),
-            s.points.len()
         )?;
     }
     Ok(())

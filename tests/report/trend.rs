@@ -116,3 +116,18 @@ fn a_truncated_report_is_skipped_not_the_whole_trend() {
     assert!(why.contains("nightly-1"), "{why}");
     assert!(read_reports(std::slice::from_ref(&dir)).is_err());
 }
+
+#[test]
+fn a_report_without_the_figure_counts_as_missing_not_failed() {
+    let mut reports: Vec<Report> = (0..3).map(|i| nightly(i, 0.05, 1500.0)).collect();
+    reports[1].checks.clear();
+    let series = trend(&reports, 30);
+    let mut md = Vec::new();
+    write_trend_markdown(&series, 3, &mut md).unwrap();
+    let md = String::from_utf8(md).unwrap();
+    let cv = md
+        .lines()
+        .find(|l| l.contains("running_cv_mean"))
+        .expect("a running_cv_mean row");
+    assert!(cv.ends_with("| 0 of 2 (1 missing) |"), "{cv}");
+}
