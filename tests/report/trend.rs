@@ -131,3 +131,19 @@ fn a_report_without_the_figure_counts_as_missing_not_failed() {
         .expect("a running_cv_mean row");
     assert!(cv.ends_with("| 0 of 2 (1 missing) |"), "{cv}");
 }
+
+#[test]
+fn a_missing_figure_is_a_gap_in_the_trend_line_not_bridged() {
+    let mut reports: Vec<Report> = (0..5).map(|i| nightly(i, 0.05, 1500.0)).collect();
+    reports[2].checks.clear();
+    let series = trend(&reports, 30);
+    let mut html = Vec::new();
+    write_trend_html(&series, 5, &mut html).unwrap();
+    let html = String::from_utf8(html).unwrap();
+    // Every series lacks run 2: two stretches each, none bridging it.
+    assert_eq!(
+        html.matches("<polyline").count(),
+        2 * series.len(),
+        "{html}"
+    );
+}
