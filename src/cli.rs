@@ -220,6 +220,12 @@ pub enum CliError {
         /// The inputs, as given.
         inputs: String,
     },
+    /// `trend` was given reports of more than one profile, whose figures do not compare.
+    #[error("trend: the reports are of different profiles ({profiles}): give the reports of one profile")]
+    TrendMixed {
+        /// The profiles, comma-separated.
+        profiles: String,
+    },
     /// A file given on the command line cannot be opened.
     #[error("cannot open {path}")]
     Open {
@@ -477,6 +483,12 @@ pub async fn dispatch(
                     .collect::<Vec<_>>()
                     .join(", ");
                 return Err(CliError::TrendEmpty { inputs });
+            }
+            let profiles: std::collections::BTreeSet<&str> =
+                reports.iter().map(|r| r.profile.as_str()).collect();
+            if profiles.len() > 1 {
+                let profiles = profiles.into_iter().collect::<Vec<_>>().join(", ");
+                return Err(CliError::TrendMixed { profiles });
             }
             let series = crate::report::trend(&reports, last);
             let runs = reports.len().min(last.max(1));

@@ -147,3 +147,61 @@ fn a_missing_figure_is_a_gap_in_the_trend_line_not_bridged() {
         "{html}"
     );
 }
+
+/// `stampede trend DIR` as a user runs it: its exit code and stderr.
+fn trend_cli(dir: &std::path::Path) -> (Option<i32>, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stampede"))
+        .arg("trend")
+        .arg(dir)
+        .arg("--out")
+        .arg(dir.join("out"))
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .output()
+        .expect("stampede trend runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn trend_of_an_empty_folder_or_mixed_profiles_exits_non_zero_and_says_why() {
+    let empty = crate::support::staging::tempdir("trend-empty");
+    let (code, err) = trend_cli(&empty);
+    assert_ne!(code, Some(0), "{err}");
+    assert!(err.contains("trend: no readable report.json"), "{err}");
+
+    let mixed = crate::support::staging::tempdir("trend-mixed");
+    for (i, profile) in ["nightly", "burst-500"].iter().enumerate() {
+        let d = mixed.join(format!("r{i}"));
+        std::fs::create_dir_all(&d).unwrap();
+        let mut r = nightly(i as u32, 0.05, 1500.0);
+        r.profile = (*profile).to_string();
+        let mut f = std::fs::File::create(d.join("report.json")).unwrap();
+        write_json(&r, &mut f).unwrap();
+    }
+    let (code, err) = trend_cli(&mixed);
+    assert_ne!(code, Some(0), "{err}");
+    assert!(
+        err.contains("different profiles (burst-500, nightly)"),
+        "{err}"
+    );
+
+    // A truncated report beside a good one: named, skipped, the trend still written.
+    std::fs::remove_dir_all(mixed.join("r1")).unwrap();
+    std::fs::create_dir_all(mixed.join("r1")).unwrap();
+    std::fs::write(
+        mixed.join("r1/report.json"),
+        "{\"schema_version\": 1, \"pro",
+    )
+    .unwrap();
+    let (code, err) = trend_cli(&mixed);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("trend: skipped") && err.contains("r1"),
+        "{err}"
+    );
+    assert!(mixed.join("out/trend.html").is_file());
+    let _ = std::fs::remove_dir_all(&empty);
+    let _ = std::fs::remove_dir_all(&mixed);
+}
