@@ -211,6 +211,21 @@ pub enum CliError {
     /// A report given to `compare` cannot be read.
     #[error("compare")]
     Report(#[from] crate::report::ReadReportError),
+    /// A report directory given to `trend` cannot be read.
+    #[error("trend")]
+    TrendInput(#[source] crate::report::ReadReportError),
+    /// `trend` found no readable report in its inputs.
+    #[error("trend: no readable report.json in {inputs}")]
+    TrendEmpty {
+        /// The inputs, as given.
+        inputs: String,
+    },
+    /// `trend` was given reports of more than one profile, whose figures do not compare.
+    #[error("trend: the reports are of different profiles ({profiles}): give the reports of one profile")]
+    TrendMixed {
+        /// The profiles, comma-separated.
+        profiles: String,
+    },
     /// A file given on the command line cannot be opened.
     #[error("cannot open {path}")]
     Open {
@@ -456,7 +471,25 @@ pub async fn dispatch(
             })
         }
         Command::Trend { inputs, last, out } => {
-            let reports = crate::report::read_reports(&inputs)?;
+            let (reports, skipped) =
+                crate::report::read_reports_skipping(&inputs).map_err(CliError::TrendInput)?;
+            for e in &skipped {
+                eprintln!("trend: skipped {e}");
+            }
+            if reports.is_empty() {
+                let inputs = inputs
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                return Err(CliError::TrendEmpty { inputs });
+            }
+            let profiles: std::collections::BTreeSet<&str> =
+                reports.iter().map(|r| r.profile.as_str()).collect();
+            if profiles.len() > 1 {
+                let profiles = profiles.into_iter().collect::<Vec<_>>().join(", ");
+                return Err(CliError::TrendMixed { profiles });
+            }
             let series = crate::report::trend(&reports, last);
             let runs = reports.len().min(last.max(1));
             let (mut html, mut md) = (Vec::new(), Vec::new());

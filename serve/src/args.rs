@@ -75,6 +75,10 @@ pub struct ServeArgs {
     /// MiB of a sandbox whose create body has no memoryMB.
     #[arg(long, default_value_t = ServeConfig::default().default_memory_mb)]
     pub default_memory_mb: u32,
+    /// A template a create may name besides `base` and snapshots (repeatable); any
+    /// other is answered 404, as E2B does.
+    #[arg(long = "template")]
+    pub templates: Vec<String>,
     /// Close a connection that has not sent a complete request head this soon after it
     /// opened (HTTP/1: or after the previous answer, which bounds keep-alive idling too).
     #[arg(long, default_value_t = DEFAULT_HEADER_READ_TIMEOUT.into())]
@@ -130,6 +134,7 @@ impl ServeArgs {
             seed: self.seed,
             default_vcpu: self.default_vcpu,
             default_memory_mb: self.default_memory_mb,
+            templates: self.templates.clone(),
             kill_orphans: self.kill_orphans || self.replicas <= 1,
             header_read_timeout: self.header_read_timeout.into(),
             idle_timeout: self.idle_timeout.into(),

@@ -16,6 +16,9 @@ pub const DEFAULT_API_KEY: &str = "e2b_stampede_local_key";
 /// snapshot this project follows (`packages/envd/pkg/version.go`).
 pub const DEFAULT_ENVD_VERSION: &str = "0.6.13";
 
+/// The template every instance knows (E2B's default template).
+pub const BASE_TEMPLATE: &str = "base";
+
 /// Default [`ServeConfig::header_read_timeout`]: 10 s.
 pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -81,6 +84,9 @@ pub struct ServeConfig {
     pub default_vcpu: u32,
     /// MiB of a sandbox whose create body has no `memoryMB`. Default 1024.
     pub default_memory_mb: u32,
+    /// Templates a create may name besides [`BASE_TEMPLATE`] and the team's snapshots;
+    /// any other is refused 404 `template '<id>' not found`, as E2B's create does.
+    pub templates: Vec<String>,
     /// Kill sandboxes a node runs that this instance does not know, once
     /// [`orphan_grace`](Self::orphan_grace) old, as E2B's sync does. On by default; turn
     /// it off for independent replicas on one fleet: unlike E2B's API instances, which
@@ -136,6 +142,7 @@ impl Default for ServeConfig {
             admin_token: None,
             seed: 0,
             default_vcpu: 1,
+            templates: Vec::new(),
             default_memory_mb: 1024,
             kill_orphans: true,
             orphan_grace: stampede_placement::ORPHAN_GRACE,

@@ -49,14 +49,15 @@ mod sync;
 mod telemetry;
 mod telemetry_kind;
 mod transition;
+mod unsupported;
 mod usage;
 
 pub use args::{run, ServeArgs};
 pub use arrivals::ArrivalWindow;
 pub use config::{
-    NodeTarget, ServeConfig, DEFAULT_API_KEY, DEFAULT_BODY_READ_TIMEOUT, DEFAULT_ENVD_VERSION,
-    DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_RETRY_BACKOFF, DEFAULT_SANDBOX_TIMEOUT, GATE_WAIT,
+    NodeTarget, ServeConfig, BASE_TEMPLATE, DEFAULT_API_KEY, DEFAULT_BODY_READ_TIMEOUT,
+    DEFAULT_ENVD_VERSION, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_RETRY_BACKOFF, DEFAULT_SANDBOX_TIMEOUT, GATE_WAIT,
 };
 pub use counters::ServiceCounters;
 pub use error::{ApiError, ServeError};

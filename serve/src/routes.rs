@@ -88,8 +88,8 @@ async fn evicted(
     Ok(Json(EvictedIds { sandbox_ids }))
 }
 
-async fn not_found() -> ApiError {
-    ApiError::new(StatusCode::NOT_FOUND, "no such route")
+async fn not_found(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {
+    super::unsupported::unrouted(&method, uri.path())
 }
 
 async fn create(
@@ -99,6 +99,13 @@ async fn create(
 ) -> ApiResult<Response> {
     let mut req: NewSandbox = json_body(&body)?;
     validate_template_id(&req.template_id).map_err(bad_request)?;
+    if !template_known(&shared, &req.template_id) {
+        // E2B's `handlers/sandbox_create.go` (its test `template 'desktop' not found`).
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("template '{}' not found", req.template_id),
+        ));
+    }
     // A snapshot's sandboxes are of its size, as E2B's builds carry it.
     if let Some(size) = lock(&shared.snapshots).size_of(&req.template_id) {
         req.cpu_count = req.cpu_count.or(Some(size.vcpu));
@@ -131,6 +138,19 @@ async fn create(
     // placements per node (and their CV) as the simulator has.
     let sandbox = create_sandbox(&shared, req).await?;
     Ok(super::lifecycle_api::created(&shared, sandbox))
+}
+
+/// Whether a create may name `template`: `base`, a configured template or a snapshot
+/// (each with or without a `:tag`).
+fn template_known(shared: &Shared, template: &str) -> bool {
+    let name = template.split_once(':').map_or(template, |(n, _)| n);
+    name == crate::config::BASE_TEMPLATE
+        || shared
+            .cfg
+            .templates
+            .iter()
+            .any(|t| t == template || t == name)
+        || lock(&shared.snapshots).knows(template)
 }
 
 async fn delete(

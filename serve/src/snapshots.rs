@@ -246,6 +246,15 @@ impl Snapshots {
         })
     }
 
+    /// Whether `template` names one of the team's snapshot templates (by alias or id,
+    /// any tag).
+    pub(crate) fn knows(&self, template: &str) -> bool {
+        SnapshotName::parse(template)
+            .ok()
+            .and_then(|name| self.resolve(&name))
+            .is_some()
+    }
+
     /// The size of the sandboxes a create from `template` gets, when it names a snapshot
     /// (by alias or id; its newest build of the tag, `default` when none is given), as
     /// E2B's create takes them from the template's build.

@@ -332,7 +332,8 @@ fn delta(id: CheckId, baseline: &[&RunResult], rb: &RunResult, tolerance: f64) -
     })
 }
 
-/// (B's external run, A's run it stands for), when B is one external run that A lacks.
+/// (B's run, A's run it stands for), when B is one run that A lacks: an external run,
+/// or one named otherwise when `--baseline-run` names A's run or A has one run.
 fn external_pairing(
     a: &Report,
     b: &Report,
@@ -341,7 +342,12 @@ fn external_pairing(
     let [rb] = b.runs.as_slice() else {
         return Ok(None);
     };
-    if rb.staging.is_none() || a.run(&rb.label).is_some() {
+    if a.run(&rb.label).is_some() {
+        return Ok(None);
+    }
+    // A run of stampede's own services named otherwise (`optimistic` vs `reported`) is
+    // paired when the pairing is unambiguous: `--baseline-run`, or A's only run.
+    if rb.staging.is_none() && opts.baseline_run.is_none() && a.runs.len() != 1 {
         return Ok(None);
     }
     let base = match (&opts.baseline_run, a.runs.as_slice()) {

@@ -50,8 +50,8 @@ pub use step_summary::{
 pub use svg_trend::TrendPoint;
 pub use terminal::{write_terminal, write_verdict};
 pub use trend::{
-    read_reports, trend, write_trend_html, write_trend_markdown, TrendSeries, DEFAULT_TREND_RUNS,
-    MAX_TREND_INPUTS,
+    read_reports, read_reports_skipping, trend, write_trend_html, write_trend_markdown,
+    TrendSeries, DEFAULT_TREND_RUNS, MAX_TREND_INPUTS,
 };
 
 /// JSON Schema of `report.json`, shipped as `report.schema.json` (documented in

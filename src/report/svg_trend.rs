@@ -67,17 +67,27 @@ pub fn trend_chart(title: &str, unit: &str, points: &[TrendPoint], bounds: &[f64
             value(*b)
         );
     }
-    let pts: Vec<String> = points
-        .iter()
-        .enumerate()
-        .filter_map(|(i, p)| p.value.map(|v| format!("{:.1},{:.1}", px(i), y.py(v))))
-        .collect();
-    let _ = write!(
-        out,
-        r#"<polyline fill="none" stroke="{}" stroke-width="1.5" points="{}"/>"#,
-        colour(0),
-        pts.join(" ")
-    );
+    // One line per stretch of runs that have the figure: a missing run is a gap, not
+    // bridged.
+    let mut stretches: Vec<Vec<String>> = vec![Vec::new()];
+    for (i, p) in points.iter().enumerate() {
+        match p.value {
+            Some(v) => stretches.last_mut().expect("never empty").push(format!(
+                "{:.1},{:.1}",
+                px(i),
+                y.py(v)
+            )),
+            None => stretches.push(Vec::new()),
+        }
+    }
+    for pts in stretches.iter().filter(|s| s.len() > 1) {
+        let _ = write!(
+            out,
+            r#"<polyline fill="none" stroke="{}" stroke-width="1.5" points="{}"/>"#,
+            colour(0),
+            pts.join(" ")
+        );
+    }
     for (i, p) in points.iter().enumerate() {
         let Some(v) = p.value else { continue };
         let fill = if p.passed { colour(0) } else { BOUND };

@@ -38,6 +38,33 @@ pub struct TrendSeries {
 /// holding `report.json` is that report; any other directory contributes the
 /// `report.json` of each directory in it. Sorted oldest first by `started_at`.
 pub fn read_reports(inputs: &[PathBuf]) -> Result<Vec<Report>, ReadReportError> {
+    let mut reports = report_files(inputs)?
+        .iter()
+        .map(|f| read_json(f))
+        .collect::<Result<Vec<_>, _>>()?;
+    reports.sort_by(|a, b| a.started_at.cmp(&b.started_at));
+    Ok(reports)
+}
+
+/// As [`read_reports`], but a report file that cannot be read or parsed (a truncated
+/// one) is left out and returned beside the reports, so that one bad run does not stop
+/// a trend; an unreadable directory is still an error.
+pub fn read_reports_skipping(
+    inputs: &[PathBuf],
+) -> Result<(Vec<Report>, Vec<ReadReportError>), ReadReportError> {
+    let (mut reports, mut skipped) = (Vec::new(), Vec::new());
+    for f in report_files(inputs)? {
+        match read_json(&f) {
+            Ok(r) => reports.push(r),
+            Err(e) => skipped.push(e),
+        }
+    }
+    reports.sort_by(|a, b| a.started_at.cmp(&b.started_at));
+    Ok((reports, skipped))
+}
+
+/// The report files `inputs` name (see [`read_reports`]), at most [`MAX_TREND_INPUTS`].
+fn report_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, ReadReportError> {
     let mut files: Vec<PathBuf> = Vec::new();
     for p in inputs {
         if p.is_dir() && !p.join("report.json").is_file() {
@@ -60,12 +87,7 @@ pub fn read_reports(inputs: &[PathBuf]) -> Result<Vec<Report>, ReadReportError> 
         }
     }
     files.truncate(MAX_TREND_INPUTS);
-    let mut reports = files
-        .iter()
-        .map(|f| read_json(f))
-        .collect::<Result<Vec<_>, _>>()?;
-    reports.sort_by(|a, b| a.started_at.cmp(&b.started_at));
-    Ok(reports)
+    Ok(files)
 }
 
 /// The series of every (run, check) of the last `last` reports, in the order the
@@ -175,16 +197,27 @@ pub fn write_trend_markdown(
             .last()
             .and_then(|p| p.value)
             .map_or_else(|| "-".into(), |v| format!("{v:.4}"));
-        let failed = s.points.iter().filter(|p| !p.passed).count();
+        // A report without the figure is missing from the count, not a failure.
+        let present = s.points.iter().filter(|p| p.value.is_some()).count();
+        let failed = s
+            .points
+            .iter()
+            .filter(|p| p.value.is_some() && !p.passed)
+            .count();
+        let missing = s.points.len() - present;
+        let missing = if missing > 0 {
+            format!(" ({missing} missing)")
+        } else {
+            String::new()
+        };
         writeln!(
             w,
-            "| {} | {} | {} | {} | `{}` | {newest} | {failed} of {} |",
+            "| {} | {} | {} | {} | `{}` | {newest} | {failed} of {present}{missing} |",
             s.run,
             s.check,
             s.unit,
             s.bound,
             sparkline(&s.points, &s.bound_values),
-            s.points.len()
         )?;
     }
     Ok(())

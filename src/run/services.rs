@@ -109,6 +109,7 @@ pub(super) async fn start_replicas(
         seed: profile.seed,
         default_vcpu: profile.workload.sandbox.vcpu,
         default_memory_mb: profile.workload.sandbox.ram_mb,
+        templates: vec![profile.workload.sandbox.template.clone()],
         // Replicas do not share a store: each would kill the others' sandboxes.
         kill_orphans: e.replicas <= 1,
         placement_trace,

@@ -248,3 +248,26 @@ fn a_baseline_of_several_runs_allows_their_spread() {
         .collect();
     assert_eq!(bad, ["running_cv_mean", "accounting_error"], "{beyond:?}");
 }
+
+/// B's only run named otherwise than A's is judged against A's run (its only one, or
+/// the one `--baseline-run` names), and the figures it judged are shown.
+#[test]
+fn a_run_named_otherwise_is_compared_with_its_figures_shown() {
+    let two = two_mode_report();
+    let mut a = two.clone();
+    a.runs.retain(|r| r.label == "optimistic");
+    let mut b = a.clone();
+    b.runs[0].label = "reported-renamed".into();
+    let c = cmp(&a, &b);
+    assert_eq!(c.runs.len(), 1, "{c:?}");
+    assert!(!c.runs[0].deltas.is_empty(), "figures judged: {c:?}");
+
+    let opts = CompareOptions {
+        baseline_run: Some("optimistic".into()),
+        ..CompareOptions::default()
+    };
+    let c = compare(&two, &b, &opts).expect("comparable");
+    let judged: Vec<&RunComparison> = c.runs.iter().filter(|r| !r.deltas.is_empty()).collect();
+    assert_eq!(judged.len(), 1, "{c:?}");
+    assert_eq!(judged[0].label, "optimistic");
+}

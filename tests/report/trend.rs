@@ -95,3 +95,113 @@ fn trend_over_five_reports_charts_every_check_with_its_bound() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_truncated_report_is_skipped_not_the_whole_trend() {
+    let dir = crate::support::staging::tempdir("trend-truncated");
+    for i in 0..3u32 {
+        let d = dir.join(format!("nightly-{i}"));
+        std::fs::create_dir_all(&d).unwrap();
+        let mut bytes = Vec::new();
+        write_json(&nightly(i, 0.05, 1500.0), &mut bytes).unwrap();
+        if i == 1 {
+            bytes.truncate(bytes.len() / 2);
+        }
+        std::fs::write(d.join("report.json"), bytes).unwrap();
+    }
+    let (reports, skipped) = read_reports_skipping(std::slice::from_ref(&dir)).expect("reports");
+    assert_eq!(reports.len(), 2);
+    assert_eq!(skipped.len(), 1);
+    let why = skipped[0].to_string();
+    assert!(why.contains("nightly-1"), "{why}");
+    assert!(read_reports(std::slice::from_ref(&dir)).is_err());
+}
+
+#[test]
+fn a_report_without_the_figure_counts_as_missing_not_failed() {
+    let mut reports: Vec<Report> = (0..3).map(|i| nightly(i, 0.05, 1500.0)).collect();
+    reports[1].checks.clear();
+    let series = trend(&reports, 30);
+    let mut md = Vec::new();
+    write_trend_markdown(&series, 3, &mut md).unwrap();
+    let md = String::from_utf8(md).unwrap();
+    let cv = md
+        .lines()
+        .find(|l| l.contains("running_cv_mean"))
+        .expect("a running_cv_mean row");
+    assert!(cv.ends_with("| 0 of 2 (1 missing) |"), "{cv}");
+}
+
+#[test]
+fn a_missing_figure_is_a_gap_in_the_trend_line_not_bridged() {
+    let mut reports: Vec<Report> = (0..5).map(|i| nightly(i, 0.05, 1500.0)).collect();
+    reports[2].checks.clear();
+    let series = trend(&reports, 30);
+    let mut html = Vec::new();
+    write_trend_html(&series, 5, &mut html).unwrap();
+    let html = String::from_utf8(html).unwrap();
+    // Every series lacks run 2: two stretches each, none bridging it.
+    assert_eq!(
+        html.matches("<polyline").count(),
+        2 * series.len(),
+        "{html}"
+    );
+}
+
+/// `stampede trend DIR` as a user runs it: its exit code and stderr.
+fn trend_cli(dir: &std::path::Path) -> (Option<i32>, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stampede"))
+        .arg("trend")
+        .arg(dir)
+        .arg("--out")
+        .arg(dir.join("out"))
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .output()
+        .expect("stampede trend runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn trend_of_an_empty_folder_or_mixed_profiles_exits_non_zero_and_says_why() {
+    let empty = crate::support::staging::tempdir("trend-empty");
+    let (code, err) = trend_cli(&empty);
+    assert_ne!(code, Some(0), "{err}");
+    assert!(err.contains("trend: no readable report.json"), "{err}");
+
+    let mixed = crate::support::staging::tempdir("trend-mixed");
+    for (i, profile) in ["nightly", "burst-500"].iter().enumerate() {
+        let d = mixed.join(format!("r{i}"));
+        std::fs::create_dir_all(&d).unwrap();
+        let mut r = nightly(i as u32, 0.05, 1500.0);
+        r.profile = (*profile).to_string();
+        let mut f = std::fs::File::create(d.join("report.json")).unwrap();
+        write_json(&r, &mut f).unwrap();
+    }
+    let (code, err) = trend_cli(&mixed);
+    assert_ne!(code, Some(0), "{err}");
+    assert!(
+        err.contains("different profiles (burst-500, nightly)"),
+        "{err}"
+    );
+
+    // A truncated report beside a good one: named, skipped, the trend still written.
+    std::fs::remove_dir_all(mixed.join("r1")).unwrap();
+    std::fs::create_dir_all(mixed.join("r1")).unwrap();
+    std::fs::write(
+        mixed.join("r1/report.json"),
+        "{\"schema_version\": 1, \"pro",
+    )
+    .unwrap();
+    let (code, err) = trend_cli(&mixed);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("trend: skipped") && err.contains("r1"),
+        "{err}"
+    );
+    assert!(mixed.join("out/trend.html").is_file());
+    let _ = std::fs::remove_dir_all(&empty);
+    let _ = std::fs::remove_dir_all(&mixed);
+}

@@ -171,4 +171,22 @@ for (const f of forks) {
 check((await Sandbox.kill(sid, opts)) === true, `kill ${sid} -> true`)
 await refused(() => Sandbox.connect(sid, { ...opts, timeoutMs: 60_000 }), 'connect to a killed sandbox -> not found')
 
+// ---- what serve does not have -----------------------------------------------------
+try {
+  await Sandbox.create('nosuchtemplate', { ...opts, timeoutMs: 60_000 })
+  check(false, 'a create of an unknown template is refused')
+} catch (e) {
+  check(String(e.message).includes("template 'nosuchtemplate' not found"), `unknown template -> ${e.name}: ${e.message}`)
+}
+{
+  const r = await fetch(`${apiUrl.replace(/\/$/, '')}/sandboxes/${sid}/network`, {
+    method: 'PUT',
+    headers: { 'X-API-Key': process.env.E2B_API_KEY, 'Content-Type': 'application/json' },
+    body: '{}',
+    signal: AbortSignal.timeout(10_000),
+  })
+  const body = await r.json()
+  check(r.status === 501 && body.message.includes('not supported by stampede serve'), `unsupported route -> ${r.status} ${body.message}`)
+}
+
 console.log('js SDK suite: all passed')

@@ -184,4 +184,23 @@ try:
 except NotFoundException:
     check(True, "connect to a killed sandbox -> not found")
 
+# ---- what serve does not have ----------------------------------------------------
+try:
+    Sandbox.create("nosuchtemplate", timeout=60)
+    check(False, "a create of an unknown template is refused")
+except Exception as e:  # the SDK's class for a 404 on create varies by version
+    check("template 'nosuchtemplate' not found" in str(e), f"unknown template -> {type(e).__name__}: {e}")
+req = urllib.request.Request(
+    os.environ["E2B_API_URL"].rstrip("/") + f"/sandboxes/{sid}/network",
+    data=b"{}",
+    method="PUT",
+    headers={"X-API-Key": os.environ["E2B_API_KEY"], "Content-Type": "application/json"},
+)
+try:
+    urllib.request.urlopen(req, timeout=10)
+    check(False, "an E2B route serve lacks is refused")
+except urllib.error.HTTPError as e:
+    body = json.loads(e.read())
+    check(e.code == 501 and "not supported by stampede serve" in body["message"], f"unsupported route -> {e.code} {body}")
+
 print("python SDK suite: all passed")

@@ -311,3 +311,51 @@ async fn v2_listing_pages_with_next_token() {
     assert_eq!(seen.len(), 5);
     rig.stop().await;
 }
+
+/// A create naming a template serve does not know is refused as E2B's create refuses
+/// it (404 `template '<id>' not found`); a configured template is accepted.
+#[tokio::test]
+async fn an_unknown_template_is_refused_not_created() {
+    let mut cfg = serve_config(AccountingMode::Reported);
+    cfg.templates = vec!["desktop".into()];
+    let rig = Rig::start(cluster(2, &[]), cfg).await;
+    let (status, err) = rig.create(json!({"templateID": "nosuchtemplate"})).await;
+    assert_eq!(status, 404, "{err}");
+    assert_eq!(err["code"], 404);
+    assert_eq!(err["message"], "template 'nosuchtemplate' not found");
+    assert_eq!(rig.sandboxes_on_nodes(), 0, "nothing was placed");
+    for t in ["base", "desktop", "desktop:v1"] {
+        let (status, body) = rig.create(json!({"templateID": t})).await;
+        assert_eq!(status, 201, "{t}: {body}");
+    }
+    rig.stop().await;
+}
+
+/// A route of E2B's API that serve lacks answers 501 naming it, not a 404 that an SDK
+/// reads as a missing sandbox; a route E2B lacks stays 404.
+#[tokio::test]
+async fn an_e2b_route_serve_lacks_is_501_not_404() {
+    let rig = Rig::start(cluster(1, &[]), serve_config(AccountingMode::Reported)).await;
+    let (status, body) = rig.create(json!({"templateID": "base"})).await;
+    assert_eq!(status, 201, "{body}");
+    let id = body["sandboxID"].as_str().unwrap().to_string();
+    let r = rig
+        .http
+        .put(rig.url(&format!("/sandboxes/{id}/network")))
+        .header("X-API-Key", DEFAULT_API_KEY)
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 501);
+    let err: Value = r.json().await.unwrap();
+    assert_eq!(err["code"], 501);
+    assert_eq!(
+        err["message"],
+        "PUT /sandboxes/{sandboxID}/network is not supported by stampede serve"
+    );
+    assert_eq!(rig.get_json("/templates").await.0, 501);
+    assert_eq!(rig.get_json("/no/such/route").await.0, 404);
+    rig.stop().await;
+}
