@@ -20,6 +20,8 @@ mod probe_log;
 mod provision;
 mod standin;
 mod summary;
+#[cfg(test)]
+mod test_dir;
 mod trial;
 mod twin;
 mod variant;

@@ -251,3 +251,52 @@ pub fn apply_reconciled(root: &Path) -> Result<(), EditError> {
         ],
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_dir::Dir;
+    use super::*;
+
+    const PLACE: &str =
+        "\t\t\tnode.OptimisticAdd(nodemanager.SandboxResources{\n\t\t\t\tCPUs: 1,\n\t\t\t})\n";
+    const DEL: &str =
+        "\tnode.OptimisticRemove(ctx, nodemanager.SandboxResources{\n\t\tCPUs: sbx.VCpu,\n\t})\n";
+    const METRIC: &str = "\tn.metrics.CpuAllocated = info.GetMetricCpuAllocated()\n\tn.metrics.MemoryAllocatedBytes = info.GetMetricMemoryAllocatedBytes()\n";
+
+    fn tree(delete: &str) -> Dir {
+        let d = Dir::new();
+        for (file, text) in [(PLACEMENT, PLACE), (DELETE, delete), (METRICS, METRIC)] {
+            d.write(file, text);
+        }
+        d
+    }
+
+    #[test]
+    fn reconciled_routes_the_add_the_remove_and_the_sync_through_its_ledger() {
+        let d = tree(DEL);
+        apply_reconciled(d.path()).unwrap();
+        assert!(d.read(PLACEMENT).contains(
+            "node.StampedeReconciledAdd(sbxRequest.GetSandbox().GetSandboxId(), nodemanager.SandboxResources{"
+        ));
+        assert!(d.read(DELETE).contains(
+            "node.StampedeReconciledRemove(ctx, sbx.SandboxID, nodemanager.SandboxResources{"
+        ));
+        let metrics = d.read(METRICS);
+        let sync = metrics
+            .find("n.stampedeReconcile(info)")
+            .expect("reconcile call");
+        assert!(
+            sync > metrics.find("MemoryAllocatedBytes =").unwrap(),
+            "{metrics}"
+        );
+        assert_eq!(d.read(RECONCILED_FILE_PATH), RECONCILED_FILE);
+    }
+
+    #[test]
+    fn reconciled_on_a_revision_whose_delete_moved_names_the_line_it_looked_for() {
+        let d = tree("\tnode.Forget(ctx)\n");
+        let err = apply_reconciled(d.path()).unwrap_err().to_string();
+        assert!(err.contains("delete_instance.go"), "{err}");
+        assert!(err.contains("node.OptimisticRemove(ctx,"), "{err}");
+    }
+}

@@ -355,11 +355,12 @@ fn disable_optimistic(node: &str, variant: Variant) -> Result<String, VariantErr
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_dir::Dir;
     use super::*;
 
     /// A checkout of our own making with the two files in a given shape.
-    fn tree(score_line: &str, node_body: &str) -> tempdir::Dir {
-        let d = tempdir::Dir::new();
+    fn tree(score_line: &str, node_body: &str) -> Dir {
+        let d = Dir::new();
         let score = format!(
             "package placement\n\nfunc (b *BestOfK) Score() float64 {{\n\tmetrics := node.Metrics()\n\tpendingCPUs := int64(0)\n{score_line}\n\treturn 0\n}}\n"
         );
@@ -431,40 +432,5 @@ mod tests {
             assert_eq!(v.as_str().parse::<Variant>().unwrap(), v);
         }
         assert!("herd".parse::<Variant>().unwrap_err().contains("in-flight"));
-    }
-
-    /// A temporary directory removed on drop (the tests' own).
-    mod tempdir {
-        use std::path::{Path, PathBuf};
-
-        pub struct Dir(PathBuf);
-
-        impl Dir {
-            pub fn new() -> Self {
-                use std::sync::atomic::{AtomicU32, Ordering};
-                static N: AtomicU32 = AtomicU32::new(0);
-                let p = std::env::temp_dir().join(format!(
-                    "stampede-variant-{}-{}",
-                    std::process::id(),
-                    N.fetch_add(1, Ordering::Relaxed)
-                ));
-                std::fs::create_dir_all(&p).unwrap();
-                Dir(p)
-            }
-            pub fn path(&self) -> &Path {
-                &self.0
-            }
-            pub fn write(&self, rel: &str, text: &str) {
-                let p = self.0.join(rel);
-                std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-                std::fs::write(p, text).unwrap();
-            }
-        }
-
-        impl Drop for Dir {
-            fn drop(&mut self) {
-                let _ = std::fs::remove_dir_all(&self.0);
-            }
-        }
     }
 }
