@@ -42,6 +42,12 @@ pub(crate) struct SnapshotInfo {
     pub names: Vec<String>,
 }
 
+/// The longest snapshot name (or id) accepted, in bytes. E2B's `id.ParseName` checks the
+/// characters only; its names live in a database column and on URLs, so a name of any
+/// length is not what it keeps. 128 bytes holds `namespace/alias:tag` of the lengths E2B's
+/// SDKs produce and keeps a list page small (100 names of at most 128 bytes).
+pub(crate) const MAX_NAME_BYTES: usize = 128;
+
 /// A snapshot name or id as E2B's `id.ParseName` reads it: `[namespace/]alias[:tag]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SnapshotName {
@@ -57,6 +63,12 @@ impl SnapshotName {
     /// (`id.ValidateNamespaceMatchesTeam`). Unlike E2B, surrounding white space is not
     /// trimmed, so that the OpenAPI pattern says exactly what is accepted.
     pub(crate) fn parse(input: &str) -> Result<Self, String> {
+        if input.len() > MAX_NAME_BYTES {
+            return Err(format!(
+                "Invalid name: longer than {MAX_NAME_BYTES} bytes ({} bytes)",
+                input.len()
+            ));
+        }
         let ident = |s: &str, extra: &[u8]| {
             !s.is_empty()
                 && s.bytes().all(|c| {
@@ -370,6 +382,18 @@ impl Snapshots {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// 2,000 snapshots with 100 KiB names took serve from 16 to 223 MB: a name longer
+    /// than the cap is refused, one at the cap is taken.
+    #[test]
+    fn a_name_longer_than_the_cap_is_refused() {
+        let at_cap = "a".repeat(MAX_NAME_BYTES);
+        assert!(SnapshotName::parse(&at_cap).is_ok());
+        let over = "a".repeat(MAX_NAME_BYTES + 1);
+        let err = SnapshotName::parse(&over).expect_err("over the cap");
+        assert!(err.contains("longer than"), "{err}");
+        assert!(SnapshotName::parse(&"a".repeat(100 << 10)).is_err());
+    }
 
     fn name(s: &str) -> SnapshotName {
         SnapshotName::parse(s).expect("valid")
