@@ -258,6 +258,15 @@ impl Snapshots {
         })
     }
 
+    /// Remove the template `name` means (by alias or id) with all its builds; whether
+    /// there was one. E2B's `DELETE /templates/{templateID}`.
+    pub(crate) fn delete(&mut self, name: &SnapshotName) -> bool {
+        match self.resolve(name) {
+            Some(id) => self.templates.remove(&id).is_some(),
+            None => false,
+        }
+    }
+
     /// The size of the sandboxes a create from `template` gets, when it names a snapshot
     /// (by alias or id; its newest build of the tag, `default` when none is given), as
     /// E2B's create takes them from the template's build.
@@ -393,6 +402,27 @@ mod tests {
         let err = SnapshotName::parse(&over).expect_err("over the cap");
         assert!(err.contains("longer than"), "{err}");
         assert!(SnapshotName::parse(&"a".repeat(100 << 10)).is_err());
+    }
+
+    /// No route deleted a snapshot: a deleted one is gone from lists and creates, by
+    /// alias or by id, and a second delete finds nothing.
+    #[test]
+    fn a_deleted_snapshot_is_gone() {
+        let mut store = Snapshots::new(7);
+        let size = SandboxSize {
+            vcpu: 2,
+            ram_mb: 512,
+        };
+        let now = SystemTime::now();
+        let named = store.record("isb1", size, Some(&name("keep-me")), now);
+        let anon = store.record("isb2", size, None, now);
+        let anon_id = anon.snapshot_id.split(':').next().expect("id").to_string();
+        assert!(store.delete(&name("keep-me")));
+        assert!(!store.delete(&name("keep-me")));
+        assert!(store.size_of(&named.snapshot_id).is_none());
+        assert!(store.delete(&name(&anon_id)));
+        let (page, _) = store.list(&ListFilter::default(), None, 100, now);
+        assert!(page.is_empty(), "{page:?}");
     }
 
     fn name(s: &str) -> SnapshotName {

@@ -261,6 +261,9 @@ fn logs_to_a_file_carry_no_colour_codes() {
     let out = child.wait_with_output().expect("exits");
     let _ = std::fs::remove_dir_all(&dir);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(read.is_ok() && stderr.contains("is deprecated"), "{ready} {stderr}");
+    assert!(
+        read.is_ok() && stderr.contains("is deprecated"),
+        "{ready} {stderr}"
+    );
     assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
 }
