@@ -236,10 +236,9 @@ async fn place_loop(
                 };
                 // Boxed: the RPC's future is most of this one's size, and only lives
                 // while a Create is in flight.
-                let answer = tokio::select! {
-                    a = Box::pin(conn.client.create(&spec, left)) => a,
-                    () = hung_up(gone) => return client_gone(&mut open, spec, warmed),
-                };
+                // Never given up for a hang-up: the node may run the sandbox whatever
+                // the socket does, so its answer is always read and recorded.
+                let answer = Box::pin(conn.client.create(&spec, left)).await;
                 create_reply(shared, &spec, kind, &node, answer)
             }
             // A sync's transit is never a request's output.
@@ -251,9 +250,8 @@ async fn place_loop(
                 ));
             }
         };
-        if gone.is_some_and(CancellationToken::is_cancelled) {
-            return client_gone(&mut open, spec, warmed);
-        }
+        // A reply is handed to the placer even when the client has gone: a sandbox the
+        // node runs is recorded (a hang-up ends the loop only while it waits).
         next = decide(shared, Input::CreateReplied { req, reply });
     }
 }
