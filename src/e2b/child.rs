@@ -271,7 +271,10 @@ pub fn reap(runs: &Path) -> Vec<String> {
             }
         }
         for d in reg.iter().flat_map(|r| r.dirs.iter()) {
-            let _ = std::fs::remove_dir_all(d);
+            // stack.json is not trusted: only a folder inside the cache is removed.
+            if let Some(inside) = inside_cache(runs, d) {
+                let _ = std::fs::remove_dir_all(inside);
+            }
         }
         let _ = std::fs::remove_dir_all(&dir);
         lines.push(if killed.is_empty() {
@@ -287,6 +290,27 @@ pub fn reap(runs: &Path) -> Vec<String> {
     lines
 }
 
+/// The prefix of the PostgreSQL folders a stack makes in the system's temp folder.
+pub(crate) const PG_TEMP_PREFIX: &str = "stampede-e2b-pg-";
+
+/// `d` canonicalised (symlinks resolved) when it is a folder the harness makes: strictly
+/// inside the cache that holds `runs` (its parent folder), or a PostgreSQL folder of its
+/// own right in the system's temp folder; else `None`.
+fn inside_cache(runs: &Path, d: &Path) -> Option<std::path::PathBuf> {
+    let real = d.canonicalize().ok()?;
+    let root = runs.parent()?.canonicalize().ok()?;
+    if real != root && real.starts_with(&root) {
+        return Some(real);
+    }
+    let temp = std::env::temp_dir().canonicalize().ok()?;
+    let ours = real.parent() == Some(temp.as_path())
+        && real
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with(PG_TEMP_PREFIX));
+    ours.then_some(real)
+}
+
 /// A folder with no registry older than a minute.
 fn stale(dir: &Path) -> bool {
     std::fs::metadata(dir)
@@ -294,4 +318,36 @@ fn stale(dir: &Path) -> bool {
         .ok()
         .and_then(|t| t.elapsed().ok())
         .is_some_and(|age| age > Duration::from_secs(60))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `e2b cleanup` removed a stack.json's `dirs` wherever they pointed (a folder outside
+    /// the cache was deleted): only folders inside the cache, symlinks resolved, or the
+    /// stack's own PostgreSQL folder in the temp folder are taken.
+    #[test]
+    fn cleanup_removes_only_folders_inside_the_cache() {
+        let base = std::env::temp_dir().join(format!("stampede-reap-test-{}", std::process::id()));
+        let cache = base.join("cache");
+        let runs = cache.join("runs");
+        let inside = cache.join("pg");
+        let outside = base.join("elsewhere");
+        for d in [&runs, &inside, &outside] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let link = cache.join("escape");
+        std::os::unix::fs::symlink(&outside, &link).unwrap();
+        assert!(inside_cache(&runs, &inside).is_some());
+        assert_eq!(inside_cache(&runs, &outside), None);
+        assert_eq!(
+            inside_cache(&runs, &link),
+            None,
+            "a symlink out of the cache"
+        );
+        assert_eq!(inside_cache(&runs, &cache), None, "the cache itself");
+        assert_eq!(inside_cache(&runs, &cache.join("runs/../..")), None);
+        let _ = std::fs::remove_dir_all(&base);
+    }
 }
