@@ -239,6 +239,26 @@ fn alive(pid: u32, start: u64) -> bool {
     pid != 0 && start_time(pid) == Some(start)
 }
 
+/// Whether process `pid` was started for the run folder `dir`: its environment holds
+/// `SESSION_VAR=dir`, set on every child at spawn (unreadable: not ours).
+fn of_run(pid: u32, dir: &Path) -> bool {
+    let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+        return false;
+    };
+    let key = format!("{SESSION_VAR}=").into_bytes();
+    let real = dir.canonicalize().ok();
+    environ.split(|&b| b == 0).any(|kv| {
+        let Some(value) = kv.strip_prefix(key.as_slice()) else {
+            return false;
+        };
+        let Ok(value) = std::str::from_utf8(value) else {
+            return false;
+        };
+        let named = Path::new(value);
+        named == dir || (real.is_some() && named.canonicalize().ok() == real)
+    })
+}
+
 /// Reaps the run folders under `runs` whose harness is gone: kills the process groups
 /// their registries list (when the pid is still the same process) and removes the
 /// folder. Returns one line per folder reaped.
@@ -265,7 +285,9 @@ pub fn reap(runs: &Path) -> Vec<String> {
         }
         let mut killed = Vec::new();
         for c in reg.iter().flat_map(|r| r.children.iter()) {
-            if alive(c.pid, c.start) {
+            // stack.json is not trusted: a live pid is signalled only when the process
+            // carries this run folder in its environment, as every child started here does.
+            if alive(c.pid, c.start) && of_run(c.pid, &dir) {
                 signal_group(c.pid, libc::SIGKILL);
                 killed.push(format!("{} (pid {})", c.role, c.pid));
             }
@@ -349,5 +371,14 @@ mod tests {
         assert_eq!(inside_cache(&runs, &cache), None, "the cache itself");
         assert_eq!(inside_cache(&runs, &cache.join("runs/../..")), None);
         let _ = std::fs::remove_dir_all(&base);
+    }
+
+    /// An entry naming a live process's pid and start time got its group SIGKILLed: a
+    /// process not started for the run (this test's own) is never taken as the run's.
+    #[test]
+    fn cleanup_signals_only_processes_started_for_the_run() {
+        let me = std::process::id();
+        assert!(alive(me, start_time(me).expect("own start time")));
+        assert!(!of_run(me, Path::new("/nonexistent/run")));
     }
 }
