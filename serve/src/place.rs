@@ -22,12 +22,11 @@ use stampede_placement::{
 /// E2B's `clientID` of every sandbox (`packages/shared/pkg/consts/sandboxes.go`).
 pub(crate) const CLIENT_ID: &str = "6532622b";
 
-/// Place and create one sandbox, in the handler's own task: when the HTTP client hangs
-/// up, hyper drops this future, and the placement stops there as E2B's loop does with
-/// the request's context (`packages/api/internal/orchestrator/placement/placement.go`):
-/// the Create RPC in flight is cancelled (its future dropped), no new attempt starts,
-/// and the placer forgets the request at once ([`OpenRequest`]'s drop), as at its
-/// deadline.
+/// Place and create one sandbox. The route runs this in a task of its own, so a client
+/// hanging up does not drop it: a Create RPC in flight is always awaited and its reply
+/// recorded, since the node may run the sandbox whatever the socket does. Were this
+/// future dropped all the same, the placer forgets the request at once
+/// ([`OpenRequest`]'s drop), as at its deadline.
 pub(crate) async fn create_sandbox(
     shared: &Arc<Shared>,
     body: NewSandbox,
