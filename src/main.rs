@@ -1,5 +1,6 @@
 //! `stampede`: thin entry point; everything lives in the library.
 
+use std::io::Write as _;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -57,7 +58,12 @@ fn main() -> ExitCode {
         Err(e) => {
             let e = anyhow::Error::from(e);
             let text = stampede::error_chain::chain_text(e.as_ref());
-            eprintln!("error: {}", stampede::redact::redact_userinfo(&text));
+            // A closed stderr (`… 2>&1 | head -1`) must not turn the error into a panic.
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "error: {}",
+                stampede::redact::redact_userinfo(&text)
+            );
             ExitCode::from(2)
         }
     };

@@ -22,12 +22,11 @@ use stampede_placement::{
 /// E2B's `clientID` of every sandbox (`packages/shared/pkg/consts/sandboxes.go`).
 pub(crate) const CLIENT_ID: &str = "6532622b";
 
-/// Place and create one sandbox, in the handler's own task: when the HTTP client hangs
-/// up, hyper drops this future, and the placement stops there as E2B's loop does with
-/// the request's context (`packages/api/internal/orchestrator/placement/placement.go`):
-/// the Create RPC in flight is cancelled (its future dropped), no new attempt starts,
-/// and the placer forgets the request at once ([`OpenRequest`]'s drop), as at its
-/// deadline.
+/// Place and create one sandbox. The route runs this in a task of its own, so a client
+/// hanging up does not drop it: a Create RPC in flight is always awaited and its reply
+/// recorded, since the node may run the sandbox whatever the socket does. Were this
+/// future dropped all the same, the placer forgets the request at once
+/// ([`OpenRequest`]'s drop), as at its deadline.
 pub(crate) async fn create_sandbox(
     shared: &Arc<Shared>,
     body: NewSandbox,
@@ -236,10 +235,9 @@ async fn place_loop(
                 };
                 // Boxed: the RPC's future is most of this one's size, and only lives
                 // while a Create is in flight.
-                let answer = tokio::select! {
-                    a = Box::pin(conn.client.create(&spec, left)) => a,
-                    () = hung_up(gone) => return client_gone(&mut open, spec, warmed),
-                };
+                // Never given up for a hang-up: the node may run the sandbox whatever
+                // the socket does, so its answer is always read and recorded.
+                let answer = Box::pin(conn.client.create(&spec, left)).await;
                 create_reply(shared, &spec, kind, &node, answer)
             }
             // A sync's transit is never a request's output.
@@ -251,9 +249,8 @@ async fn place_loop(
                 ));
             }
         };
-        if gone.is_some_and(CancellationToken::is_cancelled) {
-            return client_gone(&mut open, spec, warmed);
-        }
+        // A reply is handed to the placer even when the client has gone: a sandbox the
+        // node runs is recorded (a hang-up ends the loop only while it waits).
         next = decide(shared, Input::CreateReplied { req, reply });
     }
 }

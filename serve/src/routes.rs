@@ -136,7 +136,18 @@ async fn create(
     }
     // Not E2B's: the 201 names the node in `X-Stampede-Node`, so that a real run has
     // placements per node (and their CV) as the simulator has.
-    let sandbox = create_sandbox(&shared, req).await?;
+    // In its own task: a create carries on when the client hangs up, so a sandbox the
+    // node runs is always recorded (dropping the request's future would drop the RPC).
+    let task = {
+        let shared = shared.clone();
+        tokio::spawn(async move { create_sandbox(&shared, req).await })
+    };
+    let sandbox = task.await.unwrap_or_else(|e| {
+        Err(ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("create task failed: {e}"),
+        ))
+    })?;
     Ok(super::lifecycle_api::created(&shared, sandbox))
 }
 

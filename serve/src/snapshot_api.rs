@@ -25,7 +25,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::Value;
@@ -50,6 +50,25 @@ pub(crate) fn router() -> Router<Arc<Shared>> {
     Router::new()
         .route("/sandboxes/{sandbox_id}/snapshots", post(create))
         .route("/snapshots", get(list))
+        .route("/templates/{template_id}", delete(delete_snapshot))
+}
+
+/// `DELETE /templates/{templateID}` (the SDKs' `delete_snapshot`): the snapshot template
+/// named by id or alias is removed with its builds, 204; 404 when there is none.
+async fn delete_snapshot(
+    State(shared): State<Arc<Shared>>,
+    _auth: ApiKeyAuth,
+    Path(raw): Path<String>,
+) -> ApiResult<StatusCode> {
+    let name = SnapshotName::parse(&raw).map_err(bad_request)?;
+    if lock(&shared.snapshots).delete(&name) {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("Template '{}' not found", name.alias),
+        ))
+    }
 }
 
 fn bad_request(message: impl Into<String>) -> ApiError {

@@ -258,6 +258,26 @@ fn alive(pid: u32, start: u64) -> bool {
     pid != 0 && start_time(pid) == Some(start)
 }
 
+/// Whether process `pid` was started for the run folder `dir`: its environment holds
+/// `SESSION_VAR=dir`, set on every child at spawn (unreadable: not ours).
+fn of_run(pid: u32, dir: &Path) -> bool {
+    let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+        return false;
+    };
+    let key = format!("{SESSION_VAR}=").into_bytes();
+    let real = dir.canonicalize().ok();
+    environ.split(|&b| b == 0).any(|kv| {
+        let Some(value) = kv.strip_prefix(key.as_slice()) else {
+            return false;
+        };
+        let Ok(value) = std::str::from_utf8(value) else {
+            return false;
+        };
+        let named = Path::new(value);
+        named == dir || (real.is_some() && named.canonicalize().ok() == real)
+    })
+}
+
 /// Reaps the run folders under `runs` whose harness is gone: kills the process groups
 /// their registries list (when the pid is still the same process) and removes the
 /// folder. Returns one line per folder reaped.
@@ -284,13 +304,18 @@ pub fn reap(runs: &Path) -> Vec<String> {
         }
         let mut killed = Vec::new();
         for c in reg.iter().flat_map(|r| r.children.iter()) {
-            if alive(c.pid, c.start) {
+            // stack.json is not trusted: a live pid is signalled only when the process
+            // carries this run folder in its environment, as every child started here does.
+            if alive(c.pid, c.start) && of_run(c.pid, &dir) {
                 signal_group(c.pid, libc::SIGKILL);
                 killed.push(format!("{} (pid {})", c.role, c.pid));
             }
         }
         for d in reg.iter().flat_map(|r| r.dirs.iter()) {
-            let _ = std::fs::remove_dir_all(d);
+            // stack.json is not trusted: only a folder inside the cache is removed.
+            if let Some(inside) = inside_cache(runs, d) {
+                let _ = std::fs::remove_dir_all(inside);
+            }
         }
         let _ = std::fs::remove_dir_all(&dir);
         lines.push(if killed.is_empty() {
@@ -306,6 +331,27 @@ pub fn reap(runs: &Path) -> Vec<String> {
     lines
 }
 
+/// The prefix of the PostgreSQL folders a stack makes in the system's temp folder.
+pub(crate) const PG_TEMP_PREFIX: &str = "stampede-e2b-pg-";
+
+/// `d` canonicalised (symlinks resolved) when it is a folder the harness makes: strictly
+/// inside the cache that holds `runs` (its parent folder), or a PostgreSQL folder of its
+/// own right in the system's temp folder; else `None`.
+fn inside_cache(runs: &Path, d: &Path) -> Option<std::path::PathBuf> {
+    let real = d.canonicalize().ok()?;
+    let root = runs.parent()?.canonicalize().ok()?;
+    if real != root && real.starts_with(&root) {
+        return Some(real);
+    }
+    let temp = std::env::temp_dir().canonicalize().ok()?;
+    let ours = real.parent() == Some(temp.as_path())
+        && real
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with(PG_TEMP_PREFIX));
+    ours.then_some(real)
+}
+
 /// A folder with no registry older than a minute.
 fn stale(dir: &Path) -> bool {
     std::fs::metadata(dir)
@@ -313,4 +359,45 @@ fn stale(dir: &Path) -> bool {
         .ok()
         .and_then(|t| t.elapsed().ok())
         .is_some_and(|age| age > Duration::from_secs(60))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `e2b cleanup` removed a stack.json's `dirs` wherever they pointed (a folder outside
+    /// the cache was deleted): only folders inside the cache, symlinks resolved, or the
+    /// stack's own PostgreSQL folder in the temp folder are taken.
+    #[test]
+    fn cleanup_removes_only_folders_inside_the_cache() {
+        let base = std::env::temp_dir().join(format!("stampede-reap-test-{}", std::process::id()));
+        let cache = base.join("cache");
+        let runs = cache.join("runs");
+        let inside = cache.join("pg");
+        let outside = base.join("elsewhere");
+        for d in [&runs, &inside, &outside] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let link = cache.join("escape");
+        std::os::unix::fs::symlink(&outside, &link).unwrap();
+        assert!(inside_cache(&runs, &inside).is_some());
+        assert_eq!(inside_cache(&runs, &outside), None);
+        assert_eq!(
+            inside_cache(&runs, &link),
+            None,
+            "a symlink out of the cache"
+        );
+        assert_eq!(inside_cache(&runs, &cache), None, "the cache itself");
+        assert_eq!(inside_cache(&runs, &cache.join("runs/../..")), None);
+        let _ = std::fs::remove_dir_all(&base);
+    }
+
+    /// An entry naming a live process's pid and start time got its group SIGKILLed: a
+    /// process not started for the run (this test's own) is never taken as the run's.
+    #[test]
+    fn cleanup_signals_only_processes_started_for_the_run() {
+        let me = std::process::id();
+        assert!(alive(me, start_time(me).expect("own start time")));
+        assert!(!of_run(me, Path::new("/nonexistent/run")));
+    }
 }

@@ -176,7 +176,11 @@ pub async fn start_postgres(
         Some(_) => {
             static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
             let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            std::env::temp_dir().join(format!("stampede-e2b-pg-{}-{n}", std::process::id()))
+            std::env::temp_dir().join(format!(
+                "{}{}-{n}",
+                super::child::PG_TEMP_PREFIX,
+                std::process::id()
+            ))
         }
     };
     let data = root.join("data");

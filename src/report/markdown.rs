@@ -79,7 +79,7 @@ pub fn write_markdown(report: &Report, mut w: impl Write) -> io::Result<()> {
 }
 
 fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
-    writeln!(w, "## Run `{}`", run.label)?;
+    writeln!(w, "## Run `{}`", super::untrusted::code_line(&run.label))?;
     writeln!(w)?;
     let settings = settings_line(run);
     if !settings.is_empty() {
@@ -133,7 +133,7 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
     if !run.nodes.is_empty() {
         writeln!(w, "```text")?;
         for line in node_bars(run) {
-            writeln!(w, "{line}")?;
+            writeln!(w, "{}", super::untrusted::code_line(&line))?;
         }
         writeln!(w, "```")?;
         writeln!(w)?;
@@ -182,7 +182,7 @@ fn write_run_rest(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
             writeln!(w)?;
             writeln!(w, "```text")?;
             for line in super::compact(&ids, &o.placements.counts) {
-                writeln!(w, "{line}")?;
+                writeln!(w, "{}", super::untrusted::code_line(&line))?;
             }
             writeln!(w, "```")?;
             writeln!(w)?;
@@ -349,9 +349,10 @@ pub fn set_audit_rows(c: &SetAudit) -> [(&'static str, &super::model::Finding); 
     ]
 }
 
-/// A GitHub-flavoured Markdown table followed by a blank line; `|` in cells escaped.
+/// A GitHub-flavoured Markdown table followed by a blank line; cells escaped
+/// ([`markdown_cell`](super::untrusted::markdown_cell)).
 fn table(w: &mut impl Write, header: &[&str], rows: &[Vec<String>]) -> io::Result<()> {
-    let esc = |s: &str| s.replace('|', "\\|");
+    let esc = |s: &str| super::untrusted::markdown_cell(s);
     writeln!(
         w,
         "| {} |",

@@ -21,6 +21,7 @@ mod svg;
 mod svg_trend;
 mod terminal;
 mod trend;
+pub(crate) mod untrusted;
 
 pub use checks::{bound_text, evaluate};
 pub use compare::{

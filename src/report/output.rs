@@ -16,14 +16,29 @@ pub fn write_json(report: &Report, mut w: impl Write) -> io::Result<()> {
     writeln!(w)
 }
 
-/// Read a `report.json`, refusing a schema version this build does not know.
+/// Largest `report.json` read (by `trend`, `compare`): a report carries figures, not
+/// raw samples, so the ones written here are kilobytes; 64 MiB leaves three orders of
+/// magnitude of room and keeps a hostile file from taking the memory of a CI runner.
+pub const MAX_REPORT_BYTES: u64 = 64 << 20;
+
+/// Read a `report.json`, refusing one over [`MAX_REPORT_BYTES`] and a schema version
+/// this build does not know.
 pub fn read_json(path: &Path) -> Result<Report, ReadReportError> {
-    let text = mock_node::read_regular_to_string(path, "a report").map_err(|source| {
-        ReadReportError::Read {
+    use std::io::Read as _;
+    let read_err = |source| ReadReportError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = mock_node::open_regular(path, "a report").map_err(read_err)?;
+    let mut text = String::new();
+    file.take(MAX_REPORT_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(read_err)?;
+    if text.len() as u64 > MAX_REPORT_BYTES {
+        return Err(ReadReportError::TooLarge {
             path: path.to_path_buf(),
-            source,
-        }
-    })?;
+        });
+    }
     let report: Report = serde_json::from_str(&text).map_err(|source| ReadReportError::Parse {
         path: path.to_path_buf(),
         source,
@@ -55,6 +70,12 @@ pub enum ReadReportError {
         path: PathBuf,
         /// The JSON error.
         source: serde_json::Error,
+    },
+    /// The file is larger than any report ([`MAX_REPORT_BYTES`]).
+    #[error("{}: larger than {} MiB, not a stampede report", path.display(), MAX_REPORT_BYTES >> 20)]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
     },
     /// A report of another layout version.
     #[error("{}: report schema_version {found}, this stampede reads {}", path.display(), super::model::SCHEMA_VERSION)]
@@ -186,4 +207,22 @@ fn write_file(
             format!("cannot write the report at {}: {e}", path.display()),
         )
     })
+}
+
+#[cfg(test)]
+mod size_cap_tests {
+    use super::*;
+
+    /// `trend` read a 200 MB report into 596 MB: a file over the cap is refused before
+    /// it is parsed, with an error naming it.
+    #[test]
+    fn a_report_larger_than_the_cap_is_refused_with_a_clear_error() {
+        let path = std::env::temp_dir().join(format!("stampede-big-report-{}", std::process::id()));
+        let f = std::fs::File::create(&path).expect("create");
+        f.set_len(MAX_REPORT_BYTES + 1).expect("sparse file");
+        let e = read_json(&path).expect_err("refused");
+        assert!(matches!(e, ReadReportError::TooLarge { .. }), "{e}");
+        assert!(e.to_string().contains("larger than 64 MiB"), "{e}");
+        let _ = std::fs::remove_file(&path);
+    }
 }

@@ -2,14 +2,16 @@
 //! bound, as HTML charts (script-free SVG) and Markdown for a CI job summary: what a
 //! scheduler team's dashboard shows of a nightly guard.
 
+use std::collections::{HashMap, HashSet};
 use std::io::{self, Write};
 use std::path::PathBuf;
 
 use super::format::check_unit;
-use super::model::Report;
+use super::model::{CheckOutcome, Report};
 use super::output::{read_json, ReadReportError};
 use super::svg::esc;
 use super::svg_trend::{trend_chart, TrendPoint};
+use super::untrusted::markdown_cell;
 
 /// Most report files a trend reads (directories are listed up to this many entries).
 pub const MAX_TREND_INPUTS: usize = 10_000;
@@ -94,28 +96,39 @@ fn report_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, ReadReportError> {
 /// newest report lists its checks (then those only older reports have).
 pub fn trend(reports: &[Report], last: usize) -> Vec<TrendSeries> {
     let shown = &reports[reports.len().saturating_sub(last.max(1))..];
-    let mut keys: Vec<(String, String)> = Vec::new();
+    // Each report's checks indexed by (run, check) once: the lookups below are linear
+    // in the checks, not quadratic.
+    let index: Vec<HashMap<(&str, &str), &CheckOutcome>> = shown
+        .iter()
+        .map(|r| {
+            let mut m = HashMap::with_capacity(r.checks.len());
+            for c in &r.checks {
+                m.entry((c.run.as_str(), c.check.as_str())).or_insert(c);
+            }
+            m
+        })
+        .collect();
+    let mut seen: HashSet<(&str, &str)> = HashSet::new();
+    let mut keys: Vec<(&str, &str)> = Vec::new();
     for r in shown.iter().rev() {
         for c in &r.checks {
-            let k = (c.run.clone(), c.check.clone());
-            if !keys.contains(&k) {
+            let k = (c.run.as_str(), c.check.as_str());
+            if seen.insert(k) {
                 keys.push(k);
             }
         }
     }
     keys.into_iter()
-        .map(|(run, check)| {
-            let unit = check_unit(&check);
-            let newest = shown
-                .iter()
-                .rev()
-                .flat_map(|r| &r.checks)
-                .find(|c| c.run == run && c.check == check);
+        .map(|k| {
+            let (run, check) = k;
+            let unit = check_unit(check);
+            let newest = index.iter().rev().find_map(|m| m.get(&k));
             let bound = newest.map(|c| c.bound.clone()).unwrap_or_default();
             let points = shown
                 .iter()
-                .map(|r| {
-                    let c = r.checks.iter().find(|c| c.run == run && c.check == check);
+                .zip(&index)
+                .map(|(r, m)| {
+                    let c = m.get(&k);
                     TrendPoint {
                         name: r.started_at.clone(),
                         value: c.and_then(|c| c.actual).filter(|v| v.is_finite()),
@@ -125,8 +138,8 @@ pub fn trend(reports: &[Report], last: usize) -> Vec<TrendSeries> {
                 .collect();
             TrendSeries {
                 bound_values: bound_values(&bound, unit),
-                run,
-                check,
+                run: run.to_string(),
+                check: check.to_string(),
                 unit,
                 bound,
                 points,
@@ -213,10 +226,10 @@ pub fn write_trend_markdown(
         writeln!(
             w,
             "| {} | {} | {} | {} | `{}` | {newest} | {failed} of {present}{missing} |",
-            s.run,
-            s.check,
+            markdown_cell(&s.run),
+            markdown_cell(&s.check),
             s.unit,
-            s.bound,
+            markdown_cell(&s.bound),
             sparkline(&s.points, &s.bound_values),
         )?;
     }

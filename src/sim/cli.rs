@@ -11,6 +11,7 @@ use super::table::{write_sweep_csv, write_sweep_table};
 use super::{new_report, simulate_profile_within};
 use crate::profile::load_and_validate;
 use crate::report::{self, Report};
+use crate::stdout::closed_is_fine;
 
 /// Arguments of `stampede sim`.
 #[derive(Debug, Clone, clap::Args)]
@@ -85,9 +86,9 @@ pub fn run_sim_cli(args: SimArgs) -> Result<bool, SimError> {
     let report = if args.sweep.is_empty() && args.repeat <= 1 && args.csv.is_none() {
         let report = simulate_profile_within(&profile, &budget)?;
         if args.quiet {
-            report::write_verdict(&report, &mut stdout).map_err(io("stdout"))?;
+            closed_is_fine(report::write_verdict(&report, &mut stdout)).map_err(io("stdout"))?;
         } else {
-            report::write_terminal(&report, &mut stdout).map_err(io("stdout"))?;
+            closed_is_fine(report::write_terminal(&report, &mut stdout)).map_err(io("stdout"))?;
         }
         report
     } else {
@@ -97,17 +98,17 @@ pub fn run_sim_cli(args: SimArgs) -> Result<bool, SimError> {
             .map(|a| a.parse::<SweepAxis>())
             .collect::<Result<Vec<_>, _>>()?;
         let sweep = run_sweep_within(&profile, &axes, args.repeat, &budget)?;
-        writeln!(
+        closed_is_fine(writeln!(
             stdout,
             "sweep of `{}` over {} (seeds {:?}); keys: {}",
             profile.name,
             sweep.keys.join(" x "),
             sweep.seeds,
             super::sweep::sweep_key_names()
-        )
+        ))
         .map_err(io("stdout"))?;
         if !args.quiet {
-            write_sweep_table(&sweep, &mut stdout).map_err(io("stdout"))?;
+            closed_is_fine(write_sweep_table(&sweep, &mut stdout)).map_err(io("stdout"))?;
         }
         if let Some(path) = &args.csv {
             let file = std::fs::File::create(path).map_err(io(&path.display().to_string()))?;
@@ -129,6 +130,7 @@ pub fn run_sim_cli(args: SimArgs) -> Result<bool, SimError> {
     };
     let dir = report::write_report_dir(&report, &args.report_dir).map_err(io("the report"))?;
     report::append_to_step_summary(&report);
-    writeln!(stdout, "simulated report: {}", dir.display()).map_err(io("stdout"))?;
+    closed_is_fine(writeln!(stdout, "simulated report: {}", dir.display()))
+        .map_err(io("stdout"))?;
     Ok(report.passed)
 }

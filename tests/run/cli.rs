@@ -296,3 +296,37 @@ fn a_fifo_is_refused_by_every_verb_that_reads_a_file() {
         assert!(stderr.contains("FIFO"), "{args:?}: {stderr}");
     }
 }
+
+/// `stampede sim P 2>&1 | head -1` panicked (exit 101) and `sim P | head -1` exited 2
+/// although the verdict was 0. With stdout (and stderr) closed, `sim` exits with its
+/// verdict's code, `--quiet` or not.
+#[test]
+fn sim_on_a_closed_pipe_exits_with_its_verdict() {
+    let profile = concat!(env!("CARGO_MANIFEST_DIR"), "/profiles/burst-500.yaml");
+    let dir = tempdir("cli-sim-closed");
+    for quiet in [false, true] {
+        let sim = |reports: &str| {
+            let mut c = stampede();
+            c.arg("sim").arg("--report-dir").arg(dir.join(reports));
+            if quiet {
+                c.arg("--quiet");
+            }
+            c.arg(profile);
+            c
+        };
+        let verdict = sim("open")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("stampede runs");
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        drop(reader);
+        let closed = sim("closed")
+            .stdout(writer.try_clone().expect("dup"))
+            .stderr(writer)
+            .status()
+            .expect("stampede runs");
+        assert_ne!(closed.code(), Some(101), "quiet={quiet}: a panic");
+        assert_eq!(closed.code(), verdict.code(), "quiet={quiet}");
+    }
+}

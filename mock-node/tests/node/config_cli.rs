@@ -231,3 +231,39 @@ fn snake_case_error_code_loads_with_a_deprecation_warning() {
         "{stderr}"
     );
 }
+
+/// mock-node's log lines carried ANSI colour codes into files and CI logs. With stderr
+/// not a terminal, a logged line (the deprecation warning) holds no escape byte.
+#[test]
+fn logs_to_a_file_carry_no_colour_codes() {
+    use std::io::BufRead;
+    let dir = std::env::temp_dir().join(format!("mock-node-plain-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("cluster.yaml");
+    std::fs::write(
+        &file,
+        "nodes: 1\nnode:\n  failures: [{rpc: create, probability: 0.5, code: resource_exhausted}]\n",
+    )
+    .expect("write");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mock-node"))
+        .arg("--config")
+        .arg(&file)
+        .env_remove("MOCK_NODE_ADMIN_TOKEN")
+        .env_remove("RUST_LOG")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("mock-node runs");
+    let mut ready = String::new();
+    let read = std::io::BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut ready);
+    let _ = child.kill();
+    let out = child.wait_with_output().expect("exits");
+    let _ = std::fs::remove_dir_all(&dir);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        read.is_ok() && stderr.contains("is deprecated"),
+        "{ready} {stderr}"
+    );
+    assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
+}

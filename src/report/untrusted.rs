@@ -1,0 +1,62 @@
+//! Strings a report carries from outside (node ids, labels, check names) made safe for
+//! where they are written: no control characters for a terminal, and table cells that
+//! stay one cell in Markdown.
+
+/// `s` without control characters: ESC (so no ANSI colour or OSC sequence such as
+/// `ESC ]52`, the clipboard), BEL, carriage returns and the rest; a newline or tab
+/// becomes a space.
+pub fn plain(s: &str) -> String {
+    s.chars()
+        .filter_map(|c| match c {
+            '\n' | '\t' => Some(' '),
+            c if c.is_control() => None,
+            c => Some(c),
+        })
+        .collect()
+}
+
+/// `s` as one cell of a GitHub-flavoured Markdown table: [`plain`] (one line), with
+/// `|` and backticks escaped (a bound's `<=` stays as written).
+pub fn markdown_cell(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in plain(s).chars() {
+        match c {
+            '|' => out.push_str("\\|"),
+            '`' => out.push_str("\\`"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `s` as one line inside a Markdown code fence or code span: [`plain`] (so it cannot
+/// start a line of its own) with backticks as `'` (so it cannot close the fence).
+pub fn code_line(s: &str) -> String {
+    plain(s).replace('`', "'")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_and_osc_never_reach_the_terminal() {
+        let id = "node\u{1b}]52;c;aGk=\u{7}\u{1b}[31mred\r\nnext";
+        let p = plain(id);
+        assert!(!p.chars().any(char::is_control), "{p:?}");
+        assert_eq!(p, "node]52;c;aGk=[31mred next");
+    }
+
+    #[test]
+    fn a_cell_with_a_pipe_a_newline_and_a_fence_stays_one_cell() {
+        let cell = markdown_cell("a|b\n```\n<script>");
+        assert_eq!(cell, "a\\|b \\`\\`\\` <script>");
+        assert!(!cell.contains('\n'));
+    }
+
+    #[test]
+    fn a_node_id_with_a_newline_and_a_fence_does_not_close_the_fence() {
+        let line = code_line("n1\n```\n<b>x</b>");
+        assert!(!line.contains('`') && !line.contains('\n'), "{line:?}");
+    }
+}
