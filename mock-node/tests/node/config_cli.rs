@@ -196,31 +196,7 @@ async fn same_seed_same_fleet_different_seed_different_fleet() {
 /// deprecation warning on stderr naming the new spelling.
 #[test]
 fn snake_case_error_code_loads_with_a_deprecation_warning() {
-    use std::io::BufRead;
-    let dir = std::env::temp_dir().join(format!("mock-node-codes-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let file = dir.join("cluster.yaml");
-    std::fs::write(
-        &file,
-        "nodes: 1\nnode:\n  failures: [{rpc: create, probability: 0.5, code: resource_exhausted}]\n",
-    )
-    .expect("write");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mock-node"))
-        .arg("--config")
-        .arg(&file)
-        .env_remove("MOCK_NODE_ADMIN_TOKEN")
-        .env_remove("RUST_LOG")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("mock-node runs");
-    let mut ready = String::new();
-    let read = std::io::BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut ready);
-    let _ = child.kill();
-    let out = child.wait_with_output().expect("exits");
-    let _ = std::fs::remove_dir_all(&dir);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (read, ready, stderr) = start_with_a_snake_case_code("codes");
     assert!(
         read.is_ok() && ready.starts_with("mock-node ready"),
         "{ready} {stderr}"
@@ -236,8 +212,20 @@ fn snake_case_error_code_loads_with_a_deprecation_warning() {
 /// not a terminal, a logged line (the deprecation warning) holds no escape byte.
 #[test]
 fn logs_to_a_file_carry_no_colour_codes() {
+    let (read, ready, stderr) = start_with_a_snake_case_code("plain");
+    assert!(
+        read.is_ok() && stderr.contains("is deprecated"),
+        "{ready} {stderr}"
+    );
+    assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
+}
+
+/// Starts mock-node with a config holding a snake_case error code (which logs a
+/// deprecation warning), reads its ready line, stops it: (the read's result, the ready
+/// line, stderr).
+fn start_with_a_snake_case_code(tag: &str) -> (std::io::Result<usize>, String, String) {
     use std::io::BufRead;
-    let dir = std::env::temp_dir().join(format!("mock-node-plain-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("mock-node-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let file = dir.join("cluster.yaml");
     std::fs::write(
@@ -261,9 +249,5 @@ fn logs_to_a_file_carry_no_colour_codes() {
     let out = child.wait_with_output().expect("exits");
     let _ = std::fs::remove_dir_all(&dir);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        read.is_ok() && stderr.contains("is deprecated"),
-        "{ready} {stderr}"
-    );
-    assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
+    (read, ready, stderr.into_owned())
 }
