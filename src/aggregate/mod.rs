@@ -10,6 +10,7 @@
 //! view reads it while a run goes on.
 //! [`SettledCreates`] is what a run that audits no sets keeps of its creates once
 //! each is settled: the same sends and answers, folded as they settle.
+//! [`SettledIds`] is what a set-audited run keeps of a create it settled: a digest.
 //! [`RunTimeline`] is what a real run keeps of its truth samples and placements until
 //! its end: digests binned per sample, fed to the fold in time order.
 //! [`needs_set_audit`] is the one place that decides whether a run keeps its client
@@ -25,6 +26,7 @@ mod latency_bins;
 mod run_timeline;
 mod sets;
 mod settled;
+mod settled_ids;
 mod windows;
 
 pub use crate::serve::ServiceCounters;
@@ -34,4 +36,5 @@ pub use latency_bins::LatencyBins;
 pub use run_timeline::{RunTimeline, SampledNode};
 pub use sets::needs_set_audit;
 pub use settled::{SettledCreates, RECENT};
+pub use settled_ids::{SettledIds, SettledView};
 pub use windows::{fault_windows, CallSample, FaultRecord, Growth, RequestRecord};

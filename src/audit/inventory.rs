@@ -8,18 +8,9 @@ use stampede_node_model::fault::FaultKind;
 
 use crate::api_key::ApiKey;
 use crate::chaos::AppliedFault;
-use crate::collect::{list_over_grpc, Sample, TruthSource};
+use crate::collect::{list_over_grpc, Sample, SampleHistory, SeenAt, TruthSource};
 use crate::mock_admin::{MockAdmin, MockAdminError};
 use crate::serve::EvictedIds;
-
-/// When an id was seen on one node during the run (ms after the workload's start gate).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct SeenAt {
-    /// First sample that listed it there.
-    pub first_ms: f64,
-    /// Last sample that listed it there.
-    pub last_ms: f64,
-}
 
 /// Every node's sandboxes after the run, plus the history the set audit needs to tell a
 /// loss from an expected disappearance. Times are ms after the workload's start gate.
@@ -45,27 +36,22 @@ impl Inventory {
     /// Records where each id was seen and every `service_id` change (a restart, dated at
     /// the first sample showing the new incarnation). Samples must be in time order.
     pub fn note_samples(&mut self, samples: &[Sample]) {
-        let mut incarnation: BTreeMap<&str, &str> = BTreeMap::new();
+        let mut h = SampleHistory::new();
         for s in samples {
-            for n in &s.truth.nodes {
-                if let Some(sid) = n.service_id.as_deref() {
-                    if let Some(old) = incarnation.insert(&n.id, sid) {
-                        if old != sid {
-                            self.add_restart(&n.id, s.t_ms);
-                        }
-                    }
-                }
-                for id in n.ids.iter().flatten() {
-                    self.seen
-                        .entry(id.clone())
-                        .or_default()
-                        .entry(n.id.clone())
-                        .and_modify(|at| at.last_ms = at.last_ms.max(s.t_ms))
-                        .or_insert(SeenAt {
-                            first_ms: s.t_ms,
-                            last_ms: s.t_ms,
-                        });
-                }
+            h.note(s);
+        }
+        self.note_history(h);
+    }
+
+    /// Takes the sightings and restarts of a run's sample history.
+    pub fn note_history(&mut self, history: SampleHistory) {
+        let (seen, restarts) = history.into_sightings();
+        for (id, at) in seen {
+            self.seen.entry(id).or_default().extend(at);
+        }
+        for (node, times) in restarts {
+            for t in times {
+                self.add_restart(&node, t);
             }
         }
     }
@@ -94,10 +80,7 @@ impl Inventory {
     }
 
     fn add_restart(&mut self, node: &str, at_ms: f64) {
-        let r = self.restarts.entry(node.to_string()).or_default();
-        r.push(at_ms);
-        r.sort_by(f64::total_cmp);
-        r.dedup();
+        crate::collect::add_restart(&mut self.restarts, node, at_ms);
     }
 
     /// Whether `node` restarted at or after `t_ms`.

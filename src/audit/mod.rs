@@ -5,7 +5,6 @@
 mod inventory;
 mod set_audit;
 
-pub use inventory::{
-    collect_inventory, read_evicted, EvictedReadError, Inventory, InventoryError, SeenAt,
-};
+pub use crate::collect::SeenAt;
+pub use inventory::{collect_inventory, read_evicted, EvictedReadError, Inventory, InventoryError};
 pub use set_audit::audit;

@@ -19,11 +19,15 @@
 //!   (recovered). The others are matched greedily: ids in order of first sighting, each
 //!   to the earliest unused uncertain request sent before that sighting; matched ids are
 //!   recovered, the rest orphaned (at least that many sandboxes nobody asked for).
+//!
+//! An audited ledger ([`Ledger::audited`]) keeps only the entries these rules read in
+//! full; each create it settled by a delete is a digest, which still explains an id the
+//! nodes list (never orphaned) and makes a second 201 of that id a duplicate.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::report::{Finding, SetAudit};
-use crate::workload::{Ledger, LedgerEntry, Outcome};
+use crate::workload::{client_deleted, Ledger, LedgerEntry};
 
 use super::inventory::Inventory;
 
@@ -50,10 +54,12 @@ pub fn audit(ledger: &Ledger, inventory: &Inventory) -> SetAudit {
         .filter(|(_, nodes)| nodes.len() > 1)
         .map(|(id, _)| *id)
         .collect();
+    let settled = ledger.settled_ids().map(|s| s.view());
+    let was_settled = |id: &str| settled.as_ref().is_some_and(|s| s.contains(id));
     duplicated.extend(
         acked
             .iter()
-            .filter(|(_, es)| es.len() > 1)
+            .filter(|(id, es)| es.len() > 1 || was_settled(id))
             .map(|(id, _)| *id),
     );
 
@@ -73,7 +79,7 @@ pub fn audit(ledger: &Ledger, inventory: &Inventory) -> SetAudit {
         }
     }
 
-    let (recovered, orphaned) = unexplained(ledger, inventory, &found);
+    let (recovered, orphaned) = unexplained(ledger, inventory, &found, &was_settled);
     SetAudit {
         lost: Finding::from_ids(lost),
         lost_to_node_restart: Finding::from_ids(lost_restart),
@@ -82,11 +88,6 @@ pub fn audit(ledger: &Ledger, inventory: &Inventory) -> SetAudit {
         recovered: Finding::from_ids(recovered),
         evictions_unknown: false,
     }
-}
-
-/// Whether the client deleted the sandbox (any DELETE that may have landed).
-fn client_deleted(e: &LedgerEntry) -> bool {
-    !matches!(e.deleted, None | Some(Outcome::Status(404)))
 }
 
 fn lost_to_restart(id: &str, e: &LedgerEntry, inv: &Inventory) -> bool {
@@ -109,6 +110,7 @@ fn unexplained(
     ledger: &Ledger,
     inv: &Inventory,
     found: &BTreeMap<&str, Vec<&str>>,
+    was_settled: &dyn Fn(&str) -> bool,
 ) -> (Vec<String>, Vec<String>) {
     let named: BTreeSet<&str> = ledger
         .entries
@@ -138,7 +140,7 @@ fn unexplained(
     };
     let mut strangers: Vec<(f64, &str)> = found
         .keys()
-        .filter(|id| !named.contains(*id))
+        .filter(|id| !named.contains(*id) && !was_settled(id))
         .map(|id| (first_seen(id), *id))
         .collect();
     strangers.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(b.1)));

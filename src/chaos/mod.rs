@@ -16,4 +16,4 @@ pub use client::{ChaosClient, ChaosError, FaultGuard};
 pub use edge_calls::{CallProbe, EdgeCalls};
 pub use plan::{FaultPlan, PlanError, PlannedFault};
 pub use schedule::{run_schedule, AppliedFault};
-pub use windows::fault_windows_from_run;
+pub use windows::{fault_windows_from_run, fault_windows_of};

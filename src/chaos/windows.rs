@@ -7,9 +7,9 @@
 use std::collections::BTreeSet;
 
 use crate::aggregate::{self, CallSample, FaultRecord, Growth, RequestRecord};
-use crate::collect::{NodeCalls, NodeSample, Sample};
+use crate::collect::{NodeCalls, Sample, SampleHistory, WindowSample};
 use crate::report::FaultWindow;
-use crate::workload::{Ledger, LedgerEntry, Outcome};
+use crate::workload::Ledger;
 
 use super::edge_calls::EdgeCalls;
 use super::schedule::AppliedFault;
@@ -21,7 +21,17 @@ pub fn fault_windows_from_run(
     ledger: &Ledger,
     samples: &[Sample],
 ) -> Vec<FaultWindow> {
-    let requests: Vec<RequestRecord<'_>> = ledger.entries.iter().map(request).collect();
+    fault_windows_of(applied, ledger, SampleHistory::of(samples).windows())
+}
+
+/// [`fault_windows_from_run`] from the samples' per-sample record
+/// ([`SampleHistory::with_windows`]), as a run keeps it.
+pub fn fault_windows_of(
+    applied: &[AppliedFault],
+    ledger: &Ledger,
+    samples: &[WindowSample],
+) -> Vec<FaultWindow> {
+    let requests: Vec<RequestRecord<'_>> = ledger.requests();
     let last_seen = requests
         .iter()
         .map(|r| r.done_ms)
@@ -35,20 +45,7 @@ pub fn fault_windows_from_run(
     aggregate::fault_windows(&faults, &requests, last_seen)
 }
 
-fn request(e: &LedgerEntry) -> RequestRecord<'_> {
-    let latency_ms = e.latency_us as f64 / 1000.0;
-    RequestRecord {
-        sent_ms: e.sent_ms,
-        // When the client got its answer.
-        done_ms: e.intended_ms + latency_ms,
-        latency_ms,
-        created: e.outcome.is_created(),
-        timed_out: e.outcome == Outcome::Status(504),
-        node: e.node.as_deref(),
-    }
-}
-
-fn record(a: &AppliedFault, samples: &[Sample]) -> FaultRecord {
+fn record(a: &AppliedFault, samples: &[WindowSample]) -> FaultRecord {
     let faulty: BTreeSet<&str> = a.planned.nodes.iter().map(String::as_str).collect();
     let edges = a.calls_in_force.zip(a.calls_before_heal);
     FaultRecord {
@@ -72,7 +69,7 @@ fn record(a: &AppliedFault, samples: &[Sample]) -> FaultRecord {
             .map(|w| Growth {
                 from_ms: w[0].t_ms,
                 to_ms: w[1].t_ms,
-                landed: faulty.iter().map(|id| growth(&w[0], &w[1], id)).sum(),
+                landed: faulty.iter().filter_map(|id| w[1].landed.get(*id)).sum(),
             })
             .collect(),
     }
@@ -86,27 +83,8 @@ fn node_calls(e: EdgeCalls) -> NodeCalls {
     }
 }
 
-fn node<'a>(s: &'a Sample, id: &str) -> Option<&'a NodeSample> {
-    s.truth.nodes.iter().find(|n| n.id == id)
-}
-
-/// Sandboxes that appeared on `id` between two samples (its count's growth when the
-/// source lists no ids).
-fn growth(prev: &Sample, cur: &Sample, id: &str) -> u64 {
-    let (Some(p), Some(c)) = (node(prev, id), node(cur, id)) else {
-        return 0;
-    };
-    match (&p.ids, &c.ids) {
-        (Some(pi), Some(ci)) => {
-            let before: BTreeSet<&String> = pi.iter().collect();
-            ci.iter().filter(|i| !before.contains(i)).count() as u64
-        }
-        _ => c.sandboxes.saturating_sub(p.sandboxes),
-    }
-}
-
 /// Create RPCs every replica had sent to the faulty nodes by sample `s`.
-fn calls_at(s: &Sample, faulty: &BTreeSet<&str>) -> NodeCalls {
+fn calls_at(s: &WindowSample, faulty: &BTreeSet<&str>) -> NodeCalls {
     let mut total = NodeCalls::default();
     for replica in &s.calls {
         for (node, c) in replica {

@@ -1,11 +1,12 @@
 //! [`SampleSink`]: where a run's truth samples go as they are taken. Each is reduced
-//! at once to its digest in the run's [`RunTimeline`]; a whole sample (sandbox ids
-//! included) is kept only when the run reads them at its end (the set audit and the
-//! fault windows).
+//! at once to its digest in the run's [`RunTimeline`] and, when the run audits sets,
+//! folded into its [`SampleHistory`] (what the set audit and the fault windows read of
+//! sandbox ids at the end); no sample is kept whole.
 
 use std::sync::{Arc, Mutex};
 
 use super::baseline::Before;
+use super::history::SampleHistory;
 use super::sampler::Sample;
 use crate::aggregate::{AccountingErrors, RunTimeline, SampledNode};
 
@@ -16,32 +17,35 @@ pub struct SampleSink {
     /// What the nodes held before the run (an API stampede did not start), subtracted
     /// from every sample.
     before: Option<Before>,
-    /// Whole samples, in the order taken, when kept.
-    kept: Option<Vec<Sample>>,
+    /// The ids' history, when the run reads it.
+    history: Option<SampleHistory>,
 }
 
 impl SampleSink {
-    /// Samples into `timeline`, less `before`; whole samples are kept when `keep`.
-    pub fn new(timeline: Arc<Mutex<RunTimeline>>, before: Option<Before>, keep: bool) -> Self {
+    /// Samples into `timeline`, less `before`, and into `history` when given.
+    pub fn new(
+        timeline: Arc<Mutex<RunTimeline>>,
+        before: Option<Before>,
+        history: Option<SampleHistory>,
+    ) -> Self {
         SampleSink {
             timeline,
             before,
-            kept: keep.then(Vec::new),
+            history,
         }
     }
 
-    /// One sample taken while the run goes on. Unless whole samples are kept, its ids
-    /// are dropped before the baseline is subtracted (by count, then), as a sample that
-    /// is not kept is never read by id.
+    /// One sample taken while the run goes on. Without a history its ids are dropped
+    /// before the baseline is subtracted (by count, then), as nothing reads them.
     pub fn take(&mut self, mut s: Sample) {
-        if self.kept.is_none() {
+        if self.history.is_none() {
             for n in &mut s.truth.nodes {
                 n.ids = None;
             }
         }
         self.record(&mut s);
-        if let Some(kept) = &mut self.kept {
-            kept.push(s);
+        if let Some(h) = &mut self.history {
+            h.note(&s);
         }
     }
 
@@ -49,8 +53,8 @@ impl SampleSink {
     /// the baseline (the run's final truth).
     pub fn take_final(&mut self, mut s: Sample) -> Sample {
         self.record(&mut s);
-        if let Some(kept) = &mut self.kept {
-            kept.push(s.clone());
+        if let Some(h) = &mut self.history {
+            h.note(&s);
         }
         s
     }
@@ -71,8 +75,8 @@ impl SampleSink {
         }
     }
 
-    /// The whole samples kept, in the order taken (none unless kept).
-    pub fn into_kept(self) -> Vec<Sample> {
-        self.kept.unwrap_or_default()
+    /// The ids' history (none unless given).
+    pub fn into_history(self) -> Option<SampleHistory> {
+        self.history
     }
 }

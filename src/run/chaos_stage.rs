@@ -11,9 +11,9 @@ use super::{AbortState, StageError};
 use crate::aggregate::RunAggregate;
 use crate::audit::{audit, collect_inventory, read_evicted, Inventory, InventoryError};
 use crate::chaos::{
-    fault_windows_from_run, run_schedule, AppliedFault, CallProbe, ChaosClient, FaultPlan,
+    fault_windows_of, run_schedule, AppliedFault, CallProbe, ChaosClient, FaultPlan,
 };
-use crate::collect::Sample;
+use crate::collect::SampleHistory;
 use crate::error_chain::chain_text;
 use crate::profile::Profile;
 use crate::report::SetAudit;
@@ -141,17 +141,17 @@ pub(crate) async fn inventory_before(target: &Target) -> Option<Inventory> {
         .ok()
 }
 
-/// Feeds fault windows and set audit findings into `agg`. `samples` are timed from the
+/// Feeds fault windows and set audit findings into `agg`. `history` is timed from the
 /// workload's gate, like the ledger.
 pub(crate) async fn judge(
     agg: &mut RunAggregate,
     applied: &[AppliedFault],
     workload: &WorkloadOutput,
-    samples: &[Sample],
+    history: SampleHistory,
     target: &Target,
     before: Option<&Inventory>,
 ) -> Result<(), StageError> {
-    agg.faults(fault_windows_from_run(applied, &workload.ledger, samples));
+    agg.faults(fault_windows_of(applied, &workload.ledger, history.windows()));
     let mut inv = match collect_inventory(&crate::http_client::client(), &target.truth, None).await
     {
         Ok(inv) => inv,
@@ -163,13 +163,13 @@ pub(crate) async fn judge(
         }
         Err(e) => return Err(StageError::Collect(chain_text(&e))),
     };
-    inv.note_samples(samples);
+    inv.note_history(history);
     inv.note_restarts(applied);
     // Only the ids the service's evictor did delete are forgiven; a sandbox merely past
     // its timeout that is on no node is lost (nodes never drop one by themselves).
     // Only stampede's service lists its evictions, and only it names the node in a 201:
     // an external API whose answers named none is not asked.
-    let names_nodes = workload.ledger.entries.iter().any(|e| e.node.is_some());
+    let names_nodes = workload.ledger.names_nodes();
     let evicted = if target.staging.is_some() && !names_nodes {
         eprintln!(
             "set audit: {} (the API's answers name no node: not stampede's service)",

@@ -10,15 +10,18 @@ use super::cleanup::Leftovers;
 use super::progress::{Progress, ProgressFeed};
 use super::result::{aggregate, RunRecords};
 use super::{RunOptions, StageError};
-use crate::aggregate::{needs_set_audit, RunAggregate, RunShape, RunTimeline, ServiceCounters};
+use crate::aggregate::{
+    needs_set_audit, RunAggregate, RunShape, RunTimeline, ServiceCounters, SettledIds,
+};
 use crate::api_key::ApiKey;
-use crate::collect::{Before, SampleSink, Sampler, TruthSource};
+use crate::collect::{Before, SampleHistory, SampleSink, Sampler, TruthSource};
 use crate::goose_glue::MutedStdout;
 use crate::profile::{Profile, Shape};
 use crate::report::{Baseline, StagingFacts};
 use crate::serve::TelemetryReader;
 use crate::workload::{
-    run_workload, Ledger, LimitRetry, LiveCounts, Outcome, Pacing, PlacementFeed, WorkloadRun,
+    run_workload, Ledger, LedgerAudit, LimitRetry, LiveCounts, Outcome, Pacing, PlacementFeed,
+    WorkloadRun,
 };
 
 /// After a signal, how long a create in flight may still answer before it is given up.
@@ -98,11 +101,27 @@ pub(crate) async fn drive(
     let stop_sampling = CancellationToken::new();
     let judging = needs_set_audit(profile);
     let baseline = target.staging.as_ref().map(|s| s.before.clone());
-    // Samples and placements are binned into the timeline as they come. Whole samples
-    // (sandbox ids) are read only by the set audit and the fault windows (which come
-    // with chaos, which is judged): without them a long run keeps digests only.
+    // Samples and placements are binned into the timeline as they come. Sandbox ids
+    // are read only by the set audit and the fault windows (which come with chaos,
+    // which is judged): they are folded into the samples' history as they come, which
+    // forgets a sandbox once the ledger has settled it and the truth no longer lists it.
     let timeline = Arc::new(Mutex::new(RunTimeline::new()));
-    let new_sink = || SampleSink::new(timeline.clone(), baseline.clone(), judging);
+    let chaos_windows = !profile.chaos.is_empty();
+    let audit = judging.then(|| LedgerAudit {
+        settled: SettledIds::default(),
+        windows: chaos_windows,
+    });
+    let new_history = || {
+        audit.as_ref().map(|a| {
+            let h = SampleHistory::new().forgetting(a.settled.clone());
+            if chaos_windows {
+                h.with_windows()
+            } else {
+                h
+            }
+        })
+    };
+    let new_sink = || SampleSink::new(timeline.clone(), baseline.clone(), new_history());
     let sampling = tokio::spawn(
         sampler
             .clone()
@@ -178,7 +197,8 @@ pub(crate) async fn drive(
                 backoff: o.backoff,
                 max_wait: o.max_wait,
             }),
-            keep_entries: judging,
+            keep_entries: false,
+            audit: audit.clone(),
             placements: Some(PlacementFeed {
                 timeline: timeline.clone(),
                 origin: start,
@@ -221,13 +241,13 @@ pub(crate) async fn drive(
     let last =
         last.ok_or_else(|| StageError::Collect("the final read of node truth failed".into()))?;
     let last = sink.take_final(last);
-    let mut samples = sink.into_kept();
+    let mut history = sink.into_history();
     // Ledger and fault times run from the gate; put the samples on that clock too.
     let offset_ms = workload.gate.map_or(0.0, |g| {
         g.saturating_duration_since(start).as_secs_f64() * 1000.0
     });
-    for s in &mut samples {
-        s.t_ms -= offset_ms;
+    if let Some(h) = &mut history {
+        h.shift(offset_ms);
     }
 
     let counters = telemetry();
@@ -266,7 +286,7 @@ pub(crate) async fn drive(
             &mut agg,
             &applied,
             &workload,
-            &samples,
+            history.unwrap_or_default(),
             &target,
             before.as_ref(),
         )

@@ -105,7 +105,7 @@ mod tests {
             timeline: timeline.clone(),
             origin: start,
         };
-        let mut sink = SampleSink::new(timeline.clone(), None, false);
+        let mut sink = SampleSink::new(timeline.clone(), None, None);
         let mut ledger = Ledger::new();
         let truth = |a, b| Truth {
             nodes: vec![node("a", a, a as f64), node("b", b, b as f64)],

@@ -15,6 +15,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::burst::{BurstConn, Release, Tls};
+use crate::aggregate::SettledIds;
 use super::ledger::{Ledger, LedgerEntry, Outcome};
 use super::lifecycle::{run_steps, Done, StepCtx, StepEntry};
 use super::limited::LimitRetry;
@@ -62,12 +63,23 @@ pub struct WorkloadRun {
     pub run_tag: Option<String>,
     /// What to do on a 429; `None`: record it and move on.
     pub limit_retry: Option<LimitRetry>,
-    /// Keep every create's entry in the ledger (the set audit and chaos windows read
-    /// them); otherwise, for a run without a lifecycle, the ledger is
+    /// Keep every create's entry in the ledger; otherwise, for a run without a
+    /// lifecycle, the ledger is [`audited`](Ledger::audited) when `audit` is given, else
     /// [`bounded`](Ledger::bounded): an entry is kept only until its create is settled.
     pub keep_entries: bool,
+    /// What a set-audited run's ledger keeps beyond a bounded one's.
+    pub audit: Option<LedgerAudit>,
     /// Where each placement is reported as its answer comes (a run's timeline).
     pub placements: Option<PlacementFeed>,
+}
+
+/// What a set-audited run's ledger keeps (see [`Ledger::audited`]).
+#[derive(Debug, Clone)]
+pub struct LedgerAudit {
+    /// Where its settled creates go as digests (shared with the samples' history).
+    pub settled: SettledIds,
+    /// Whether every create's record is kept for the fault windows (a chaos run).
+    pub windows: bool,
 }
 
 /// What a workload run produced.
@@ -185,7 +197,11 @@ pub async fn run_workload(
             Pacing::Burst { .. } => crate::aggregate::RunShape::Burst,
             _ => crate::aggregate::RunShape::Paced,
         };
-        Ledger::bounded(shape, shared.run.lifetime.is_some())
+        let deletes = shared.run.lifetime.is_some();
+        match &shared.run.audit {
+            Some(a) => Ledger::audited(shape, deletes, a.settled.clone(), a.windows),
+            None => Ledger::bounded(shape, deletes),
+        }
     };
     let placements = shared.run.placements.clone();
     let gate = shared.gate.clone();

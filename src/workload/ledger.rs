@@ -1,6 +1,8 @@
 //! The client-side ledger: every request the workload made and what came of it, or,
 //! for a run that reads no entry after it ([`Ledger::bounded`]), the creates not yet
-//! settled and a fold of the settled ones.
+//! settled and a fold of the settled ones; or, for a run that audits sets
+//! ([`Ledger::audited`]), that fold plus the entries the set audit must read in full and
+//! a digest of each create it settled.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -8,7 +10,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use super::lifecycle::StepEntry;
-use crate::aggregate::{RunShape, SettledCreates};
+use crate::aggregate::{RequestRecord, RunShape, SettledCreates, SettledIds};
 use crate::report::{ResumeCall, ResumeFigures};
 
 /// What the client saw for one create.
@@ -140,9 +142,16 @@ pub struct LedgerEntry {
 /// entry only until the create is settled (answered, and its lifetime's delete answered
 /// when it has one), then folds it into [`SettledCreates`]. Its memory then grows with
 /// the sandboxes alive at once, not with the run's length.
+///
+/// An audited ledger ([`Ledger::audited`]) folds the same way, and keeps in `entries`
+/// only what the set audit reads in full: every 201 not settled by a delete that may
+/// have landed (a DELETE answered 404 included), every uncertain create and every
+/// answer that names an id without a 201, plus a second 201 of an id already settled.
+/// A create it settles costs a 16-byte digest in its [`SettledIds`].
 #[derive(Debug)]
 pub struct Ledger {
-    /// Entries in slot order (none in a bounded ledger).
+    /// Entries in slot order (none in a bounded ledger; those the set audit reads in
+    /// full in an audited one).
     pub entries: Vec<LedgerEntry>,
     /// Lifecycle calls (pause, resume, connect) in slot order, then call order.
     pub steps: Vec<StepEntry>,
@@ -162,6 +171,76 @@ struct Settling {
     /// Whether each 201 gets a delete (the workload gives sandboxes a lifetime).
     deletes: bool,
     fold: SettledCreates,
+    /// An audited ledger's digests and request records.
+    audit: Option<AuditKeep>,
+}
+
+/// What an audited ledger keeps beyond a bounded one's.
+#[derive(Debug)]
+struct AuditKeep {
+    /// Digests of the creates settled by a delete that may have landed.
+    settled: SettledIds,
+    /// Every create's record for the fault windows, when they are measured.
+    requests: Option<Vec<CompactRequest>>,
+    /// Node names the records point into.
+    nodes: Vec<String>,
+    /// Whether some answer named its node.
+    names_nodes: bool,
+}
+
+/// One create as the fault windows read it, in 24 bytes.
+#[derive(Debug, Clone, Copy)]
+struct CompactRequest {
+    sent_ms: f64,
+    done_ms: f64,
+    /// Latency from the intended send, microseconds (saturated at about 71 minutes).
+    latency_us: u32,
+    /// Index into [`AuditKeep::nodes`], or `u16::MAX` when the answer named none.
+    node: u16,
+    created: bool,
+    timed_out: bool,
+}
+
+impl AuditKeep {
+    fn note_request(&mut self, e: &LedgerEntry) {
+        self.names_nodes |= e.node.is_some();
+        let Some(requests) = &mut self.requests else {
+            return;
+        };
+        let node = match e.node.as_deref() {
+            Some(n) => match self.nodes.iter().position(|k| k == n) {
+                Some(i) => i,
+                None => {
+                    self.nodes.push(n.to_string());
+                    self.nodes.len() - 1
+                }
+            },
+            None => usize::from(u16::MAX),
+        };
+        requests.push(CompactRequest {
+            sent_ms: e.sent_ms,
+            done_ms: e.intended_ms + e.latency_us as f64 / 1000.0,
+            latency_us: u32::try_from(e.latency_us).unwrap_or(u32::MAX),
+            node: u16::try_from(node).unwrap_or(u16::MAX),
+            created: e.outcome.is_created(),
+            timed_out: e.outcome == Outcome::Status(504),
+        });
+    }
+}
+
+/// Whether a settled 201 may have been deleted by the client (any DELETE answer but a
+/// 404, which says the sandbox was already gone): the set audit then never calls it lost.
+pub fn client_deleted(e: &LedgerEntry) -> bool {
+    !matches!(e.deleted, None | Some(Outcome::Status(404)))
+}
+
+/// Whether the set audit must read `e` in full once it is settled.
+fn audit_reads(e: &LedgerEntry) -> bool {
+    if e.outcome.is_created() {
+        e.sandbox_id.is_some() && !client_deleted(e)
+    } else {
+        e.outcome.is_uncertain() || e.sandbox_id.is_some()
+    }
 }
 
 impl Default for Ledger {
@@ -192,9 +271,57 @@ impl Ledger {
                 pending: HashMap::new(),
                 deletes,
                 fold: SettledCreates::new(shape),
+                audit: None,
             }),
             ..Ledger::new()
         }
+    }
+
+    /// A bounded ledger that also keeps what the set audit needs (see [`Ledger`]):
+    /// settled creates go into `settled` as digests; with `windows`, every create's
+    /// record for the fault windows is kept too (24 bytes each).
+    pub fn audited(shape: RunShape, deletes: bool, settled: SettledIds, windows: bool) -> Self {
+        let mut l = Self::bounded(shape, deletes);
+        if let Some(s) = &mut l.settling {
+            s.audit = Some(AuditKeep {
+                settled,
+                requests: windows.then(Vec::new),
+                nodes: Vec::new(),
+                names_nodes: false,
+            });
+        }
+        l
+    }
+
+    /// The digests of the creates an audited ledger settled.
+    pub fn settled_ids(&self) -> Option<&SettledIds> {
+        self.settling.as_ref()?.audit.as_ref().map(|a| &a.settled)
+    }
+
+    /// Whether some create's answer named its node.
+    pub fn names_nodes(&self) -> bool {
+        let audited = self.settling.as_ref().and_then(|s| s.audit.as_ref());
+        audited.is_some_and(|a| a.names_nodes) || self.entries.iter().any(|e| e.node.is_some())
+    }
+
+    /// Every create as the fault windows read it: from the entries, or an audited
+    /// ledger's records (none when it keeps none).
+    pub fn requests(&self) -> Vec<RequestRecord<'_>> {
+        let audited = self.settling.as_ref().and_then(|s| s.audit.as_ref());
+        let Some((a, requests)) = audited.and_then(|a| Some(a).zip(a.requests.as_ref())) else {
+            return self.entries.iter().map(request_record).collect();
+        };
+        requests
+            .iter()
+            .map(|r| RequestRecord {
+                sent_ms: r.sent_ms,
+                done_ms: r.done_ms,
+                latency_ms: f64::from(r.latency_us) / 1000.0,
+                created: r.created,
+                timed_out: r.timed_out,
+                node: a.nodes.get(usize::from(r.node)).map(String::as_str),
+            })
+            .collect()
     }
 
     /// The settled creates of a bounded ledger (all of them once finished).
@@ -210,11 +337,19 @@ impl Ledger {
     /// Adds one create outcome.
     pub fn record(&mut self, entry: LedgerEntry) {
         self.latency_us.saturating_record(entry.latency_us.max(1));
+        if let Some(a) = self.settling.as_mut().and_then(|s| s.audit.as_mut()) {
+            a.note_request(&entry);
+        }
         match &mut self.settling {
             Some(s) if s.deletes && entry.outcome.is_created() && entry.sandbox_id.is_some() => {
                 s.pending.insert(entry.index, entry);
             }
-            Some(s) => s.fold.settle(entry),
+            Some(s) => {
+                if s.audit.is_some() && audit_reads(&entry) {
+                    self.entries.push(entry.clone());
+                }
+                s.fold.settle(entry)
+            }
             None => {
                 self.positions.insert(entry.index, self.entries.len());
                 self.entries.push(entry);
@@ -227,6 +362,16 @@ impl Ledger {
         if let Some(s) = &mut self.settling {
             if let Some(mut e) = s.pending.remove(&index) {
                 e.deleted = Some(outcome);
+                if let Some(a) = &s.audit {
+                    // A second 201 of a settled id stays whole: the audit names it.
+                    let digested = match (&e.sandbox_id, audit_reads(&e)) {
+                        (Some(id), false) => a.settled.insert(id),
+                        _ => false,
+                    };
+                    if !digested {
+                        self.entries.push(e.clone());
+                    }
+                }
                 s.fold.settle(e);
             }
             return;
@@ -252,6 +397,9 @@ impl Ledger {
             let mut left: Vec<LedgerEntry> = s.pending.drain().map(|(_, e)| e).collect();
             left.sort_by_key(|e| e.index);
             for e in left {
+                if s.audit.is_some() {
+                    self.entries.push(e.clone());
+                }
                 s.fold.settle(e);
             }
         }
@@ -357,6 +505,20 @@ impl Ledger {
         late.sort_by(f64::total_cmp);
         let at = |q: f64| late[((late.len() - 1) as f64 * q).round() as usize];
         Some((at(0.5), at(0.99), at(1.0)))
+    }
+}
+
+/// `e` as the fault windows read it.
+fn request_record(e: &LedgerEntry) -> RequestRecord<'_> {
+    let latency_ms = e.latency_us as f64 / 1000.0;
+    RequestRecord {
+        sent_ms: e.sent_ms,
+        // When the client got its answer.
+        done_ms: e.intended_ms + latency_ms,
+        latency_ms,
+        created: e.outcome.is_created(),
+        timed_out: e.outcome == Outcome::Status(504),
+        node: e.node.as_deref(),
     }
 }
 

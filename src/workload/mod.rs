@@ -18,8 +18,10 @@ mod request;
 
 /// The API key a run sends (defined below the harness's layers in [`crate::api_key`]).
 pub use crate::api_key::ApiKey;
-pub use driver::{run_workload, WorkloadError, WorkloadOutput, WorkloadRun, GATE_WAIT};
-pub use ledger::{Ledger, LedgerEntry, Limit, LimitKind, Outcome};
+pub use driver::{
+    run_workload, LedgerAudit, WorkloadError, WorkloadOutput, WorkloadRun, GATE_WAIT,
+};
+pub use ledger::{client_deleted, Ledger, LedgerEntry, Limit, LimitKind, Outcome};
 pub use lifecycle::{StepEntry, StepKind};
 pub use limited::LimitRetry;
 pub use live::{LiveCounts, Tail};

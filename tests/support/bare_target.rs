@@ -119,6 +119,7 @@ where
 pub fn burst(targets: Vec<String>, count: usize) -> WorkloadRun {
     WorkloadRun {
         keep_entries: true,
+        audit: None,
         placements: None,
         targets,
         api_key: ApiKey::new("e2b_test"),

@@ -86,6 +86,7 @@ async fn serve(answer: Answer) -> (String, Arc<Mutex<Vec<Instant>>>) {
 fn workload(url: String, count: usize, retry: Option<LimitRetry>) -> WorkloadRun {
     WorkloadRun {
         keep_entries: true,
+        audit: None,
         placements: None,
         targets: vec![url],
         api_key: ApiKey::new("k"),
