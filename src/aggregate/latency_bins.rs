@@ -12,10 +12,13 @@ use crate::report::{LatencyBin, LatencyOverTime};
 /// bins, neighbours merge and the width doubles, so a run of any length holds at most
 /// that many.
 ///
-/// A bin [`PACK_AFTER_MS`] older than the newest intended time recorded is packed
+/// A bin older than the newest intended time recorded by its pack delay is packed
 /// (HdrHistogram's V2 encoding, lossless: about a hundred bytes for a second of
-/// creates), so a long run holds a few open bins, not 600 of 13 KB; a late answer into
-/// a packed bin unpacks it.
+/// creates), so a run holds a few open bins, not 600 of 13 KB; a late answer into a
+/// packed bin unpacks it. The delay starts at [`MIN_PACK_AFTER_MS`] and grows to twice
+/// the longest lag seen (how far behind the newest intended time a record came, as a
+/// run with lifetimes records a create when its delete is answered), up to
+/// [`PACK_AFTER_MS`].
 #[derive(Debug)]
 pub struct LatencyBins {
     bin_ms: f64,
@@ -26,12 +29,18 @@ pub struct LatencyBins {
     packed_below: usize,
     /// Packed bins a late answer opened again, to pack at the next sweep.
     reopened: Vec<usize>,
+    /// How far behind the newest intended time a bin is packed, ms.
+    pack_after_ms: f64,
 }
 
-/// How long after its end (by intended times recorded since) a bin is packed: past a
-/// create's deadline, so that answers rarely land in a packed bin (an assumption: 2
+/// The longest a bin stays open after its end (by intended times recorded since): past
+/// a create's deadline, so that answers rarely land in a packed bin (an assumption: 2
 /// minutes, twice the longest default request deadline).
 pub const PACK_AFTER_MS: f64 = 120_000.0;
+
+/// The shortest: records come at most this far behind the newest in a run whose answers
+/// come within a few seconds (an assumption: 10 s, several times a loaded run's p99).
+pub const MIN_PACK_AFTER_MS: f64 = 10_000.0;
 
 #[derive(Debug, Default)]
 enum Bin {
@@ -90,6 +99,7 @@ impl Default for LatencyBins {
             newest_ms: 0.0,
             packed_below: 0,
             reopened: Vec::new(),
+            pack_after_ms: MIN_PACK_AFTER_MS,
         }
     }
 }
@@ -114,15 +124,19 @@ impl LatencyBins {
             self.reopened.push(bin);
         }
         self.bins[bin].open().saturating_record(latency_us.max(1));
+        let lag = self.newest_ms - intended_ms;
+        if 2.0 * lag > self.pack_after_ms {
+            self.pack_after_ms = (2.0 * lag).min(PACK_AFTER_MS);
+        }
         if intended_ms > self.newest_ms {
             self.newest_ms = intended_ms;
             self.pack_old();
         }
     }
 
-    /// Packs the bins that ended [`PACK_AFTER_MS`] before the newest intended time.
+    /// Packs the bins that ended the pack delay before the newest intended time.
     fn pack_old(&mut self) {
-        let old = ((self.newest_ms - PACK_AFTER_MS).max(0.0) / self.bin_ms) as usize;
+        let old = ((self.newest_ms - self.pack_after_ms).max(0.0) / self.bin_ms) as usize;
         let old = old.min(self.bins.len());
         for b in self.bins[self.packed_below.min(old)..old].iter_mut() {
             b.pack();
@@ -250,6 +264,24 @@ mod tests {
                 "bin {s}"
             );
         }
+    }
+
+    #[test]
+    fn bins_stay_open_only_as_long_as_records_lag() {
+        let mut bins = LatencyBins::default();
+        let open = |b: &LatencyBins| b.bins.iter().filter(|b| matches!(b, Bin::Open(_))).count();
+        for s in 0..300 {
+            bins.record(s as f64 * 1000.0, 1000);
+        }
+        assert!(open(&bins) <= 12, "{} bins open", open(&bins));
+        // A record 29 s behind the newest (299 s): bins now stay open for 58 s.
+        bins.record(270_000.0, 1000);
+        for s in 300..400 {
+            bins.record(s as f64 * 1000.0, 1000);
+        }
+        let n = open(&bins);
+        assert!((55..=62).contains(&n), "{n} bins open");
+        assert_eq!(bins.pack_after_ms, 58_000.0);
     }
 
     #[test]
