@@ -16,7 +16,8 @@
 //! between. No network and no clock: the figures are exact for the stream and do not
 //! depend on the machine's load.
 //!
-//! `cargo bench --bench ledger_memory`; sizes from `BENCH_RATE`, `BENCH_SECS`.
+//! `cargo bench --bench ledger_memory`; sizes from `BENCH_RATE`, `BENCH_SECS`;
+//! `BENCH_TRACE=1` prints the live heap every 5 s of stream time on stderr.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::VecDeque;
@@ -67,6 +68,7 @@ enum Keep {
 
 /// Live heap bytes at FROM and TO seconds of the stream, and the creates in between.
 fn stream(keep: Keep, rate: u64, secs: u64, from: u64, to: u64) -> (i64, i64, u64) {
+    let trace = std::env::var_os("BENCH_TRACE").is_some();
     let settled = SettledIds::default();
     let mut ledger = match keep {
         Keep::Bounded => Ledger::bounded(RunShape::Paced, true),
@@ -84,6 +86,9 @@ fn stream(keep: Keep, rate: u64, secs: u64, from: u64, to: u64) -> (i64, i64, u6
         }
         if second == to {
             at_to = LIVE.load(Ordering::Relaxed);
+        }
+        if trace && second % 5 == 0 {
+            eprintln!("{keep:?} {second} s: {} bytes live", LIVE.load(Ordering::Relaxed));
         }
         for k in 0..rate {
             let t_ms = (second * 1000) as f64 + k as f64 * 1000.0 / rate as f64;

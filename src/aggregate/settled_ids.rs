@@ -12,8 +12,7 @@
 //! each over a different prefix byte and the id. Two ids of one run share a digest with
 //! probability about n^2 / 2^129 (n ids): under 10^-24 for a day at 1,000 creates/s.
 
-use std::collections::HashSet;
-use std::hash::{BuildHasherDefault, DefaultHasher, Hash, Hasher};
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The digests of the sandbox ids a run has settled (see the module doc). Clones share
@@ -23,8 +22,74 @@ pub struct SettledIds {
     set: Arc<Mutex<DigestSet>>,
 }
 
-/// A set of digests, hashed by their own low bits (they are uniform already).
-type DigestSet = HashSet<u128, BuildHasherDefault<LowBits>>;
+/// Digests kept in sorted runs, 16 bytes each and no more: a sorted buffer of at most
+/// [`BUFFER`] digests, and sorted levels of [`BUFFER`] times distinct powers of two,
+/// longest first, like the digits of a binary counter (a full buffer becomes a level;
+/// two levels of one length are merged into a vector of exactly their joint length).
+/// A digest is copied about log2(n / BUFFER) times in all, and a lookup is a binary
+/// search per level, of which there are at most that many plus one. A hash set would
+/// take 19 to 38 bytes a digest.
+#[derive(Debug, Default)]
+struct DigestSet {
+    buffer: Vec<u128>,
+    levels: Vec<Vec<u128>>,
+    len: usize,
+}
+
+/// Digests buffered before they form a level.
+const BUFFER: usize = 4096;
+
+impl DigestSet {
+    fn contains(&self, d: u128) -> bool {
+        self.buffer.binary_search(&d).is_ok()
+            || self.levels.iter().any(|l| l.binary_search(&d).is_ok())
+    }
+
+    fn insert(&mut self, d: u128) -> bool {
+        if self.levels.iter().any(|l| l.binary_search(&d).is_ok()) {
+            return false;
+        }
+        let Err(at) = self.buffer.binary_search(&d) else {
+            return false;
+        };
+        if self.buffer.capacity() == 0 {
+            self.buffer.reserve_exact(BUFFER);
+        }
+        self.buffer.insert(at, d);
+        self.len += 1;
+        if self.buffer.len() == BUFFER {
+            let full = std::mem::replace(&mut self.buffer, Vec::with_capacity(BUFFER));
+            self.levels.push(full);
+            while let [.., big, small] = &self.levels[..] {
+                if small.len() < big.len() {
+                    break;
+                }
+                let small = self.levels.pop().unwrap_or_default();
+                let big = self.levels.pop().unwrap_or_default();
+                self.levels.push(merge(&big, &small));
+            }
+        }
+        true
+    }
+}
+
+/// Two sorted runs of distinct digests as one, in a vector of exactly their length.
+fn merge(a: &[u128], b: &[u128]) -> Vec<u128> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        if a[i] < b[j] {
+            out.push(a[i]);
+            i += 1;
+        } else {
+            out.push(b[j]);
+            j += 1;
+        }
+    }
+    out.extend_from_slice(&a[i..]);
+    out.extend_from_slice(&b[j..]);
+    out
+}
 
 impl SettledIds {
     /// Adds `id`; false when it was already there (a second settle of one id).
@@ -34,12 +99,12 @@ impl SettledIds {
 
     /// Whether `id` was settled.
     pub fn contains(&self, id: &str) -> bool {
-        self.lock().contains(&digest(id))
+        self.lock().contains(digest(id))
     }
 
     /// Ids settled so far.
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().len
     }
 
     /// Whether none was settled.
@@ -52,8 +117,9 @@ impl SettledIds {
         SettledView { set: self.lock() }
     }
 
-    /// The set; a panic while it was held cannot leave it half-updated (an insert is
-    /// one call), so a poisoned lock is taken as it is.
+    /// The set; a panic while it was held cannot leave it half-updated (an insert
+    /// completes before a level is merged, and a merge replaces its two levels with one
+    /// only once built), so a poisoned lock is taken as it is.
     fn lock(&self) -> MutexGuard<'_, DigestSet> {
         self.set.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -68,7 +134,7 @@ pub struct SettledView<'a> {
 impl SettledView<'_> {
     /// Whether `id` was settled.
     pub fn contains(&self, id: &str) -> bool {
-        self.set.contains(&digest(id))
+        self.set.contains(digest(id))
     }
 }
 
@@ -81,27 +147,6 @@ fn digest(id: &str) -> u128 {
         h.finish()
     };
     (u128::from(half(0)) << 64) | u128::from(half(1))
-}
-
-/// Hashes a digest by its low 64 bits.
-#[derive(Debug, Default)]
-struct LowBits(u64);
-
-impl Hasher for LowBits {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        // Only u128 digests are hashed (`write_u128`); any other input is folded in.
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
-        }
-    }
-
-    fn write_u128(&mut self, v: u128) {
-        self.0 = v as u64;
-    }
 }
 
 #[cfg(test)]
@@ -117,6 +162,27 @@ mod tests {
         assert!(b.contains("isb-1") && !b.contains("isb-2"));
         assert_eq!(a.len(), 1);
         assert!(a.view().contains("isb-1"));
+    }
+
+    #[test]
+    fn many_ids_are_found_once_across_levels_at_16_bytes_each() {
+        let ids = SettledIds::default();
+        let n = 5 * BUFFER + 123;
+        for i in 0..n {
+            assert!(ids.insert(&format!("i{i:020}")), "{i} new");
+        }
+        for i in (0..n).step_by(97) {
+            assert!(!ids.insert(&format!("i{i:020}")), "{i} again");
+            assert!(ids.contains(&format!("i{i:020}")));
+        }
+        assert!(!ids.contains("i-never"));
+        assert_eq!(ids.len(), n);
+        let set = ids.lock();
+        let held: usize = set.levels.iter().map(Vec::capacity).sum();
+        assert_eq!(held + set.buffer.len(), n, "levels hold exactly their digests");
+        let lens: Vec<usize> = set.levels.iter().map(Vec::len).collect();
+        assert!(lens.windows(2).all(|w| w[0] > w[1]), "{lens:?}");
+        assert_eq!(lens, [4 * BUFFER, BUFFER]);
     }
 
     #[test]

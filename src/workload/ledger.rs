@@ -166,8 +166,9 @@ pub struct Ledger {
 /// What a bounded ledger holds.
 #[derive(Debug)]
 struct Settling {
-    /// 201s whose delete is still to come, by slot.
-    pending: HashMap<usize, LedgerEntry>,
+    /// 201s whose delete is still to come, by slot. A B-tree: its memory follows the
+    /// creates alive (a hash map's capacity settles at twice their peak, in steps).
+    pending: BTreeMap<usize, LedgerEntry>,
     /// Whether each 201 gets a delete (the workload gives sandboxes a lifetime).
     deletes: bool,
     fold: SettledCreates,
@@ -268,7 +269,7 @@ impl Ledger {
     pub fn bounded(shape: RunShape, deletes: bool) -> Self {
         Ledger {
             settling: Some(Settling {
-                pending: HashMap::new(),
+                pending: BTreeMap::new(),
                 deletes,
                 fold: SettledCreates::new(shape),
                 audit: None,
@@ -394,9 +395,7 @@ impl Ledger {
     pub fn finish(&mut self) {
         if let Some(s) = &mut self.settling {
             // Deletes that never came (a cancelled run): settled as not deleted.
-            let mut left: Vec<LedgerEntry> = s.pending.drain().map(|(_, e)| e).collect();
-            left.sort_by_key(|e| e.index);
-            for e in left {
+            for e in std::mem::take(&mut s.pending).into_values() {
                 if s.audit.is_some() {
                     self.entries.push(e.clone());
                 }
