@@ -2,9 +2,10 @@
 # An embedded `stampede run` (service and mock nodes in the one process) at RATE creates/s
 # (default 200) for SECONDS (default 120), 10 s lifetimes, with the set audit's `lost` and
 # `duplicated` checks on; `--no-audit` runs the same profile without them. Prints the
-# process's VmRSS once a second (`t_s rss_kib`), then its growth in bytes per create
-# between FROM and TO seconds (defaults 40 and 115): the end-to-end difference and a
-# least-squares slope over the samples between, both over RATE * (TO - FROM) creates.
+# process's VmRSS and open descriptors once a second from the workload's gate
+# (`t_s rss_kib fds`), then its growth in bytes per create between FROM and TO seconds
+# (defaults 40 and 115): the end-to-end difference and a least-squares slope over the
+# samples between, both over RATE * (TO - FROM) creates.
 # Needs a release build: cargo build --release --bin stampede.
 # Run it niced: nice -n 10 scripts/soak-audit-rss.sh [--no-audit] [SECONDS] [RATE]
 set -euo pipefail
@@ -55,7 +56,8 @@ grep -qs "workload gate open" "$tmp/err" || { echo "no gate in 30 s" >&2; tail -
 t=0
 while kill -0 "$run" 2>/dev/null && [ "$t" -le "$secs" ]; do
   kib=$(awk '/VmRSS/ {print $2}' "/proc/$run/status" 2>/dev/null || echo nan)
-  echo "$t $kib" | tee -a "$tmp/samples"
+  fds=$(find "/proc/$run/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
+  echo "$t $kib $fds" | tee -a "$tmp/samples"
   sleep 1; t=$((t + 1))
 done
 wait "$run" && code=0 || code=$?
