@@ -40,6 +40,9 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .merge(super::lifecycle_api::router())
         .merge(super::snapshot_api::router())
         .fallback(not_found)
+        // A served path's other methods: 501 for E2B's (e.g. `GET /templates/{id}`,
+        // where serve has only the DELETE), else 405 (not axum's bare 405).
+        .method_not_allowed_fallback(not_found)
         .with_state(shared)
 }
 
@@ -88,7 +91,10 @@ async fn evicted(
     Ok(Json(EvictedIds { sandbox_ids }))
 }
 
-async fn not_found(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {
+async fn not_found(
+    method: axum::http::Method,
+    uri: axum::http::Uri,
+) -> super::unsupported::Unrouted {
     super::unsupported::unrouted(&method, uri.path())
 }
 

@@ -1,8 +1,10 @@
 //! The routes of E2B's API that `stampede serve` does not answer: each is answered 501
 //! naming it as not supported, so that an SDK does not read a missing route as a
-//! missing sandbox (a 404). Any other unknown route stays 404 `no such route`.
+//! missing sandbox (a 404). A method that neither E2B nor serve has on a known path is
+//! 405 with `Allow`; any other unknown route stays 404 `no such route`.
 
-use axum::http::{Method, StatusCode};
+use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
 
 use super::error::ApiError;
 
@@ -75,6 +77,16 @@ const E2B_OPERATIONS: &[(&str, &str)] = &[
     ("DELETE", "/secrets/{secretID}"),
 ];
 
+/// serve's operations that E2B's spec does not list (its own admin and metrics routes,
+/// and the `/v2` create and connect that E2B's handlers answer outside the spec).
+const SERVE_OWN_OPERATIONS: &[(&str, &str)] = &[
+    ("GET", "/metrics"),
+    ("GET", "/admin/counters"),
+    ("GET", "/admin/evicted"),
+    ("POST", "/v2/sandboxes"),
+    ("POST", "/v2/sandboxes/{sandboxID}/connect"),
+];
+
 /// Whether `path` fits the template `tmpl` (a `{name}` segment fits any one segment).
 fn fits(tmpl: &str, path: &str) -> bool {
     let (mut t, mut p) = (tmpl.split('/'), path.split('/'));
@@ -100,15 +112,80 @@ pub(crate) fn e2b_operation(method: &Method, path: &str) -> Option<(&'static str
         .copied()
 }
 
-/// The answer to a request no route of the router took: 501 for an E2B operation
-/// stampede does not serve, else 404 `no such route`.
-pub(crate) fn unrouted(method: &Method, path: &str) -> ApiError {
-    match e2b_operation(method, path) {
-        Some((m, t)) => ApiError::new(
+/// The methods that `path` is answered to (served, or 501 as E2B's), in the order of
+/// the tables, each once; empty for a path neither E2B nor serve has.
+fn methods_of(path: &str) -> Vec<&'static str> {
+    let mut methods: Vec<&'static str> = Vec::new();
+    for (m, t) in E2B_OPERATIONS.iter().chain(SERVE_OWN_OPERATIONS) {
+        if fits(t, path) && !methods.contains(m) {
+            methods.push(m);
+        }
+    }
+    methods
+}
+
+/// How a request that no handler took is answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Unrouted {
+    /// An E2B operation serve lacks: 501 naming it.
+    Unsupported(ApiError),
+    /// A known path with a method neither E2B nor serve has: 405 listing the methods.
+    MethodNotAllowed {
+        /// The answer's body.
+        error: ApiError,
+        /// The methods of the path, as the `Allow` header lists them.
+        allow: String,
+    },
+    /// A path neither E2B nor serve has: 404 `no such route`.
+    NoSuchRoute(ApiError),
+}
+
+#[cfg(test)]
+impl Unrouted {
+    /// The JSON error of the answer.
+    pub(crate) fn error(&self) -> &ApiError {
+        match self {
+            Unrouted::Unsupported(e) | Unrouted::NoSuchRoute(e) => e,
+            Unrouted::MethodNotAllowed { error, .. } => error,
+        }
+    }
+}
+
+impl IntoResponse for Unrouted {
+    fn into_response(self) -> Response {
+        match self {
+            Unrouted::Unsupported(e) | Unrouted::NoSuchRoute(e) => e.into_response(),
+            Unrouted::MethodNotAllowed { error, allow } => {
+                let mut res = error.into_response();
+                if let Ok(v) = HeaderValue::from_str(&allow) {
+                    res.headers_mut().insert(header::ALLOW, v);
+                }
+                res
+            }
+        }
+    }
+}
+
+/// The answer to a request no handler took (no route for the path, or none for the
+/// method on a served path): 501 for an E2B operation stampede does not serve, 405 for
+/// another method on a path that E2B or serve has, else 404 `no such route`.
+pub(crate) fn unrouted(method: &Method, path: &str) -> Unrouted {
+    if let Some((m, t)) = e2b_operation(method, path) {
+        return Unrouted::Unsupported(ApiError::new(
             StatusCode::NOT_IMPLEMENTED,
             format!("{m} {t} is not supported by stampede serve"),
+        ));
+    }
+    let methods = methods_of(path);
+    if methods.is_empty() {
+        return Unrouted::NoSuchRoute(ApiError::new(StatusCode::NOT_FOUND, "no such route"));
+    }
+    Unrouted::MethodNotAllowed {
+        error: ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            format!("{method} is not a method of {path}"),
         ),
-        None => ApiError::new(StatusCode::NOT_FOUND, "no such route"),
+        allow: methods.join(", "),
     }
 }
 
@@ -118,7 +195,8 @@ mod tests {
 
     #[test]
     fn an_e2b_route_stampede_lacks_is_named_501() {
-        let e = unrouted(&Method::PUT, "/sandboxes/abc/network");
+        let u = unrouted(&Method::PUT, "/sandboxes/abc/network");
+        let e = u.error();
         assert_eq!(e.code, 501);
         assert!(
             e.message.contains("/sandboxes/{sandboxID}/network"),
@@ -130,7 +208,31 @@ mod tests {
 
     #[test]
     fn a_route_e2b_lacks_is_404() {
-        assert_eq!(unrouted(&Method::GET, "/nope").code, 404);
-        assert_eq!(unrouted(&Method::GET, "/sandboxes//network").code, 404);
+        assert_eq!(unrouted(&Method::GET, "/nope").error().code, 404);
+        assert_eq!(
+            unrouted(&Method::GET, "/sandboxes//network").error().code,
+            404
+        );
+    }
+
+    #[test]
+    fn another_method_on_a_known_path_is_405_listing_its_methods() {
+        match unrouted(&Method::TRACE, "/teams") {
+            Unrouted::MethodNotAllowed { error, allow } => {
+                assert_eq!(error.code, 405);
+                assert_eq!(allow, "GET");
+            }
+            other => panic!("{other:?}"),
+        }
+        match unrouted(&Method::PUT, "/templates/abc") {
+            Unrouted::MethodNotAllowed { allow, .. } => {
+                assert_eq!(allow, "GET, POST, DELETE, PATCH")
+            }
+            other => panic!("{other:?}"),
+        }
+        match unrouted(&Method::DELETE, "/v2/sandboxes") {
+            Unrouted::MethodNotAllowed { allow, .. } => assert_eq!(allow, "GET, POST"),
+            other => panic!("{other:?}"),
+        }
     }
 }
