@@ -39,6 +39,9 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/nodes/{node_id}", get(node_detail).post(change_status))
         .merge(super::lifecycle_api::router())
         .merge(super::snapshot_api::router())
+        // E2B's `/templates/tags` (not implemented), which `/templates/{templateID}`
+        // would otherwise take: a DELETE of it is no snapshot delete.
+        .route("/templates/tags", axum::routing::any(not_found))
         .fallback(not_found)
         // A served path's other methods: 501 for E2B's (e.g. `GET /templates/{id}`,
         // where serve has only the DELETE), else 405 (not axum's bare 405).

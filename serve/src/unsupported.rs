@@ -94,7 +94,7 @@ fn fits(tmpl: &str, path: &str) -> bool {
         match (t.next(), p.next()) {
             (None, None) => return true,
             (Some(ts), Some(ps)) => {
-                let any = ts.starts_with('{') && ts.ends_with('}') && !ps.is_empty();
+                let any = is_param(ts) && !ps.is_empty();
                 if !any && ts != ps {
                     return false;
                 }
@@ -104,20 +104,42 @@ fn fits(tmpl: &str, path: &str) -> bool {
     }
 }
 
-/// The E2B operation `method path` is, if it is one.
-pub(crate) fn e2b_operation(method: &Method, path: &str) -> Option<(&'static str, &'static str)> {
+/// Whether a segment of a path template is a parameter (`{name}`).
+fn is_param(segment: &str) -> bool {
+    segment.starts_with('{') && segment.ends_with('}')
+}
+
+/// The path template of E2B's or serve's that `path` is, as a router picks it: of the
+/// templates `path` fits, the one whose first differing segment is literal (so
+/// `/templates/tags` is not `/templates/{templateID}`, nor `/sandboxes/metrics`
+/// `/sandboxes/{sandboxID}`).
+fn path_template(path: &str) -> Option<&'static str> {
     E2B_OPERATIONS
         .iter()
-        .find(|(m, t)| *m == method.as_str() && fits(t, path))
+        .chain(SERVE_OWN_OPERATIONS)
+        .map(|(_, t)| *t)
+        .filter(|t| fits(t, path))
+        .min_by_key(|t| t.split('/').map(is_param).collect::<Vec<bool>>())
+}
+
+/// The E2B operation `method path` is, if it is one.
+pub(crate) fn e2b_operation(method: &Method, path: &str) -> Option<(&'static str, &'static str)> {
+    let tmpl = path_template(path)?;
+    E2B_OPERATIONS
+        .iter()
+        .find(|(m, t)| *m == method.as_str() && *t == tmpl)
         .copied()
 }
 
 /// The methods that `path` is answered to (served, or 501 as E2B's), in the order of
 /// the tables, each once; empty for a path neither E2B nor serve has.
 fn methods_of(path: &str) -> Vec<&'static str> {
+    let Some(tmpl) = path_template(path) else {
+        return Vec::new();
+    };
     let mut methods: Vec<&'static str> = Vec::new();
     for (m, t) in E2B_OPERATIONS.iter().chain(SERVE_OWN_OPERATIONS) {
-        if fits(t, path) && !methods.contains(m) {
+        if *t == tmpl && !methods.contains(m) {
             methods.push(m);
         }
     }
@@ -232,6 +254,18 @@ mod tests {
         }
         match unrouted(&Method::DELETE, "/v2/sandboxes") {
             Unrouted::MethodNotAllowed { allow, .. } => assert_eq!(allow, "GET, POST"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_literal_segment_beats_a_parameter() {
+        let named = |m: Method, p: &str| unrouted(&m, p).error().message.clone();
+        assert!(named(Method::DELETE, "/templates/tags").starts_with("DELETE /templates/tags "));
+        assert!(named(Method::POST, "/templates/tags").starts_with("POST /templates/tags "));
+        assert!(named(Method::POST, "/templates/base").starts_with("POST /templates/{templateID} "));
+        match unrouted(&Method::DELETE, "/sandboxes/metrics") {
+            Unrouted::MethodNotAllowed { allow, .. } => assert_eq!(allow, "GET"),
             other => panic!("{other:?}"),
         }
     }

@@ -59,10 +59,11 @@ echo "=== schemathesis ($("$py" -m schemathesis.cli --version))"
 # `sandbox_availability`, which also knows that a pause or a timeout takes a sandbox out of
 # the running set (E2B then answers 404 on its running-sandbox routes).
 [ "${SKIP_SCHEMATHESIS:-}" = 1 ] || (cd "$work" && \
-    SCHEMATHESIS_HOOKS="$root/tests/sdk/schemathesis_hooks.py" "$py" -m schemathesis.cli run \
+    SCHEMATHESIS_HOOKS="$root/tests/sdk/schemathesis_hooks.py" "$py" -m schemathesis.cli \
+    --config-file "$root/tests/sdk/schemathesis.toml" run \
     "$root/openapi/stampede-e2b.yaml" --url "$url" --checks all --no-color \
     --exclude-checks ensure_resource_availability \
-    --seed "${SCHEMATHESIS_SEED:-2201}" \
+    --seed "${SCHEMATHESIS_SEED:-2201}" --max-examples "${SCHEMATHESIS_MAX_EXAMPLES:-50}" \
     -H "X-API-Key: $api_key" -H "X-Admin-Token: $admin_token")
 
 echo "=== e2b Python SDK"

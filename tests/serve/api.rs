@@ -407,3 +407,42 @@ async fn another_method_on_a_served_path_is_501_or_405_not_a_bare_405() {
     assert_eq!(r.status().as_u16(), 404);
     rig.stop().await;
 }
+
+/// `DELETE /templates/tags` (E2B's tag removal, not implemented) was taken as the delete
+/// of a snapshot template named `tags`: it is 501, and the snapshot stays (deletable by
+/// its id, as in E2B, whose router also prefers the literal path).
+#[tokio::test]
+async fn delete_of_templates_tags_is_501_not_a_snapshot_delete() {
+    let rig = Rig::start(cluster(1, &[]), serve_config(AccountingMode::Reported)).await;
+    let (status, body) = rig.create(json!({"templateID": "base"})).await;
+    assert_eq!(status, 201, "{body}");
+    let id = body["sandboxID"].as_str().unwrap().to_string();
+    let (status, snap) = rig
+        .post(
+            &format!("/sandboxes/{id}/snapshots"),
+            Some(json!({"name": "tags"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{snap}");
+    let r = rig
+        .http
+        .delete(rig.url("/templates/tags"))
+        .header("X-API-Key", DEFAULT_API_KEY)
+        .send()
+        .await
+        .expect("request sent");
+    assert_eq!(r.status().as_u16(), 501);
+    let err: Value = r.json().await.expect("a JSON error");
+    assert_eq!(
+        err["message"],
+        "DELETE /templates/tags is not supported by stampede serve"
+    );
+    let (status, page) = rig.get_json("/snapshots?name=tags").await;
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(
+        page.as_array().map(Vec::len),
+        Some(1),
+        "the snapshot stays: {page}"
+    );
+    rig.stop().await;
+}
