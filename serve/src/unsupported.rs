@@ -269,4 +269,33 @@ mod tests {
             other => panic!("{other:?}"),
         }
     }
+
+    /// `openapi/stampede-e2b.yaml` lists every E2B operation (so that schemathesis runs
+    /// over all of them) and no operation beyond E2B's and serve's own.
+    #[test]
+    fn the_document_lists_every_e2b_operation() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../openapi/stampede-e2b.yaml");
+        let text = std::fs::read_to_string(path).expect("the document");
+        let doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).expect("YAML");
+        let mut listed = std::collections::BTreeSet::new();
+        for (p, ops) in doc["paths"].as_mapping().expect("paths") {
+            for (m, _) in ops.as_mapping().expect("operations") {
+                let m = m.as_str().expect("method").to_ascii_uppercase();
+                listed.insert((m, p.as_str().expect("path").to_string()));
+            }
+        }
+        for (m, t) in E2B_OPERATIONS {
+            assert!(
+                listed.contains(&(m.to_string(), t.to_string())),
+                "{m} {t} not listed"
+            );
+        }
+        for (m, t) in &listed {
+            let known = E2B_OPERATIONS
+                .iter()
+                .chain(SERVE_OWN_OPERATIONS)
+                .any(|(km, kt)| km == m && kt == t);
+            assert!(known, "{m} {t} is neither E2B's nor serve's");
+        }
+    }
 }
