@@ -77,8 +77,9 @@ const E2B_OPERATIONS: &[(&str, &str)] = &[
     ("DELETE", "/secrets/{secretID}"),
 ];
 
-/// serve's operations that E2B's spec does not list (its own admin and metrics routes,
-/// and the `/v2` create and connect that E2B's handlers answer outside the spec).
+/// serve's operations that E2B's spec does not list: its own admin and metrics routes,
+/// and the `/v2` create and connect that the current SDKs call (from the SDKs' bundled
+/// API schema; not in the e2b-dev/infra snapshot followed here).
 const SERVE_OWN_OPERATIONS: &[(&str, &str)] = &[
     ("GET", "/metrics"),
     ("GET", "/admin/counters"),
