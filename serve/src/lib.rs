@@ -10,7 +10,7 @@
 //! answers 204 without authentication, `GET /metrics` (Prometheus) too; every other
 //! route needs `X-API-Key` (default [`DEFAULT_API_KEY`]) but `/nodes`, which needs
 //! `X-Admin-Token` only (E2B's `AdminApiKeyAuth`). Parameters and bodies are checked as
-//! E2B's spec types them (module `params`); `openapi/stampede-e2b.yaml` describes the subset. A create asking for more vCPU or memory than the largest known node
+//! E2B's spec types them (module `params`); `openapi/stampede-e2b.yaml` describes it, E2B's operations that serve lacks as the 501 they get (module `unsupported`). A create asking for more vCPU or memory than the largest known node
 //! reports, or with metadata beyond the caps of module `limits` (e.g. [`MAX_METADATA_KEYS`]), is a 400.
 //!
 //! Connections are bounded by [`ServeConfig::header_read_timeout`] and

@@ -39,7 +39,13 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/nodes/{node_id}", get(node_detail).post(change_status))
         .merge(super::lifecycle_api::router())
         .merge(super::snapshot_api::router())
+        // E2B's `/templates/tags` (not implemented), which `/templates/{templateID}`
+        // would otherwise take: a DELETE of it is no snapshot delete.
+        .route("/templates/tags", axum::routing::any(not_found))
         .fallback(not_found)
+        // A served path's other methods: 501 for E2B's (e.g. `GET /templates/{id}`,
+        // where serve has only the DELETE), else 405 (not axum's bare 405).
+        .method_not_allowed_fallback(not_found)
         .with_state(shared)
 }
 
@@ -88,7 +94,10 @@ async fn evicted(
     Ok(Json(EvictedIds { sandbox_ids }))
 }
 
-async fn not_found(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {
+async fn not_found(
+    method: axum::http::Method,
+    uri: axum::http::Uri,
+) -> super::unsupported::Unrouted {
     super::unsupported::unrouted(&method, uri.path())
 }
 

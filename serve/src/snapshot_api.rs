@@ -54,7 +54,8 @@ pub(crate) fn router() -> Router<Arc<Shared>> {
 }
 
 /// `DELETE /templates/{templateID}` (the SDKs' `delete_snapshot`): the snapshot template
-/// named by id or alias is removed with its builds, 204; 404 when there is none.
+/// named by id or alias is removed with its builds, 204; 404 when there is none (E2B's
+/// message of `cache/templates/errors.go`).
 async fn delete_snapshot(
     State(shared): State<Arc<Shared>>,
     _auth: ApiKeyAuth,
@@ -66,7 +67,7 @@ async fn delete_snapshot(
     } else {
         Err(ApiError::new(
             StatusCode::NOT_FOUND,
-            format!("Template '{}' not found", name.alias),
+            format!("template '{}' not found", name.alias),
         ))
     }
 }

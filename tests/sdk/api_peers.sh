@@ -54,15 +54,17 @@ echo "stampede serve:  $url"
 echo "=== schemathesis ($("$py" -m schemathesis.cli --version))"
 # From the temporary directory: schemathesis keeps a cache in its working directory.
 # A fixed seed keeps the generated cases repeatable; explore others with SCHEMATHESIS_SEED.
+# SCHEMATHESIS_SPEC runs another document (E2B's own spec/openapi.yml, docs/reference.md).
 # The stateful phase still follows the server's answers, so which scenarios run varies.
 # `ensure_resource_availability` is replaced by tests/sdk/schemathesis_hooks.py's
 # `sandbox_availability`, which also knows that a pause or a timeout takes a sandbox out of
 # the running set (E2B then answers 404 on its running-sandbox routes).
 [ "${SKIP_SCHEMATHESIS:-}" = 1 ] || (cd "$work" && \
-    SCHEMATHESIS_HOOKS="$root/tests/sdk/schemathesis_hooks.py" "$py" -m schemathesis.cli run \
-    "$root/openapi/stampede-e2b.yaml" --url "$url" --checks all --no-color \
+    SCHEMATHESIS_HOOKS="$root/tests/sdk/schemathesis_hooks.py" "$py" -m schemathesis.cli \
+    --config-file "$root/tests/sdk/schemathesis.toml" run \
+    "${SCHEMATHESIS_SPEC:-$root/openapi/stampede-e2b.yaml}" --url "$url" --checks all --no-color \
     --exclude-checks ensure_resource_availability \
-    --seed "${SCHEMATHESIS_SEED:-2201}" \
+    --seed "${SCHEMATHESIS_SEED:-2201}" --max-examples "${SCHEMATHESIS_MAX_EXAMPLES:-50}" \
     -H "X-API-Key: $api_key" -H "X-Admin-Token: $admin_token")
 
 echo "=== e2b Python SDK"

@@ -1,6 +1,14 @@
 // The official E2B JS SDK (`npm install e2b`) against `stampede serve`.
 // Environment: E2B_API_URL, E2B_API_KEY, MOCK_ADMIN (mock-node fleet admin URL).
-import { Sandbox, AuthenticationError, NotFoundError, ApiClient, ConnectionConfig } from 'e2b'
+import {
+  Sandbox,
+  AuthenticationError,
+  NotFoundError,
+  SandboxError,
+  SandboxNotFoundError,
+  ApiClient,
+  ConnectionConfig,
+} from 'e2b'
 import { randomUUID } from 'node:crypto'
 
 const apiUrl = process.env.E2B_API_URL
@@ -172,21 +180,34 @@ check((await Sandbox.kill(sid, opts)) === true, `kill ${sid} -> true`)
 await refused(() => Sandbox.connect(sid, { ...opts, timeoutMs: 60_000 }), 'connect to a killed sandbox -> not found')
 
 // ---- what serve does not have -----------------------------------------------------
+// A 404 on create is no "sandbox not found": the SDK throws its base SandboxError
+// carrying the status and E2B's message (as it does for E2B's own unknown template).
 try {
   await Sandbox.create('nosuchtemplate', { ...opts, timeoutMs: 60_000 })
   check(false, 'a create of an unknown template is refused')
 } catch (e) {
-  check(String(e.message).includes("template 'nosuchtemplate' not found"), `unknown template -> ${e.name}: ${e.message}`)
+  check(
+    e.constructor === SandboxError && e.statusCode === 404 && e.message.includes("template 'nosuchtemplate' not found"),
+    `unknown template -> ${e.constructor.name} (${e.statusCode}): ${e.message}`,
+  )
 }
+// An E2B route serve lacks, on a live sandbox: 501 naming the route, which the SDK
+// throws as its base SandboxError, not SandboxNotFoundError (as a 404 would be).
 {
-  const r = await fetch(`${apiUrl.replace(/\/$/, '')}/sandboxes/${sid}/network`, {
-    method: 'PUT',
-    headers: { 'X-API-Key': process.env.E2B_API_KEY, 'Content-Type': 'application/json' },
-    body: '{}',
-    signal: AbortSignal.timeout(10_000),
-  })
-  const body = await r.json()
-  check(r.status === 501 && body.message.includes('not supported by stampede serve'), `unsupported route -> ${r.status} ${body.message}`)
+  const live = await Sandbox.create('base', { ...opts, timeoutMs: 60_000, metadata: { suite: 'js', run } })
+  try {
+    await live.updateNetwork({ allowOut: ['1.1.1.1'] })
+    check(false, 'updateNetwork (a route serve lacks) is refused')
+  } catch (e) {
+    check(
+      !(e instanceof SandboxNotFoundError) &&
+        e instanceof SandboxError &&
+        e.statusCode === 501 &&
+        e.message.includes('PUT /sandboxes/{sandboxID}/network is not supported by stampede serve'),
+      `updateNetwork -> ${e.constructor.name} (${e.statusCode}): ${e.message}`,
+    )
+  }
+  check((await Sandbox.kill(live.sandboxId, opts)) === true, 'kill the sandbox of the unsupported call')
 }
 
 console.log('js SDK suite: all passed')

@@ -21,7 +21,12 @@ from e2b.api.client.api.sandboxes import (
 from e2b.api.client.models import ResumedSandbox, SandboxRefreshRequest
 from e2b.api.client_sync import get_api_client
 from e2b.connection_config import ConnectionConfig
-from e2b.exceptions import AuthenticationException, NotFoundException
+from e2b.exceptions import (
+    AuthenticationException,
+    NotFoundException,
+    SandboxException,
+    SandboxNotFoundException,
+)
 
 API_URL = os.environ["E2B_API_URL"]
 MOCK_ADMIN = os.environ["MOCK_ADMIN"]
@@ -185,22 +190,32 @@ except NotFoundException:
     check(True, "connect to a killed sandbox -> not found")
 
 # ---- what serve does not have ----------------------------------------------------
+# A 404 on create is no "sandbox not found": the SDK raises its base SandboxException
+# carrying the status and E2B's message (as it does for E2B's own unknown template).
 try:
     Sandbox.create("nosuchtemplate", timeout=60)
     check(False, "a create of an unknown template is refused")
-except Exception as e:  # the SDK's class for a 404 on create varies by version
-    check("template 'nosuchtemplate' not found" in str(e), f"unknown template -> {type(e).__name__}: {e}")
-req = urllib.request.Request(
-    os.environ["E2B_API_URL"].rstrip("/") + f"/sandboxes/{sid}/network",
-    data=b"{}",
-    method="PUT",
-    headers={"X-API-Key": os.environ["E2B_API_KEY"], "Content-Type": "application/json"},
-)
+except SandboxException as e:
+    check(
+        type(e) is SandboxException
+        and e.status_code == 404
+        and "template 'nosuchtemplate' not found" in str(e),
+        f"unknown template -> {type(e).__name__} ({e.status_code}): {e}",
+    )
+# An E2B route serve lacks, on a live sandbox: 501 naming the route, which the SDK
+# raises as its base SandboxException, not SandboxNotFoundException (as a 404 would be).
+live = Sandbox.create("base", timeout=60, metadata={"suite": "python", "run": RUN})
 try:
-    urllib.request.urlopen(req, timeout=10)
-    check(False, "an E2B route serve lacks is refused")
-except urllib.error.HTTPError as e:
-    body = json.loads(e.read())
-    check(e.code == 501 and "not supported by stampede serve" in body["message"], f"unsupported route -> {e.code} {body}")
+    live.update_network({"allow_out": ["1.1.1.1"]})
+    check(False, "update_network (a route serve lacks) is refused")
+except SandboxNotFoundException as e:
+    check(False, f"update_network of a live sandbox must not read as not found: {e}")
+except SandboxException as e:
+    check(
+        e.status_code == 501
+        and "PUT /sandboxes/{sandboxID}/network is not supported by stampede serve" in str(e),
+        f"update_network -> {type(e).__name__} ({e.status_code}): {e}",
+    )
+check(Sandbox.kill(live.sandbox_id) is True, "kill the sandbox of the unsupported call")
 
 print("python SDK suite: all passed")

@@ -359,3 +359,90 @@ async fn an_e2b_route_serve_lacks_is_501_not_404() {
     assert_eq!(rig.get_json("/no/such/route").await.0, 404);
     rig.stop().await;
 }
+
+/// A served path's other E2B methods (serve has only `DELETE /templates/{templateID}`)
+/// were axum's bare 405 with an empty body: they are 501 naming the operation as every
+/// unserved E2B route is; a method neither E2B nor serve has on a known path is a JSON
+/// 405 with `Allow`.
+#[tokio::test]
+async fn another_method_on_a_served_path_is_501_or_405_not_a_bare_405() {
+    let rig = Rig::start(cluster(1, &[]), serve_config(AccountingMode::Reported)).await;
+    let send = |method: &str, path: &str| {
+        rig.http
+            .request(method.parse().unwrap(), rig.url(path))
+            .header("X-API-Key", DEFAULT_API_KEY)
+            .send()
+    };
+    for (method, op) in [
+        ("GET", "GET /templates/{templateID}"),
+        ("POST", "POST /templates/{templateID}"),
+        ("PATCH", "PATCH /templates/{templateID}"),
+    ] {
+        let r = send(method, "/templates/base").await.expect("request sent");
+        assert_eq!(r.status().as_u16(), 501, "{method}");
+        let err: Value = r.json().await.expect("a JSON error");
+        assert_eq!(err["code"], 501);
+        assert_eq!(
+            err["message"],
+            format!("{op} is not supported by stampede serve")
+        );
+    }
+    for (method, path, allow) in [
+        ("PUT", "/templates/base", "GET, POST, DELETE, PATCH"),
+        ("PUT", "/sandboxes/abc", "GET, DELETE"),
+        ("TRACE", "/teams", "GET"),
+        ("DELETE", "/v2/sandboxes", "GET, POST"),
+    ] {
+        let r = send(method, path).await.expect("request sent");
+        assert_eq!(r.status().as_u16(), 405, "{method} {path}");
+        let got = r
+            .headers()
+            .get("allow")
+            .map(|v| v.to_str().unwrap().to_string());
+        assert_eq!(got.as_deref(), Some(allow), "{method} {path}");
+        let err: Value = r.json().await.expect("a JSON error");
+        assert_eq!(err["code"], 405, "{method} {path}");
+    }
+    let r = send("GET", "/no/such/route").await.expect("request sent");
+    assert_eq!(r.status().as_u16(), 404);
+    rig.stop().await;
+}
+
+/// `DELETE /templates/tags` (E2B's tag removal, not implemented) was taken as the delete
+/// of a snapshot template named `tags`: it is 501, and the snapshot stays (deletable by
+/// its id, as in E2B, whose router also prefers the literal path).
+#[tokio::test]
+async fn delete_of_templates_tags_is_501_not_a_snapshot_delete() {
+    let rig = Rig::start(cluster(1, &[]), serve_config(AccountingMode::Reported)).await;
+    let (status, body) = rig.create(json!({"templateID": "base"})).await;
+    assert_eq!(status, 201, "{body}");
+    let id = body["sandboxID"].as_str().unwrap().to_string();
+    let (status, snap) = rig
+        .post(
+            &format!("/sandboxes/{id}/snapshots"),
+            Some(json!({"name": "tags"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{snap}");
+    let r = rig
+        .http
+        .delete(rig.url("/templates/tags"))
+        .header("X-API-Key", DEFAULT_API_KEY)
+        .send()
+        .await
+        .expect("request sent");
+    assert_eq!(r.status().as_u16(), 501);
+    let err: Value = r.json().await.expect("a JSON error");
+    assert_eq!(
+        err["message"],
+        "DELETE /templates/tags is not supported by stampede serve"
+    );
+    let (status, page) = rig.get_json("/snapshots?name=tags").await;
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(
+        page.as_array().map(Vec::len),
+        Some(1),
+        "the snapshot stays: {page}"
+    );
+    rig.stop().await;
+}

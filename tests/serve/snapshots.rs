@@ -231,6 +231,14 @@ async fn snapshots_are_deleted_by_template_id_and_names_are_capped() {
         assert_eq!(r.status().as_u16(), 204, "{path}");
         let r = delete(path.clone()).await.expect("request sent");
         assert_eq!(r.status().as_u16(), 404, "{path}");
+        // E2B's message (`cache/templates/errors.go`), lower-case `template`.
+        let err: Value = r.json().await.expect("a JSON error");
+        let alias = path.trim_start_matches("/templates/");
+        assert_eq!(
+            err["message"],
+            format!("template '{alias}' not found"),
+            "{path}"
+        );
     }
     let r = delete(format!("/templates/{}", "a".repeat(129)))
         .await
