@@ -18,6 +18,7 @@ mod staging;
 mod stats;
 mod step_summary;
 mod svg;
+mod svg_time;
 mod svg_trend;
 mod terminal;
 mod trend;

@@ -78,6 +78,31 @@ impl Replicas {
         }
     }
 
+    /// When each replica's periodic sync is due, ms after the workload's gate, up to
+    /// `until_ms`: the cadence [`sync_phasing`](Self::sync_phasing) sets (a sync timer
+    /// holds it; the sync's replies land over the round trips after it).
+    pub(super) fn sync_schedule(&self, until_ms: f64) -> Vec<f64> {
+        let n = self.handles.len();
+        let mut at = Vec::new();
+        for (r, h) in self.handles.iter().enumerate() {
+            let interval = h.sync_phaser().interval();
+            let first = first_periodic_sync(interval, self.sync_phase.unwrap_or(interval), r, n);
+            let (first, step) = (
+                first.as_secs_f64() * 1000.0,
+                interval.as_secs_f64() * 1000.0,
+            );
+            if step <= 0.0 {
+                continue;
+            }
+            let mut t = first;
+            while t <= until_ms {
+                at.push(t);
+                t += step;
+            }
+        }
+        at
+    }
+
     /// Stops every replica and frees its port.
     pub(super) async fn shutdown(self) {
         for h in self.handles {
