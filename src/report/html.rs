@@ -532,9 +532,9 @@ fn running_cv_chart(
         spec.window = Some((
             (from, to, o.running_cv_mean),
             format!(
-                "steady window {} s to {} s (running_cv_mean {} over it, dotted)",
-                super::svg::value(from / 1000.0),
-                super::svg::value(to / 1000.0),
+                "steady window {:.1} s to {:.1} s (running_cv_mean {} over it, dotted)",
+                from / 1000.0,
+                to / 1000.0,
                 super::svg::value(o.running_cv_mean)
             ),
         ));

@@ -311,7 +311,7 @@ pub fn legend(items: &[LegendItem]) -> String {
 /// Colour of the shaded window a check averages over.
 pub(super) const WINDOW_FILL: &str = "#1f77b4";
 /// Colour of a sync mark.
-pub(super) const SYNC_STROKE: &str = "#555";
+pub(super) const SYNC_STROKE: &str = "#333";
 
 /// What a [`bars`] chart shows besides its bars.
 #[derive(Debug, Clone, Copy, Default)]

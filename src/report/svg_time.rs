@@ -232,7 +232,7 @@ fn sync_marks(out: &mut String, syncs: Option<&[f64]>, px: &impl Fn(f64) -> f64)
         let x = px(t);
         let _ = write!(
             out,
-            r#"<line class="sync" data-t-ms="{}" x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{}" stroke="{SYNC_STROKE}" stroke-width="1" stroke-dasharray="2 3"><title>node sync at {} s</title></line>"#,
+            r#"<line class="sync" data-t-ms="{}" x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{}" stroke="{SYNC_STROKE}" stroke-width="1.2" stroke-dasharray="3 3"><title>node sync at {} s</title></line>"#,
             value(t),
             H - BOTTOM,
             value(t / 1000.0)
@@ -249,11 +249,11 @@ fn clip_note(out: &mut String, y: &YMap, series: &[(String, Vec<f64>)]) {
         .filter(|v| *v > hi)
         .collect();
     let note = if above.is_empty() {
-        format!("y axis to {}: the checked window and the bound", value(hi))
+        format!("y axis to {} (window and bound)", value(hi))
     } else {
         let max = above.iter().copied().fold(0.0_f64, f64::max);
         format!(
-            "y axis cut at {} (checked window and bound): {} samples above, up to {}, drawn at the top",
+            "y axis cut at {} (window and bound): {} samples above, up to {}, drawn at the top",
             value(hi),
             above.len(),
             value(max)

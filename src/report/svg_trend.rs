@@ -10,8 +10,10 @@ use super::svg::{
     RIGHT, W,
 };
 
-/// Room under the plot for the slanted report labels.
-const LABELS: f64 = 110.0;
+/// Room under the plot for the second line of the report labels.
+const LABELS: f64 = 18.0;
+/// Width a two-line report label needs, in chart units.
+const LABEL_WIDTH: f64 = 120.0;
 
 /// One point of a trend: the run's name (its report's time) and the figure, none when
 /// the run lacked it; whether its check passed.
@@ -46,14 +48,35 @@ pub fn trend_chart(title: &str, unit: &str, points: &[TrendPoint], bounds: &[f64
         let span = (n.max(2) - 1) as f64;
         LEFT + 10.0 + i as f64 / span * (W - LEFT - RIGHT - 20.0)
     };
+    // A label per point where they fit, else on every k-th point (and the newest);
+    // each point's hover names its report.
+    let room = (W - LEFT - RIGHT - 20.0) / (n.max(2) - 1) as f64;
+    let every = (LABEL_WIDTH / room).ceil().max(1.0) as usize;
     for (i, p) in points.iter().enumerate() {
         let x = px(i);
-        let ty = bottom + 14.0;
         let _ = write!(
             out,
-            r##"<line x1="{x:.1}" y1="{bottom}" x2="{x:.1}" y2="{}" stroke="#444"/><text class="x-tick" x="{x:.1}" y="{ty}" text-anchor="end" transform="rotate(-40 {x:.1} {ty})">{}</text>"##,
-            bottom + 4.0,
-            esc(&point_label(p))
+            r##"<line x1="{x:.1}" y1="{bottom}" x2="{x:.1}" y2="{}" stroke="#444"/>"##,
+            bottom + 4.0
+        );
+        // Labelled: every k-th point at least k before the newest, and the newest.
+        let last = i + 1 == points.len();
+        if !last && (i % every != 0 || points.len() - 1 - i < every) {
+            continue;
+        }
+        let anchor = match (i, last) {
+            (0, _) if n > 1 => "start",
+            (_, true) if n > 1 => "end",
+            _ => "middle",
+        };
+        let (date, name) = point_label_lines(p);
+        let _ = write!(
+            out,
+            r#"<text class="x-tick" x="{x:.1}" y="{}" text-anchor="{anchor}">{}</text><text class="x-tick" x="{x:.1}" y="{}" text-anchor="{anchor}">{}</text>"#,
+            bottom + 18.0,
+            esc(&date),
+            bottom + 34.0,
+            esc(&name)
         );
     }
     x_label(&mut out, "report (date UTC and name, oldest first)", height);
@@ -105,17 +128,21 @@ pub fn trend_chart(title: &str, unit: &str, points: &[TrendPoint], bounds: &[f64
     out
 }
 
-/// A point's x axis label: its report's date (`2026-12-07 11:02`, from `started_at`)
-/// and name.
+/// A point's x axis label: its report's date and time (`2026-12-07 11:02`, from
+/// `started_at`) and name.
 pub fn point_label(p: &TrendPoint) -> String {
+    let (date, name) = point_label_lines(p);
+    format!("{date} {name}").trim().to_string()
+}
+
+/// [`point_label`] on two lines: the date, then the time (UTC) and the name.
+fn point_label_lines(p: &TrendPoint) -> (String, String) {
     let t = &p.name;
-    let date = match (t.get(..10), t.get(11..16)) {
-        (Some(d), Some(hm)) if t.as_bytes().get(10) == Some(&b'T') => format!("{d} {hm}"),
-        _ => t.clone(),
-    };
-    if p.report.is_empty() {
-        date
-    } else {
-        format!("{date} {}", p.report)
+    match (t.get(..10), t.get(11..16)) {
+        (Some(d), Some(hm)) if t.as_bytes().get(10) == Some(&b'T') => (
+            d.to_string(),
+            format!("{hm} {}", p.report).trim().to_string(),
+        ),
+        _ => (t.clone(), p.report.clone()),
     }
 }

@@ -3,6 +3,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod browser;
 mod checks;
 mod ci_outputs;
 mod compare;
