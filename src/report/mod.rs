@@ -8,6 +8,7 @@ mod compare_out;
 mod distribution;
 pub mod format;
 mod html;
+mod html_charts;
 pub(crate) mod junit;
 mod markdown;
 mod model;
