@@ -214,7 +214,7 @@ fn step_path(
 fn sync_marks(out: &mut String, syncs: Option<&[f64]>, px: &impl Fn(f64) -> f64) {
     let note = match syncs {
         None => "syncs not known",
-        Some([]) => "no node sync in this time",
+        Some([]) => "no node sync in this run",
         Some(_) => "",
     };
     if !note.is_empty() {
