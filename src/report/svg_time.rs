@@ -157,8 +157,25 @@ pub fn time_chart(chart: &TimeChart<'_>, xs: &[f64], series: &[(String, Vec<f64>
             value(mean)
         );
     }
-    if let YScale::UpTo(_) = chart.scale {
+    if let YScale::UpTo(hi) = chart.scale {
         clip_note(&mut out, &y, series);
+        // A small arrow on the top edge over each sample cut off.
+        for (_, ys) in series {
+            for (&x, &v) in xs.iter().zip(ys).filter(|(_, v)| **v > hi) {
+                let cx = px(x);
+                let _ = write!(
+                    out,
+                    r##"<path class="clipped" d="M{:.1},{:.1} L{cx:.1},{:.1} L{:.1},{:.1} Z" fill="#444"><title>{} at {} s (above the axis)</title></path>"##,
+                    cx - 4.0,
+                    TOP + 2.0,
+                    TOP - 5.0,
+                    cx + 4.0,
+                    TOP + 2.0,
+                    value(v),
+                    value(x / 1000.0)
+                );
+            }
+        }
     }
     // A point a reader can hover for its value, while the chart stays small; drawn
     // where the points are few enough to tell apart, an invisible target otherwise.
@@ -253,7 +270,7 @@ fn clip_note(out: &mut String, y: &YMap, series: &[(String, Vec<f64>)]) {
     } else {
         let max = above.iter().copied().fold(0.0_f64, f64::max);
         format!(
-            "y axis cut at {} (window and bound): {} samples above, up to {}, drawn at the top",
+            "y axis cut at {} (window and bound): {} samples above, up to {}, at the top (▲)",
             value(hi),
             above.len(),
             value(max)

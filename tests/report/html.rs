@@ -241,9 +241,12 @@ fn the_cv_chart_draws_the_bound_and_shades_the_steady_window_it_averages() {
     assert_eq!(attrs(chart, "window", "width"), vec![0.6 * 720.0]);
     // The fill's CV (1.41 at 1 s) is cut off so that 0..0.23 stays readable, and said.
     assert!(
-        chart.contains("y axis cut at 0.23 (window and bound): 2 samples above, up to 1.414"),
+        chart.contains(
+            "y axis cut at 0.23 (window and bound): 2 samples above, up to 1.414, at the top (▲)"
+        ),
         "{chart}"
     );
+    assert_eq!(chart.matches(r#"class="clipped""#).count(), 2, "{chart}");
     let legend = &out[out.find(chart).expect("in page") + chart.len()..];
     let legend = &legend[..legend.find("</p>").expect("legend")];
     assert!(legend.contains("steady window 2.0 s to 8.0 s"), "{legend}");
