@@ -62,6 +62,8 @@ struct LateFacts {
     set_audit: Option<SetAudit>,
     staging: Option<StagingFacts>,
     cleanup: Option<CleanupReport>,
+    /// When the service's periodic syncs were, ms since the workload started.
+    syncs: Option<Vec<f64>>,
     /// Whether `refusals` were counted by the nodes themselves (an external run whose
     /// truth source counts them).
     node_refusals: bool,
@@ -293,6 +295,12 @@ impl RunAggregate {
         self.late.resumes = resumes;
     }
 
+    /// When the placement service's periodic syncs were (or were due), ms since the
+    /// workload started, in any order; the result keeps those within its timeline.
+    pub fn syncs(&mut self, at_ms: impl IntoIterator<Item = f64>) {
+        self.late.syncs = Some(at_ms.into_iter().collect());
+    }
+
     /// The outcome part of the fold.
     pub fn outcomes(&self) -> &OutcomeFold {
         &self.outcomes
@@ -332,6 +340,12 @@ impl RunAggregate {
                 not_measured.push(Figure::Placements);
             }
         }
+        let end_ms = self.timeline.last().map_or(wall_ms, |p| p.t_ms);
+        let sync_at_ms = late.syncs.map(|mut at| {
+            at.retain(|t| t.is_finite() && (0.0..=end_ms).contains(t));
+            at.sort_by(f64::total_cmp);
+            at
+        });
         RunResult {
             label,
             settings,
@@ -361,6 +375,7 @@ impl RunAggregate {
             refusals: self.refusals,
             send,
             timeline: self.timeline,
+            sync_at_ms,
             faults: late.faults,
             set_audit: late.set_audit,
             wall_ms,

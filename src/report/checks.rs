@@ -195,3 +195,21 @@ fn check_bound(run: &str, name: &str, b: &Bound, actual: Result<f64, String>) ->
 fn fmt(x: f64) -> String {
     format!("{x:.4}")
 }
+
+/// `>= 0.9, <= 1` as `[0.9, 1]`; a latency's `<= 5s` in ms.
+pub(super) fn bound_values(bound: &str, unit: &str) -> Vec<f64> {
+    bound
+        .split(',')
+        .filter_map(|part| {
+            let v = part.trim().trim_start_matches(['<', '>', '=']).trim();
+            if unit == "ms" {
+                humantime::parse_duration(v)
+                    .ok()
+                    .map(|d| d.as_secs_f64() * 1000.0)
+                    .or_else(|| v.parse().ok())
+            } else {
+                v.parse().ok()
+            }
+        })
+        .collect()
+}

@@ -4,14 +4,22 @@
 use std::io::{self, Write};
 
 use super::format::*;
+use super::html_charts::{
+    chart, landed_per_second, latency_over_time, running_cv_chart, upper_bound, ChartSpec, RunAxes,
+};
 use super::markdown::set_audit_rows;
 use super::model::{Figure, Report, RunResult, SetAudit};
-use super::svg::{bars, esc, legend, lines, TimeChart, YScale};
+use super::svg::{bars, esc, legend, BarChart, LegendItem};
+use super::svg_time::{BoundLine, Steps};
 
 const CSS: &str = "body{font-family:system-ui,sans-serif;margin:2em;max-width:72em;color:#222}\
 table{border-collapse:collapse;margin:.5em 0 1em}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:right}\
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}.fail{color:#b00;font-weight:bold}\
-.pass{color:#070}pre{background:#f7f7f7;padding:.5em}svg{display:block;margin:.5em 0}";
+.pass{color:#070}pre{background:#f7f7f7;padding:.5em;overflow-x:auto}\
+.scroll{max-width:100%;overflow-x:auto}\
+svg.chart{display:block;width:100%;max-width:1000px;height:auto;margin:.5em 0}\
+.legend{display:flex;flex-wrap:wrap;gap:.2em 1.2em;max-width:1000px;margin:.2em 0 1em}\
+.legend>span{white-space:nowrap}nav ul{columns:2 20em}";
 
 /// Write `report` as one HTML page with inline charts.
 pub fn write_html(report: &Report, mut w: impl Write) -> io::Result<()> {
@@ -48,9 +56,12 @@ pub fn write_html(report: &Report, mut w: impl Write) -> io::Result<()> {
         },
         report.schema_version
     )?;
+    if report.runs.len() > 1 {
+        contents(w, report)?;
+    }
     // The checks first: the verdict's reasons before the figures behind them.
     if !report.checks.is_empty() {
-        writeln!(w, "<h2>Checks</h2>")?;
+        writeln!(w, "<h2 id=\"checks\">Checks</h2>")?;
         let rows: Vec<Vec<String>> = report
             .checks
             .iter()
@@ -72,7 +83,7 @@ pub fn write_html(report: &Report, mut w: impl Write) -> io::Result<()> {
         )?;
     }
     if report.runs.len() > 1 {
-        writeln!(w, "<h2>Comparison</h2>")?;
+        writeln!(w, "<h2 id=\"comparison\">Comparison</h2>")?;
         let rows: Vec<Vec<String>> = report
             .runs
             .iter()
@@ -93,15 +104,37 @@ pub fn write_html(report: &Report, mut w: impl Write) -> io::Result<()> {
                 _ => (r.label.clone(), r.skew.cv),
             })
             .collect();
-        let title = if running {
-            "running CV mean per run"
+        let (title, check, y_label) = if running {
+            (
+                "Running CV mean per run",
+                "running_cv_mean",
+                "running CV mean (ratio)",
+            )
         } else {
-            "CV per run"
+            ("CV per run", "cv", "CV of final sandboxes per node (ratio)")
         };
-        writeln!(w, "{}", bars(title, &cvs, ""))?;
+        let bounds: Vec<Option<f64>> = report
+            .runs
+            .iter()
+            .map(|r| upper_bound(report, &r.label, check).map(|b| b.value))
+            .collect();
+        writeln!(w, "<h3>{title}</h3>")?;
+        let chart = BarChart {
+            title,
+            x_label: "run",
+            y_label,
+            unit: "",
+            bounds: &bounds,
+        };
+        writeln!(w, "{}", bars(&chart, &cvs))?;
+        let mut items = vec![LegendItem::Series(0, y_label.to_string())];
+        if bounds.iter().any(Option::is_some) {
+            items.push(LegendItem::Bound(format!("{check} bound per run")));
+        }
+        writeln!(w, "{}", legend(&items))?;
     }
-    for run in &report.runs {
-        write_run(w, run)?;
+    for (i, run) in report.runs.iter().enumerate() {
+        write_run(w, report, run, i)?;
     }
     writeln!(w, "</body></html>")
 }
@@ -114,58 +147,48 @@ fn final_bars(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
         .iter()
         .map(|n| (n.id.clone(), n.sandboxes as f64))
         .collect();
-    writeln!(w, "{}", bars("final sandboxes per node", &items, ""))?;
+    let chart = BarChart {
+        title: "Final sandboxes per node",
+        x_label: "node",
+        y_label: "sandboxes",
+        ..BarChart::default()
+    };
+    writeln!(w, "{}", bars(&chart, &items))?;
     writeln!(w, "<pre>{}</pre>", esc(&node_bars(run).join("\n")))?;
     Ok(())
 }
 
-/// The run's fault windows `(applied, healed)` in ms, an unhealed one to the run's end.
-fn fault_shade(run: &RunResult) -> Vec<(f64, f64)> {
-    let end = run.timeline.last().map_or(run.wall_ms, |p| p.t_ms);
-    run.faults
-        .iter()
-        .map(|f| {
-            (
-                f.applied_at_ms,
-                f.healed_at_ms.unwrap_or(end).max(f.applied_at_ms),
-            )
-        })
-        .collect()
+/// The table of contents of a page with several runs: anchors to its parts.
+fn contents(w: &mut impl Write, report: &Report) -> io::Result<()> {
+    writeln!(w, "<nav><h2>Contents</h2><ul>")?;
+    if !report.checks.is_empty() {
+        writeln!(w, "<li><a href=\"#checks\">Checks</a></li>")?;
+    }
+    writeln!(w, "<li><a href=\"#comparison\">Comparison</a></li>")?;
+    for (i, run) in report.runs.iter().enumerate() {
+        writeln!(
+            w,
+            "<li><a href=\"#{}\">Run {}</a></li>",
+            run_anchor(i),
+            esc(&run.label)
+        )?;
+    }
+    writeln!(w, "</ul></nav>")
 }
 
-/// Creates that landed per second between consecutive samples (from the cumulative
-/// per-node placements), at each sample's time; none without placements.
-fn landed_per_second(run: &RunResult) -> Option<(Vec<f64>, Vec<f64>)> {
-    if !run.measured(Figure::Placements) {
-        return None;
-    }
-    let pts: Vec<(f64, u64)> = run
-        .timeline
-        .iter()
-        .filter(|p| !p.placed.is_empty())
-        .map(|p| (p.t_ms, p.placed.iter().sum()))
-        .collect();
-    if pts.len() < 2 {
-        return None;
-    }
-    let (xs, ys) = pts
-        .windows(2)
-        .map(|w| {
-            let dt = (w[1].0 - w[0].0) / 1000.0;
-            let rate = if dt > 0.0 {
-                w[1].1.saturating_sub(w[0].1) as f64 / dt
-            } else {
-                0.0
-            };
-            (w[1].0, rate)
-        })
-        .unzip();
-    Some((xs, ys))
+/// The anchor of the `i`th run's section (labels may hold any character).
+fn run_anchor(i: usize) -> String {
+    format!("run-{}", i + 1)
 }
 
-fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
+fn write_run(w: &mut impl Write, report: &Report, run: &RunResult, i: usize) -> io::Result<()> {
     let axes = RunAxes::of(run);
-    writeln!(w, "<h2>Run {}</h2>", esc(&run.label))?;
+    writeln!(
+        w,
+        "<h2 id=\"{}\">Run {}</h2>",
+        run_anchor(i),
+        esc(&run.label)
+    )?;
     let settings = settings_line(run);
     if !settings.is_empty() {
         writeln!(w, "<p><code>{}</code></p>", esc(&settings))?;
@@ -192,10 +215,15 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
         .concat(),
         &[cells],
     )?;
-    if let Some((lx, ly)) = landed_per_second(run) {
+    if let Some((intervals, ly)) = landed_per_second(run) {
+        let xs: Vec<f64> = intervals.iter().map(|iv| iv.1).collect();
         let s = vec![("creates landed per second".to_string(), ly)];
-        let unit = ("creates/s", YScale::Linear);
-        chart(w, &axes, "Creates landed per second", unit, &lx, &s)?;
+        let spec = ChartSpec {
+            unit: "creates/s",
+            steps: Steps::Intervals(&intervals),
+            ..ChartSpec::default()
+        };
+        chart(w, &axes, "Creates landed per second", spec, &xs, &s)?;
     }
     latency_over_time(w, run, &axes)?;
     if !run.timeline.is_empty() {
@@ -213,8 +241,11 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
                 (n.id.clone(), ys)
             })
             .collect();
-        let unit = ("sandboxes", YScale::Linear);
-        chart(w, &axes, "Sandboxes per node over time", unit, &xs, &series)?;
+        let spec = ChartSpec {
+            unit: "sandboxes",
+            ..ChartSpec::default()
+        };
+        chart(w, &axes, "Sandboxes per node over time", spec, &xs, &series)?;
         if run
             .timeline
             .iter()
@@ -226,8 +257,15 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
                 .map(|p| p.accounting_error_vcpu.unwrap_or(0.0))
                 .collect();
             let s = vec![("mean |believed - true| over nodes".to_string(), errs)];
-            let unit = ("vCPU", YScale::Linear);
-            chart(w, &axes, "Accounting error over time", unit, &xs, &s)?;
+            let bounds: Vec<BoundLine> = upper_bound(report, &run.label, "accounting_error")
+                .into_iter()
+                .collect();
+            let spec = ChartSpec {
+                unit: "vCPU",
+                bounds: &bounds,
+                ..ChartSpec::default()
+            };
+            chart(w, &axes, "Accounting error over time", spec, &xs, &s)?;
         }
     }
     let over_time = over_time_rows(run);
@@ -239,26 +277,25 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
             .collect();
         table(w, &["figure", "value"], &rows)?;
         if !run.timeline.is_empty() {
-            let xs: Vec<f64> = run.timeline.iter().map(|p| p.t_ms).collect();
-            let cv: Vec<f64> = run
-                .timeline
-                .iter()
-                .map(|p| super::SkewStats::from_counts(&p.sandboxes).cv)
-                .collect();
-            let s = vec![("CV of running sandboxes per node".to_string(), cv)];
-            let unit = ("CV", YScale::Linear);
-            chart(w, &axes, "CV of running sandboxes over time", unit, &xs, &s)?;
+            running_cv_chart(w, report, run, &axes)?;
         }
         if let Some(r) = &run.retry_storm {
-            let xs: Vec<f64> = (0..r.per_second.len()).map(|s| s as f64 * 1000.0).collect();
+            let intervals: Vec<(f64, f64)> = (0..r.per_second.len())
+                .map(|s| (s as f64 * 1000.0, (s + 1) as f64 * 1000.0))
+                .collect();
+            let xs: Vec<f64> = intervals.iter().map(|iv| iv.0 + 500.0).collect();
             let ys: Vec<f64> = r.per_second.iter().map(|&c| c as f64).collect();
             let s = vec![("ResourceExhausted retries per second".to_string(), ys)];
-            let unit = ("retries/s", YScale::Linear);
+            let spec = ChartSpec {
+                unit: "retries/s",
+                steps: Steps::Intervals(&intervals),
+                ..ChartSpec::default()
+            };
             chart(
                 w,
                 &axes,
                 "ResourceExhausted retries per second",
-                unit,
+                spec,
                 &xs,
                 &s,
             )?;
@@ -282,7 +319,14 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
         ("p99.9".to_string(), l.p999_ms),
         ("max".to_string(), l.max_ms),
     ];
-    writeln!(w, "{}", bars("latency percentiles", &lat, " ms"))?;
+    let chart = BarChart {
+        title: "Create latency percentiles",
+        x_label: "percentile",
+        y_label: "latency (ms)",
+        unit: " ms",
+        ..BarChart::default()
+    };
+    writeln!(w, "{}", bars(&chart, &lat))?;
     if !run.statuses.is_empty() {
         let rows: Vec<Vec<String>> = run
             .statuses
@@ -310,90 +354,8 @@ fn write_run(w: &mut impl Write, run: &RunResult) -> io::Result<()> {
     Ok(())
 }
 
-/// The axes and shading every chart over time of one run shares.
-struct RunAxes {
-    /// The fault windows.
-    shade: Vec<(f64, f64)>,
-    /// End of the time axis, ms: the last sample (the final read), else the run's end.
-    end_ms: f64,
-}
-
-impl RunAxes {
-    fn of(run: &RunResult) -> Self {
-        RunAxes {
-            shade: fault_shade(run),
-            end_ms: run.timeline.last().map_or(run.wall_ms, |p| p.t_ms),
-        }
-    }
-}
-
-/// One chart over time: its heading, the chart (time axis in seconds, y axis in
-/// `unit`, fault windows shaded) and its legend.
-fn chart(
-    w: &mut impl Write,
-    axes: &RunAxes,
-    heading: &str,
-    (unit, scale): (&str, YScale),
-    xs: &[f64],
-    series: &[(String, Vec<f64>)],
-) -> io::Result<()> {
-    let spec = TimeChart {
-        title: heading,
-        unit,
-        scale,
-        shade: &axes.shade,
-        end_ms: axes.end_ms,
-    };
-    writeln!(w, "<h3>{}</h3>", esc(heading))?;
-    writeln!(w, "{}", lines(&spec, xs, series))?;
-    let names: Vec<String> = series.iter().map(|(n, _)| n.clone()).collect();
-    writeln!(w, "{}", legend(&names, !axes.shade.is_empty()))
-}
-
-/// p50 and p99 of create latency per bin of intended send time, or why there is no
-/// chart.
-fn latency_over_time(w: &mut impl Write, run: &RunResult, axes: &RunAxes) -> io::Result<()> {
-    const HEADING: &str = "Create latency over time";
-    let bins = run
-        .latency_over_time
-        .as_ref()
-        .map_or(&[][..], |t| &t.bins[..]);
-    if bins.len() < 2 {
-        writeln!(w, "<h3>{HEADING}</h3>")?;
-        let why = if bins.is_empty() {
-            "no data: no create was answered"
-        } else {
-            "no data over time: every create was meant to leave in one bin"
-        };
-        return writeln!(w, "<p class=\"nodata\">{why}.</p>");
-    }
-    let half = run
-        .latency_over_time
-        .as_ref()
-        .map_or(0.0, |t| t.bin_ms / 2.0);
-    // A bin's point sits at its middle: the creates of the bin left around then.
-    let xs: Vec<f64> = bins.iter().map(|b| b.from_ms + half).collect();
-    let bin_s = half * 2.0 / 1000.0;
-    let per = if bin_s == 1.0 {
-        "per second".to_string()
-    } else {
-        format!("per {bin_s} s")
-    };
-    let series = vec![
-        (
-            format!("p50 {per}"),
-            bins.iter().map(|b| b.p50_ms).collect(),
-        ),
-        (
-            format!("p99 {per}"),
-            bins.iter().map(|b| b.p99_ms).collect(),
-        ),
-    ];
-    chart(w, axes, HEADING, ("ms", YScale::Log), &xs, &series)
-}
-
 fn table(w: &mut impl Write, header: &[&str], rows: &[Vec<String>]) -> io::Result<()> {
-    write!(w, "<table><tr>")?;
+    write!(w, "<div class=\"scroll\"><table><tr>")?;
     for h in header {
         write!(w, "<th>{}</th>", esc(h))?;
     }
@@ -406,5 +368,5 @@ fn table(w: &mut impl Write, header: &[&str], rows: &[Vec<String>]) -> io::Resul
         }
         write!(w, "</tr>")?;
     }
-    writeln!(w, "</table>")
+    writeln!(w, "</table></div>")
 }

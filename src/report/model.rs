@@ -145,6 +145,13 @@ pub struct RunResult {
     /// Per-node counts sampled during the run.
     #[serde(default)]
     pub timeline: Vec<TimelinePoint>,
+    /// When the placement service's periodic node syncs were, ms since the workload
+    /// started (replicas merged, in order, within the timeline): the simulator's sync
+    /// events; for embedded services, when each replica's sync timer was due (its
+    /// sync's replies land over the following round trips). `None` when not known: an
+    /// external API's syncs are its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sync_at_ms: Option<Vec<f64>>,
     /// Chaos fault windows, in order applied.
     #[serde(default)]
     pub faults: Vec<FaultWindow>,

@@ -6,11 +6,12 @@ use std::collections::{HashMap, HashSet};
 use std::io::{self, Write};
 use std::path::PathBuf;
 
+use super::checks::bound_values;
 use super::format::check_unit;
 use super::model::{CheckOutcome, Report};
 use super::output::{read_json, ReadReportError};
 use super::svg::esc;
-use super::svg_trend::{trend_chart, TrendPoint};
+use super::svg_trend::{point_label, trend_chart, TrendPoint};
 use super::untrusted::markdown_cell;
 
 /// Most report files a trend reads (directories are listed up to this many entries).
@@ -131,6 +132,7 @@ pub fn trend(reports: &[Report], last: usize) -> Vec<TrendSeries> {
                     let c = m.get(&k);
                     TrendPoint {
                         name: r.started_at.clone(),
+                        report: r.profile.clone(),
                         value: c.and_then(|c| c.actual).filter(|v| v.is_finite()),
                         passed: c.is_some_and(|c| c.passed),
                     }
@@ -148,36 +150,19 @@ pub fn trend(reports: &[Report], last: usize) -> Vec<TrendSeries> {
         .collect()
 }
 
-/// `>= 0.9, <= 1` as `[0.9, 1]`; a latency's `<= 5s` in ms.
-fn bound_values(bound: &str, unit: &str) -> Vec<f64> {
-    bound
-        .split(',')
-        .filter_map(|part| {
-            let v = part.trim().trim_start_matches(['<', '>', '=']).trim();
-            if unit == "ms" {
-                humantime::parse_duration(v)
-                    .ok()
-                    .map(|d| d.as_secs_f64() * 1000.0)
-                    .or_else(|| v.parse().ok())
-            } else {
-                v.parse().ok()
-            }
-        })
-        .collect()
-}
-
 /// The trend as a self-contained HTML page: a chart per check with its bound.
 pub fn write_trend_html(series: &[TrendSeries], runs: usize, mut w: impl Write) -> io::Result<()> {
     writeln!(
         w,
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>stampede trend</title>\
-         <style>body{{font-family:sans-serif;max-width:700px;margin:1em auto}}</style></head><body>"
+         <style>body{{font-family:sans-serif;max-width:1000px;margin:1em auto;padding:0 1em}}\
+         svg.chart{{display:block;width:100%;height:auto}}</style></head><body>"
     )?;
     writeln!(w, "<h1>Checks over the last {runs} runs</h1>")?;
     writeln!(
         w,
-        "<p>Each check's figure per run, oldest first; the dashed line is its bound, a red \
-         point a run that failed it.</p>"
+        "<p>Each check's figure per report, oldest first, labelled by the report's date \
+         (UTC) and name; the dashed line is its bound, a red point a run that failed it.</p>"
     )?;
     for s in series {
         let title = format!("{} / {} ({}, bound {})", s.run, s.check, s.unit, s.bound);
@@ -232,6 +217,15 @@ pub fn write_trend_markdown(
             markdown_cell(&s.bound),
             sparkline(&s.points, &s.bound_values),
         )?;
+    }
+    // The sparklines' columns, by date and name (every series has one point per report).
+    if let Some(s) = series.first() {
+        let labels: Vec<String> = s
+            .points
+            .iter()
+            .map(|p| format!("`{}`", markdown_cell(&point_label(p))))
+            .collect();
+        writeln!(w, "\nReports, oldest first: {}", labels.join(", "))?;
     }
     Ok(())
 }

@@ -110,9 +110,18 @@ async fn run_one(
     })
     .await;
     let arrivals = replicas.arrivals();
+    let mut agg = match result {
+        Ok(r) => r.aggregate,
+        Err(e) => {
+            replicas.shutdown().await;
+            fleet.shutdown().await;
+            return Err(e);
+        }
+    };
+    let until_ms = agg.last_sample_ms().unwrap_or(0.0);
+    agg.syncs(replicas.sync_schedule(until_ms));
     replicas.shutdown().await;
     fleet.shutdown().await;
-    let mut agg = result?.aggregate;
     agg.server_arrivals(arrivals);
     let wall_ms = wall.elapsed().as_secs_f64() * 1000.0;
     Ok(agg.finish(run.label(), run.settings(), wall_ms))

@@ -78,6 +78,16 @@ impl Replicas {
         }
     }
 
+    /// When each replica's periodic sync is due, ms after the workload's gate, up to
+    /// `until_ms`: the cadence [`sync_phasing`](Self::sync_phasing) sets (a sync timer
+    /// holds it; the sync's replies land over the round trips after it).
+    pub(super) fn sync_schedule(&self, until_ms: f64) -> Vec<f64> {
+        let interval = self.handles.first().map(|h| h.sync_phaser().interval());
+        interval.map_or_else(Vec::new, |i| {
+            sync_schedule(i, self.sync_phase, self.handles.len(), until_ms)
+        })
+    }
+
     /// Stops every replica and frees its port.
     pub(super) async fn shutdown(self) {
         for h in self.handles {
@@ -125,4 +135,50 @@ pub(super) async fn start_replicas(
         handles,
         sync_phase: e.sync_phase,
     })
+}
+
+/// When `replicas` replicas syncing every `interval` from `phase` (one interval by
+/// default) are due, ms after the gate, up to `until_ms`, in order ([`first_periodic_sync`]).
+fn sync_schedule(
+    interval: Duration,
+    phase: Option<Duration>,
+    replicas: usize,
+    until_ms: f64,
+) -> Vec<f64> {
+    let step = interval.as_secs_f64() * 1000.0;
+    let mut at = Vec::new();
+    if step <= 0.0 {
+        return at;
+    }
+    for r in 0..replicas {
+        let first = first_periodic_sync(interval, phase.unwrap_or(interval), r, replicas);
+        let mut t = first.as_secs_f64() * 1000.0;
+        while t <= until_ms {
+            at.push(t);
+            t += step;
+        }
+    }
+    at.sort_by(f64::total_cmp);
+    at
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sync_schedule_is_each_replicas_phase_then_every_interval() {
+        let s = Duration::from_secs;
+        assert_eq!(
+            sync_schedule(s(20), Some(s(7)), 1, 70_000.0),
+            [7000.0, 27_000.0, 47_000.0, 67_000.0]
+        );
+        // Two replicas: the second half an interval after the first; the default phase
+        // is one interval.
+        assert_eq!(
+            sync_schedule(s(20), None, 2, 45_000.0),
+            [10_000.0, 20_000.0, 30_000.0, 40_000.0]
+        );
+        assert!(sync_schedule(s(20), None, 1, 5_000.0).is_empty());
+    }
 }

@@ -370,6 +370,7 @@ impl<'a> Engine<'a> {
             Event::Evict { req, node, replica } => self.evict(req, node, replica),
             Event::Sync { replica } => {
                 if self.placers[replica as usize].handle_timeout(to_duration(self.now)) {
+                    self.tally.synced(self.now);
                     self.sync_all(replica);
                 }
                 self.queue_next_sync(replica);

@@ -34,6 +34,8 @@ pub(super) struct Tally {
     before_heal: Vec<Option<NodeCalls>>,
     /// Every answered request, kept only when the run has chaos steps.
     requests: Option<Vec<SimRequest>>,
+    /// When a replica's periodic sync ran, ms.
+    syncs: Vec<f64>,
 }
 
 /// One answered request, for the fault windows.
@@ -71,6 +73,7 @@ impl Tally {
             .collect();
         let n = setup.faults.len();
         Tally {
+            syncs: Vec::new(),
             agg: RunAggregate::new(ids, shape),
             retries: 0,
             refusals: 0,
@@ -108,6 +111,11 @@ impl Tally {
             left -= in_bin;
             t = t.saturating_add(in_bin.saturating_mul(period));
         }
+    }
+
+    /// A replica's periodic sync ran at `now`.
+    pub fn synced(&mut self, now: Nanos) {
+        self.syncs.push(ms(now));
     }
 
     /// A request left `late` after its intended time.
@@ -335,6 +343,7 @@ impl Engine<'_> {
             agg.resumes(self.lives.resume_figures());
         }
         agg.faults(self.windows());
+        agg.syncs(std::mem::take(&mut self.tally.syncs));
         if let Some(c) = audit {
             agg.set_audit(c);
         }

@@ -4,6 +4,7 @@
 mod support;
 
 mod audited_ledger;
+mod browser;
 mod checks;
 mod ci_outputs;
 mod compare;

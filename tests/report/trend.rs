@@ -79,6 +79,22 @@ fn trend_over_five_reports_charts_every_check_with_its_bound() {
         "{md}"
     );
     assert!(md.contains("1 of 5"), "{md}");
+    // Runs are labelled by their report's date and name, not numbered.
+    assert_eq!(
+        html.matches(r#"class="x-tick""#).count(),
+        3 * 2 * 5,
+        "two label lines per report per chart"
+    );
+    for day in 1..=5 {
+        assert!(html.contains(&format!(">2026-12-0{day}</text>")), "{html}");
+        assert!(
+            md.contains(&format!("`2026-12-0{day} 02:00 nightly`")),
+            "{md}"
+        );
+    }
+    assert!(html.contains(">02:00 nightly</text>"));
+    assert!(html.contains("report (date UTC and name, oldest first)"));
+    assert!(!html.contains("run (oldest first)"));
     // Deterministic: the same inputs give the same page.
     let again = std::process::Command::new(env!("CARGO_BIN_EXE_stampede"))
         .args(["trend", "--last", "5"])

@@ -175,3 +175,23 @@ fn e2b_pr2201_optimistic_and_reconciled_are_even_and_reported_herds() {
         );
     }
 }
+
+/// The simulated nightly records its syncs (first 7 s in, then every 20 s) within its
+/// timeline, for the report's charts to mark.
+#[test]
+fn a_simulated_run_records_when_its_syncs_ran() {
+    let profile = load_and_validate(Path::new("profiles/nightly.yaml")).expect("valid");
+    let report = stampede::sim::simulate_profile(&profile).expect("simulates");
+    let run = &report.runs[0];
+    let end = run.timeline.last().expect("samples").t_ms;
+    let syncs = run
+        .sync_at_ms
+        .as_ref()
+        .expect("the simulator knows its syncs");
+    let expected: Vec<f64> = (0..)
+        .map(|k| 7000.0 + 20_000.0 * k as f64)
+        .take_while(|t| *t <= end)
+        .collect();
+    assert!(expected.len() >= 3, "{end}");
+    assert_eq!(syncs, &expected);
+}

@@ -53,7 +53,13 @@ fn shipped_profiles_with_the_times_at_zero_give_the_reports_of_before() {
         e.api_stage.commit_lag = zero();
         e.api_stage.create_return = zero();
         e.api_stage.sync_transit = zero();
-        let report = simulate_profile(&profile).expect("profile simulates");
+        let mut report = simulate_profile(&profile).expect("profile simulates");
+        // The pin predates `sync_at_ms`, a record of when the syncs ran (which the
+        // simulation does not read back): left out of the bytes compared.
+        for run in &mut report.runs {
+            assert!(run.sync_at_ms.is_some(), "{name}: syncs recorded");
+            run.sync_at_ms = None;
+        }
         let mut out = Vec::new();
         write_json(&report, &mut out).expect("json");
         let now = fnv1a(&out);

@@ -86,6 +86,7 @@ pub fn run(label: &str, mode: &str, counts: &[u64]) -> RunResult {
                 placed: counts.to_vec(),
             },
         ],
+        sync_at_ms: Some(vec![1500.0]),
         faults: Vec::new(),
         set_audit: None,
         wall_ms: 2500.0,
