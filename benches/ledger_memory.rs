@@ -88,7 +88,10 @@ fn stream(keep: Keep, rate: u64, secs: u64, from: u64, to: u64) -> (i64, i64, u6
             at_to = LIVE.load(Ordering::Relaxed);
         }
         if trace && second % 5 == 0 {
-            eprintln!("{keep:?} {second} s: {} bytes live", LIVE.load(Ordering::Relaxed));
+            eprintln!(
+                "{keep:?} {second} s: {} bytes live",
+                LIVE.load(Ordering::Relaxed)
+            );
         }
         for k in 0..rate {
             let t_ms = (second * 1000) as f64 + k as f64 * 1000.0 / rate as f64;

@@ -179,7 +179,11 @@ mod tests {
         assert_eq!(ids.len(), n);
         let set = ids.lock();
         let held: usize = set.levels.iter().map(Vec::capacity).sum();
-        assert_eq!(held + set.buffer.len(), n, "levels hold exactly their digests");
+        assert_eq!(
+            held + set.buffer.len(),
+            n,
+            "levels hold exactly their digests"
+        );
         let lens: Vec<usize> = set.levels.iter().map(Vec::len).collect();
         assert!(lens.windows(2).all(|w| w[0] > w[1]), "{lens:?}");
         assert_eq!(lens, [4 * BUFFER, BUFFER]);

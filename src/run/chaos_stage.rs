@@ -151,7 +151,11 @@ pub(crate) async fn judge(
     target: &Target,
     before: Option<&Inventory>,
 ) -> Result<(), StageError> {
-    agg.faults(fault_windows_of(applied, &workload.ledger, history.windows()));
+    agg.faults(fault_windows_of(
+        applied,
+        &workload.ledger,
+        history.windows(),
+    ));
     let mut inv = match collect_inventory(&crate::http_client::client(), &target.truth, None).await
     {
         Ok(inv) => inv,

@@ -15,7 +15,6 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::burst::{BurstConn, Release, Tls};
-use crate::aggregate::SettledIds;
 use super::ledger::{Ledger, LedgerEntry, Outcome};
 use super::lifecycle::{run_steps, Done, StepCtx, StepEntry};
 use super::limited::LimitRetry;
@@ -26,6 +25,7 @@ use super::request::{
     answered, create_body, delete, prepare_create, send_create, timed_out, transport, CreateResult,
     PreparedCreate, CREATE_NAME,
 };
+use crate::aggregate::SettledIds;
 use crate::api_key::ApiKey;
 use crate::goose_glue::killswitch;
 use crate::profile::{Lifecycle, PlannedStep, SandboxSpec};

@@ -197,7 +197,13 @@ fn the_audited_ledger_finds_the_planted_anomalies_the_whole_ledger_finds() {
             700 => {
                 let s = next(&mut run, t, Outcome::Status(201), Some("twice-live"), 0);
                 run.delete(s, Outcome::Status(204));
-                next(&mut run, t + 5.0, Outcome::Status(201), Some("twice-live"), 0);
+                next(
+                    &mut run,
+                    t + 5.0,
+                    Outcome::Status(201),
+                    Some("twice-live"),
+                    0,
+                );
                 run.place(0, "twice-live");
             }
             // Recovered: a 503 whose id is on a node at the end.
