@@ -29,6 +29,9 @@ pub struct SeenAt {
     pub last_ms: f64,
 }
 
+/// Id -> node -> when it was seen there.
+pub type Sightings = BTreeMap<String, BTreeMap<String, SeenAt>>;
+
 /// One sample as the fault windows read it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct WindowSample {
@@ -44,8 +47,8 @@ pub struct WindowSample {
 /// The truth samples' history, folded one sample at a time (see the module doc).
 #[derive(Debug, Clone, Default)]
 pub struct SampleHistory {
-    /// Id -> node -> when it was seen there.
-    seen: BTreeMap<String, BTreeMap<String, SeenAt>>,
+    /// Where each id was seen.
+    seen: Sightings,
     /// Node -> times of the samples that first showed a new incarnation.
     restarts: BTreeMap<String, Vec<f64>>,
     /// Node -> its last known `service_id`.
@@ -175,12 +178,7 @@ impl SampleHistory {
     }
 
     /// Sightings and restarts, for the inventory.
-    pub fn into_sightings(
-        self,
-    ) -> (
-        BTreeMap<String, BTreeMap<String, SeenAt>>,
-        BTreeMap<String, Vec<f64>>,
-    ) {
+    pub fn into_sightings(self) -> (Sightings, BTreeMap<String, Vec<f64>>) {
         (self.seen, self.restarts)
     }
 }

@@ -11,7 +11,7 @@ mod truth;
 pub use baseline::{Before, E2B_NODE_SYNC};
 pub use believed::{fetch_api_nodes, fetch_believed, ApiNode};
 pub(crate) use history::add_restart;
-pub use history::{SampleHistory, SeenAt, WindowSample};
+pub use history::{SampleHistory, SeenAt, Sightings, WindowSample};
 pub use sample_sink::SampleSink;
 pub use sampler::{NodeCalls, Sample, Sampler};
 pub use truth::{fetch_truth, list_over_grpc, NodeSample, Truth, TruthSource};
