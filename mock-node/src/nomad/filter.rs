@@ -31,6 +31,10 @@ pub(crate) enum FilterError {
     /// A literal that cannot be compared with the field's type.
     #[error("error evaluating expression: {0}")]
     Mismatch(String),
+    /// Compiling or evaluating took longer than [`FILTER_TIME_BUDGET`] (mock-node's
+    /// own bound; Nomad sets none).
+    #[error("mock-node: the filter took more than its {} ms budget", FILTER_TIME_BUDGET.as_millis())]
+    OverBudget,
 }
 
 /// A parsed filter expression.
@@ -386,9 +390,22 @@ pub(crate) fn parse(s: &str) -> Result<Expr, FilterError> {
 /// of match expressions, and so the work per listed object.
 pub(crate) const MAX_FILTER_LEN: usize = 4096;
 
-/// Most memory one `matches` pattern may compile to (the `regex` crate's own bound);
-/// matching is linear in the field's length whatever the pattern.
-const MAX_PATTERN_BYTES: usize = 1 << 20;
+/// Most memory one `matches` pattern may compile to (the `regex` crate's bound on its
+/// compiled program and on its lazy DFA's cache, so also on the states a match visits).
+/// Compile time grows with it: measured in a release build, a pattern just under 1 MiB
+/// took 6-12 ms to compile, one just under 128 KiB about 1 ms (docs/benchmarks.md). 128
+/// KiB still takes a Unicode class such as `\w` with a small repetition.
+pub(crate) const MAX_PATTERN_BYTES: usize = 128 << 10;
+
+/// Most distinct `matches` patterns in one filter (an assumption: Nomad sets none and
+/// E2B's filters use none). With [`MAX_PATTERN_BYTES`] it bounds a filter's compile
+/// cost: the worst filter within both costs well under 50 ms of CPU.
+pub(crate) const MAX_PATTERNS: usize = 8;
+
+/// Wall time one filter may take to compile and evaluate, checked between patterns and
+/// between objects. A backstop for a loaded machine: within the limits above a filter
+/// needs a small part of it.
+pub(crate) const FILTER_TIME_BUDGET: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// A parsed filter with its `matches` patterns compiled once, as go-bexpr compiles them
 /// when the evaluator is made: the work per listed object is then the expression's
@@ -400,8 +417,16 @@ pub(crate) struct Filter {
 }
 
 impl Filter {
-    /// Parses `s` (at most [`MAX_FILTER_LEN`] bytes) and compiles each distinct pattern.
+    /// Parses `s` and compiles each distinct pattern, within [`FILTER_TIME_BUDGET`].
+    #[cfg(test)]
     pub(crate) fn new(s: &str) -> Result<Filter, FilterError> {
+        Filter::new_by(s, std::time::Instant::now() + FILTER_TIME_BUDGET)
+    }
+
+    /// Parses `s` (at most [`MAX_FILTER_LEN`] bytes, at most [`MAX_PATTERNS`] distinct
+    /// patterns of at most [`MAX_PATTERN_BYTES`] each) and compiles each distinct
+    /// pattern; [`FilterError::OverBudget`] once `deadline` has passed.
+    pub(crate) fn new_by(s: &str, deadline: std::time::Instant) -> Result<Filter, FilterError> {
         if s.len() > MAX_FILTER_LEN {
             return Err(FilterError::Syntax(format!(
                 "the expression is {} bytes, more than the {MAX_FILTER_LEN} accepted",
@@ -409,19 +434,30 @@ impl Filter {
             )));
         }
         let expr = parse(s)?;
-        let mut patterns = std::collections::HashMap::new();
+        // Counted before anything is compiled: a refusal costs no compilation.
+        let mut distinct = std::collections::HashSet::new();
         expr.each_pattern(&mut |lit| {
-            if patterns.contains_key(lit) {
-                return Ok(());
+            distinct.insert(lit.to_string());
+            Ok(())
+        })?;
+        if distinct.len() > MAX_PATTERNS {
+            return Err(FilterError::Syntax(format!(
+                "{} distinct patterns, more than the {MAX_PATTERNS} accepted",
+                distinct.len()
+            )));
+        }
+        let mut patterns = std::collections::HashMap::new();
+        for lit in distinct {
+            if std::time::Instant::now() >= deadline {
+                return Err(FilterError::OverBudget);
             }
-            let re = regex::RegexBuilder::new(lit)
+            let re = regex::RegexBuilder::new(&lit)
                 .size_limit(MAX_PATTERN_BYTES)
                 .dfa_size_limit(MAX_PATTERN_BYTES)
                 .build()
                 .map_err(|e| FilterError::Syntax(e.to_string()))?;
-            patterns.insert(lit.to_string(), re);
-            Ok(())
-        })?;
+            patterns.insert(lit, re);
+        }
         Ok(Filter { expr, patterns })
     }
 
