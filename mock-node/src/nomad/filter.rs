@@ -31,9 +31,9 @@ pub(crate) enum FilterError {
     /// A literal that cannot be compared with the field's type.
     #[error("error evaluating expression: {0}")]
     Mismatch(String),
-    /// Compiling or evaluating took longer than [`FILTER_TIME_BUDGET`] (mock-node's
+    /// Compiling or evaluating took more than [`FILTER_CPU_BUDGET`] of CPU (mock-node's
     /// own bound; Nomad sets none).
-    #[error("mock-node: the filter took more than its {} ms budget", FILTER_TIME_BUDGET.as_millis())]
+    #[error("mock-node: the filter took more than its {} ms CPU budget", FILTER_CPU_BUDGET.as_millis())]
     OverBudget,
 }
 
@@ -402,10 +402,48 @@ pub(crate) const MAX_PATTERN_BYTES: usize = 128 << 10;
 /// cost: the worst filter within both costs well under 50 ms of CPU.
 pub(crate) const MAX_PATTERNS: usize = 8;
 
-/// Wall time one filter may take to compile and evaluate, checked between patterns and
-/// between objects. A backstop for a loaded machine: within the limits above a filter
-/// needs a small part of it.
-pub(crate) const FILTER_TIME_BUDGET: std::time::Duration = std::time::Duration::from_millis(500);
+/// CPU time one filter may take to compile and evaluate on its thread, checked between
+/// patterns and between objects. A backstop (a fleet far larger than 1,000 nodes):
+/// within the limits above a filter needs a small part of it. CPU, not wall time, so a
+/// loaded machine does not turn a good filter into a refusal.
+pub(crate) const FILTER_CPU_BUDGET: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// The CPU the calling thread may still spend, from when it was made.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CpuBudget {
+    until: std::time::Duration,
+}
+
+impl CpuBudget {
+    /// `budget` of the calling thread's CPU time from now.
+    pub(crate) fn starting_now(budget: std::time::Duration) -> CpuBudget {
+        CpuBudget {
+            until: thread_cpu() + budget,
+        }
+    }
+
+    /// Whether the calling thread has spent it (call on the thread that made it).
+    pub(crate) fn spent(&self) -> bool {
+        thread_cpu() >= self.until
+    }
+}
+
+/// The calling thread's CPU time (zero where the clock cannot be read: no budget then).
+fn thread_cpu() -> std::time::Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: writes the calling thread's CPU clock into `ts`, which it owns.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return std::time::Duration::ZERO;
+    }
+    std::time::Duration::new(
+        ts.tv_sec.max(0) as u64,
+        ts.tv_nsec.clamp(0, 999_999_999) as u32,
+    )
+}
 
 /// A parsed filter with its `matches` patterns compiled once, as go-bexpr compiles them
 /// when the evaluator is made: the work per listed object is then the expression's
@@ -417,16 +455,16 @@ pub(crate) struct Filter {
 }
 
 impl Filter {
-    /// Parses `s` and compiles each distinct pattern, within [`FILTER_TIME_BUDGET`].
+    /// Parses `s` and compiles each distinct pattern, within [`FILTER_CPU_BUDGET`].
     #[cfg(test)]
     pub(crate) fn new(s: &str) -> Result<Filter, FilterError> {
-        Filter::new_by(s, std::time::Instant::now() + FILTER_TIME_BUDGET)
+        Filter::new_within(s, &CpuBudget::starting_now(FILTER_CPU_BUDGET))
     }
 
     /// Parses `s` (at most [`MAX_FILTER_LEN`] bytes, at most [`MAX_PATTERNS`] distinct
     /// patterns of at most [`MAX_PATTERN_BYTES`] each) and compiles each distinct
-    /// pattern; [`FilterError::OverBudget`] once `deadline` has passed.
-    pub(crate) fn new_by(s: &str, deadline: std::time::Instant) -> Result<Filter, FilterError> {
+    /// pattern; [`FilterError::OverBudget`] once `budget` is spent.
+    pub(crate) fn new_within(s: &str, budget: &CpuBudget) -> Result<Filter, FilterError> {
         if s.len() > MAX_FILTER_LEN {
             return Err(FilterError::Syntax(format!(
                 "the expression is {} bytes, more than the {MAX_FILTER_LEN} accepted",
@@ -448,7 +486,7 @@ impl Filter {
         }
         let mut patterns = std::collections::HashMap::new();
         for lit in distinct {
-            if std::time::Instant::now() >= deadline {
+            if budget.spent() {
                 return Err(FilterError::OverBudget);
             }
             let re = regex::RegexBuilder::new(&lit)

@@ -191,7 +191,7 @@ enum NomadError {
     /// 503: the filter threads have a full queue (mock-node's own bound).
     #[error("{0}")]
     FiltersBusy(#[source] PoolError),
-    /// 503: the filter missed its time budget (mock-node's own bound).
+    /// 503: the filter spent its CPU budget (mock-node's own bound).
     #[error("{0}")]
     FilterOverBudget(#[source] filter::FilterError),
 }
@@ -264,39 +264,39 @@ fn list_query(s: &NomadState, q: &HashMap<String, String>) -> Result<ListQuery, 
     })
 }
 
-/// Compiles `raw` and keeps the objects it selects, by `deadline`: a filter that does
-/// not compile or fails on an object is Nomad's 400, one past its deadline a 503.
+/// Compiles `raw` and keeps the objects it selects, within `budget`: a filter that does
+/// not compile or fails on an object is Nomad's 400, one over its budget a 503.
 /// Stops (answering nothing) once `gone` is set: the client hung up.
 fn compile_and_select<T: Serialize>(
     items: Vec<T>,
     raw: &str,
     gone: &AtomicBool,
-    deadline: std::time::Instant,
+    budget: &filter::CpuBudget,
 ) -> Result<Vec<T>, NomadError> {
     if gone.load(Ordering::Relaxed) {
         return Ok(Vec::new());
     }
-    let f = filter::Filter::new_by(raw, deadline).map_err(|e| match e {
+    let f = filter::Filter::new_within(raw, budget).map_err(|e| match e {
         filter::FilterError::OverBudget => NomadError::FilterOverBudget(e),
         e => NomadError::FilterSyntax(e),
     })?;
-    select(items, &f, gone, deadline)
+    select(items, &f, gone, budget)
 }
 
 /// Keeps the objects the filter selects; an evaluation error is Nomad's 400, passing
-/// `deadline` a 503. Stops (answering nothing) once `gone` is set: the client hung up.
+/// spending `budget` a 503. Stops (answering nothing) once `gone` is set: the client hung up.
 fn select<T: Serialize>(
     items: Vec<T>,
     f: &filter::Filter,
     gone: &AtomicBool,
-    deadline: std::time::Instant,
+    budget: &filter::CpuBudget,
 ) -> Result<Vec<T>, NomadError> {
     let mut out = Vec::with_capacity(items.len());
     for item in items {
         if gone.load(Ordering::Relaxed) {
             return Ok(Vec::new());
         }
-        if std::time::Instant::now() >= deadline {
+        if budget.spent() {
             return Err(NomadError::FilterOverBudget(
                 filter::FilterError::OverBudget,
             ));
@@ -446,9 +446,9 @@ async fn answer_list<T: Serialize + Send + 'static>(
     let selected = s
         .filters
         .run(move || {
-            // The budget runs from when a thread takes the job, not from the queue.
-            let deadline = std::time::Instant::now() + filter::FILTER_TIME_BUDGET;
-            compile_and_select(items, &raw, &gone, deadline)
+            // The budget is the filter thread's CPU from when it takes the job.
+            let budget = filter::CpuBudget::starting_now(filter::FILTER_CPU_BUDGET);
+            compile_and_select(items, &raw, &gone, &budget)
         })
         .await;
     match selected {
@@ -558,10 +558,10 @@ mod tests {
             .map(|k| serde_json::json!({"Name": format!("node-{k}")}))
             .collect();
         let f = filter::Filter::new(r#"Name matches "node-.*""#).expect("parses");
-        let by = std::time::Instant::now() + std::time::Duration::from_secs(60);
-        let kept = select(items.clone(), &f, &AtomicBool::new(false), by).expect("selects");
+        let by = filter::CpuBudget::starting_now(std::time::Duration::from_secs(60));
+        let kept = select(items.clone(), &f, &AtomicBool::new(false), &by).expect("selects");
         assert_eq!(kept.len(), 1_000);
-        let kept = select(items, &f, &AtomicBool::new(true), by).expect("selects");
+        let kept = select(items, &f, &AtomicBool::new(true), &by).expect("selects");
         assert!(
             kept.is_empty(),
             "no object is evaluated for a client that is gone"
