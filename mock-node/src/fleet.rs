@@ -114,6 +114,9 @@ pub enum FleetError {
         /// Bind error.
         source: std::io::Error,
     },
+    /// The threads that evaluate Nomad filters could not be started.
+    #[error("Nomad endpoint: cannot start the filter threads: {0}")]
+    FilterThreads(#[source] std::io::Error),
     /// The admin endpoint could not bind.
     #[error("admin endpoint: cannot bind {addr}: {source}")]
     AdminBind {
@@ -311,6 +314,8 @@ pub async fn start(cfg: ClusterConfig, opts: FleetOptions) -> Result<FleetHandle
     if !opts.nomad.addr.ip().is_loopback() && opts.admin_token.is_none() {
         return Err(FleetError::NomadNotLoopback(opts.nomad.addr));
     }
+    // Started first: nothing else is running yet if the threads cannot start.
+    let filters = crate::nomad::filter_threads().map_err(FleetError::FilterThreads)?;
     let clock = FleetClock::start_now();
     let seed = cfg.fleet_seed(0);
     // One server stack for every node; each node only adds its listener.
@@ -414,6 +419,7 @@ pub async fn start(cfg: ClusterConfig, opts: FleetOptions) -> Result<FleetHandle
         opts.nomad,
         seed,
         nomad_token,
+        filters,
     );
     Ok(FleetHandle {
         shared,

@@ -31,6 +31,10 @@ pub(crate) enum FilterError {
     /// A literal that cannot be compared with the field's type.
     #[error("error evaluating expression: {0}")]
     Mismatch(String),
+    /// Compiling or evaluating took more than [`FILTER_CPU_BUDGET`] of CPU (mock-node's
+    /// own bound; Nomad sets none).
+    #[error("mock-node: the filter took more than its {} ms CPU budget", FILTER_CPU_BUDGET.as_millis())]
+    OverBudget,
 }
 
 /// A parsed filter expression.
@@ -386,9 +390,60 @@ pub(crate) fn parse(s: &str) -> Result<Expr, FilterError> {
 /// of match expressions, and so the work per listed object.
 pub(crate) const MAX_FILTER_LEN: usize = 4096;
 
-/// Most memory one `matches` pattern may compile to (the `regex` crate's own bound);
-/// matching is linear in the field's length whatever the pattern.
-const MAX_PATTERN_BYTES: usize = 1 << 20;
+/// Most memory one `matches` pattern may compile to (the `regex` crate's bound on its
+/// compiled program and on its lazy DFA's cache, so also on the states a match visits).
+/// Compile time grows with it: measured in a release build, a pattern just under 1 MiB
+/// took 6-12 ms to compile, one just under 128 KiB about 1 ms (docs/benchmarks.md). 128
+/// KiB still takes a Unicode class such as `\w` with a small repetition.
+pub(crate) const MAX_PATTERN_BYTES: usize = 128 << 10;
+
+/// Most distinct `matches` patterns in one filter (an assumption: Nomad sets none and
+/// E2B's filters use none). With [`MAX_PATTERN_BYTES`] it bounds a filter's compile
+/// cost: the worst filter within both costs well under 50 ms of CPU.
+pub(crate) const MAX_PATTERNS: usize = 8;
+
+/// CPU time one filter may take to compile and evaluate on its thread, checked between
+/// patterns and between objects. A backstop (a fleet far larger than 1,000 nodes):
+/// within the limits above a filter needs a small part of it. CPU, not wall time, so a
+/// loaded machine does not turn a good filter into a refusal.
+pub(crate) const FILTER_CPU_BUDGET: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// The CPU the calling thread may still spend, from when it was made.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CpuBudget {
+    until: std::time::Duration,
+}
+
+impl CpuBudget {
+    /// `budget` of the calling thread's CPU time from now.
+    pub(crate) fn starting_now(budget: std::time::Duration) -> CpuBudget {
+        CpuBudget {
+            until: thread_cpu() + budget,
+        }
+    }
+
+    /// Whether the calling thread has spent it (call on the thread that made it).
+    pub(crate) fn spent(&self) -> bool {
+        thread_cpu() >= self.until
+    }
+}
+
+/// The calling thread's CPU time (zero where the clock cannot be read: no budget then).
+fn thread_cpu() -> std::time::Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: writes the calling thread's CPU clock into `ts`, which it owns.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return std::time::Duration::ZERO;
+    }
+    std::time::Duration::new(
+        ts.tv_sec.max(0) as u64,
+        ts.tv_nsec.clamp(0, 999_999_999) as u32,
+    )
+}
 
 /// A parsed filter with its `matches` patterns compiled once, as go-bexpr compiles them
 /// when the evaluator is made: the work per listed object is then the expression's
@@ -400,8 +455,16 @@ pub(crate) struct Filter {
 }
 
 impl Filter {
-    /// Parses `s` (at most [`MAX_FILTER_LEN`] bytes) and compiles each distinct pattern.
+    /// Parses `s` and compiles each distinct pattern, within [`FILTER_CPU_BUDGET`].
+    #[cfg(test)]
     pub(crate) fn new(s: &str) -> Result<Filter, FilterError> {
+        Filter::new_within(s, &CpuBudget::starting_now(FILTER_CPU_BUDGET))
+    }
+
+    /// Parses `s` (at most [`MAX_FILTER_LEN`] bytes, at most [`MAX_PATTERNS`] distinct
+    /// patterns of at most [`MAX_PATTERN_BYTES`] each) and compiles each distinct
+    /// pattern; [`FilterError::OverBudget`] once `budget` is spent.
+    pub(crate) fn new_within(s: &str, budget: &CpuBudget) -> Result<Filter, FilterError> {
         if s.len() > MAX_FILTER_LEN {
             return Err(FilterError::Syntax(format!(
                 "the expression is {} bytes, more than the {MAX_FILTER_LEN} accepted",
@@ -409,19 +472,30 @@ impl Filter {
             )));
         }
         let expr = parse(s)?;
-        let mut patterns = std::collections::HashMap::new();
+        // Counted before anything is compiled: a refusal costs no compilation.
+        let mut distinct = std::collections::HashSet::new();
         expr.each_pattern(&mut |lit| {
-            if patterns.contains_key(lit) {
-                return Ok(());
+            distinct.insert(lit.to_string());
+            Ok(())
+        })?;
+        if distinct.len() > MAX_PATTERNS {
+            return Err(FilterError::Syntax(format!(
+                "{} distinct patterns, more than the {MAX_PATTERNS} accepted",
+                distinct.len()
+            )));
+        }
+        let mut patterns = std::collections::HashMap::new();
+        for lit in distinct {
+            if budget.spent() {
+                return Err(FilterError::OverBudget);
             }
-            let re = regex::RegexBuilder::new(lit)
+            let re = regex::RegexBuilder::new(&lit)
                 .size_limit(MAX_PATTERN_BYTES)
                 .dfa_size_limit(MAX_PATTERN_BYTES)
                 .build()
                 .map_err(|e| FilterError::Syntax(e.to_string()))?;
-            patterns.insert(lit.to_string(), re);
-            Ok(())
-        })?;
+            patterns.insert(lit, re);
+        }
         Ok(Filter { expr, patterns })
     }
 

@@ -17,6 +17,7 @@
 //! allocation id. Blocking queries (`index`, `wait`) are validated and answered at once.
 
 pub(crate) mod filter;
+mod filter_pool;
 pub(crate) mod identity;
 mod wire;
 
@@ -35,6 +36,8 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use crate::fleet::FleetShared;
+pub(crate) use filter_pool::FilterPool;
+use filter_pool::PoolError;
 pub(crate) use identity::NomadIdentity;
 use wire::{NodeListStub, ServiceListEntry, ServiceRegistration, ServiceStub};
 
@@ -81,15 +84,24 @@ struct NomadState {
     /// Raised each time the set of visible registrations changes (a blocking-query index).
     index: AtomicU64,
     last_view: Mutex<u64>,
+    /// Where filters are compiled and evaluated, never on the executor.
+    filters: FilterPool,
 }
 
-/// Serves the Nomad API on `listener` until the fleet shuts down.
+/// Starts the threads that compile and evaluate filters ([`spawn`] takes them).
+pub(crate) fn filter_threads() -> std::io::Result<FilterPool> {
+    FilterPool::new(filter_pool::FILTER_THREADS, filter_pool::FILTER_QUEUE)
+}
+
+/// Serves the Nomad API on `listener` until the fleet shuts down, its filters on
+/// `filters`.
 pub(crate) fn spawn(
     fleet: Arc<FleetShared>,
     listener: TcpListener,
     opts: NomadOptions,
     seed: u64,
     token: Option<stampede_http_kit::Secret>,
+    filters: FilterPool,
 ) -> JoinHandle<()> {
     let stop = fleet.shutdown.clone();
     let state = Arc::new(NomadState {
@@ -98,6 +110,7 @@ pub(crate) fn spawn(
         seed,
         index: AtomicU64::new(FIRST_INDEX),
         last_view: Mutex::new(0),
+        filters,
     });
     let mut app = Router::new()
         .route("/v1/service/{*rest}", any(service))
@@ -175,6 +188,12 @@ enum NomadError {
     /// 403: registrations follow the nodes; a client cannot delete one.
     #[error("Permission denied: mock-node registrations follow its nodes")]
     ReadOnly,
+    /// 503: the filter threads have a full queue (mock-node's own bound).
+    #[error("{0}")]
+    FiltersBusy(#[source] PoolError),
+    /// 503: the filter spent its CPU budget (mock-node's own bound).
+    #[error("{0}")]
+    FilterOverBudget(#[source] filter::FilterError),
 }
 
 impl IntoResponse for NomadError {
@@ -186,6 +205,9 @@ impl IntoResponse for NomadError {
             NomadError::Method => StatusCode::METHOD_NOT_ALLOWED,
             NomadError::NoRegion => StatusCode::INTERNAL_SERVER_ERROR,
             NomadError::ReadOnly => StatusCode::FORBIDDEN,
+            NomadError::FiltersBusy(_) | NomadError::FilterOverBudget(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
         };
         // Nomad's error shape: a status and a plain-text message.
         (
@@ -211,12 +233,14 @@ async fn missing_service_name(method: Method) -> Response {
 
 /// Query parameters every list call shares.
 struct ListQuery {
-    filter: Option<filter::Filter>,
+    /// The filter as given: parsed and compiled on the filter threads.
+    filter: Option<String>,
     namespace: Option<String>,
     prefix: Option<String>,
 }
 
-/// Validates the parameters Nomad's `parse` validates, then the filter.
+/// Validates the parameters Nomad's `parse` validates (the filter is left to the filter
+/// threads).
 fn list_query(s: &NomadState, q: &HashMap<String, String>) -> Result<ListQuery, NomadError> {
     if let Some(region) = q.get("region").filter(|r| !r.is_empty()) {
         if *region != s.opts.region {
@@ -233,28 +257,49 @@ fn list_query(s: &NomadState, q: &HashMap<String, String>) -> Result<ListQuery, 
             return Err(NomadError::BadRequest("Invalid index"));
         }
     }
-    let filter = match q.get("filter").filter(|f| !f.is_empty()) {
-        None => None,
-        Some(f) => Some(filter::Filter::new(f).map_err(NomadError::FilterSyntax)?),
-    };
     Ok(ListQuery {
-        filter,
+        filter: q.get("filter").filter(|f| !f.is_empty()).cloned(),
         namespace: q.get("namespace").filter(|n| !n.is_empty()).cloned(),
         prefix: q.get("prefix").filter(|p| !p.is_empty()).cloned(),
     })
 }
 
-/// Keeps the objects the filter selects; an evaluation error is Nomad's 400. Stops
-/// (answering nothing) once `gone` is set: the client hung up.
+/// Compiles `raw` and keeps the objects it selects, within `budget`: a filter that does
+/// not compile or fails on an object is Nomad's 400, one over its budget a 503.
+/// Stops (answering nothing) once `gone` is set: the client hung up.
+fn compile_and_select<T: Serialize>(
+    items: Vec<T>,
+    raw: &str,
+    gone: &AtomicBool,
+    budget: &filter::CpuBudget,
+) -> Result<Vec<T>, NomadError> {
+    if gone.load(Ordering::Relaxed) {
+        return Ok(Vec::new());
+    }
+    let f = filter::Filter::new_within(raw, budget).map_err(|e| match e {
+        filter::FilterError::OverBudget => NomadError::FilterOverBudget(e),
+        e => NomadError::FilterSyntax(e),
+    })?;
+    select(items, &f, gone, budget)
+}
+
+/// Keeps the objects the filter selects; an evaluation error is Nomad's 400, passing
+/// spending `budget` a 503. Stops (answering nothing) once `gone` is set: the client hung up.
 fn select<T: Serialize>(
     items: Vec<T>,
     f: &filter::Filter,
     gone: &AtomicBool,
+    budget: &filter::CpuBudget,
 ) -> Result<Vec<T>, NomadError> {
     let mut out = Vec::with_capacity(items.len());
     for item in items {
         if gone.load(Ordering::Relaxed) {
             return Ok(Vec::new());
+        }
+        if budget.spent() {
+            return Err(NomadError::FilterOverBudget(
+                filter::FilterError::OverBudget,
+            ));
         }
         let datum = serde_json::to_value(&item).unwrap_or(serde_json::Value::Null);
         match f.eval(&datum) {
@@ -377,8 +422,8 @@ impl Drop for SetOnDrop {
 }
 
 /// Every list call: GET only, Nomad's query parameters, `items` built from them, the
-/// filter applied per object on a blocking thread (never the executor's), stopped when
-/// the client hangs up, Nomad's headers.
+/// filter compiled and applied per object on the filter threads (never the executor's;
+/// 503 when their queue is full), stopped when the client hangs up, Nomad's headers.
 async fn answer_list<T: Serialize + Send + 'static>(
     s: &NomadState,
     method: &Method,
@@ -393,16 +438,24 @@ async fn answer_list<T: Serialize + Send + 'static>(
         Err(e) => return e.into_response(),
     };
     let (items, index) = items(&lq);
-    let Some(f) = lq.filter else {
+    let Some(raw) = lq.filter else {
         return ok_json(index, &items);
     };
     let gone = Arc::new(AtomicBool::new(false));
     let _hung_up = SetOnDrop(gone.clone());
-    let selected = tokio::task::spawn_blocking(move || select(items, &f, &gone)).await;
+    let selected = s
+        .filters
+        .run(move || {
+            // The budget is the filter thread's CPU from when it takes the job.
+            let budget = filter::CpuBudget::starting_now(filter::FILTER_CPU_BUDGET);
+            compile_and_select(items, &raw, &gone, &budget)
+        })
+        .await;
     match selected {
         Ok(Ok(items)) => ok_json(index, &items),
         Ok(Err(e)) => e.into_response(),
-        Err(e) => {
+        Err(e @ PoolError::Full(_)) => NomadError::FiltersBusy(e).into_response(),
+        Err(e @ PoolError::Lost) => {
             tracing::warn!(error = %e, "filter evaluation failed");
             StatusCode::INTERNAL_SERVER_ERROR.into_response()
         }
@@ -505,9 +558,10 @@ mod tests {
             .map(|k| serde_json::json!({"Name": format!("node-{k}")}))
             .collect();
         let f = filter::Filter::new(r#"Name matches "node-.*""#).expect("parses");
-        let kept = select(items.clone(), &f, &AtomicBool::new(false)).expect("selects");
+        let by = filter::CpuBudget::starting_now(std::time::Duration::from_secs(60));
+        let kept = select(items.clone(), &f, &AtomicBool::new(false), &by).expect("selects");
         assert_eq!(kept.len(), 1_000);
-        let kept = select(items, &f, &AtomicBool::new(true)).expect("selects");
+        let kept = select(items, &f, &AtomicBool::new(true), &by).expect("selects");
         assert!(
             kept.is_empty(),
             "no object is evaluated for a client that is gone"
