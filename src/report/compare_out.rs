@@ -9,6 +9,7 @@ use tabled::settings::Style;
 
 use super::compare::{Comparison, Delta};
 use super::junit::{attr, text};
+use super::untrusted::{markdown_cell, plain};
 
 /// The verdict line.
 fn verdict(c: &Comparison) -> &'static str {
@@ -83,7 +84,8 @@ fn cells(run: &str, d: &Delta) -> [String; 7] {
 const COLUMNS: [&str; 7] = ["run", "figure", "A", "B", "delta", "allowed", "verdict"];
 
 /// Print a comparison as a table plus a verdict line.
-pub fn write_comparison(c: &Comparison, mut w: impl Write) -> io::Result<()> {
+pub fn write_comparison(c: &Comparison, w: impl Write) -> io::Result<()> {
+    let mut w = super::untrusted::PlainWriter::new(w);
     writeln!(w, "{}", header(c))?;
     let mut t = Builder::default();
     t.push_record(COLUMNS);
@@ -115,12 +117,15 @@ pub fn write_comparison(c: &Comparison, mut w: impl Write) -> io::Result<()> {
 /// A comparison as Markdown (for `GITHUB_STEP_SUMMARY`).
 pub fn write_comparison_markdown(c: &Comparison, mut w: impl Write) -> io::Result<()> {
     writeln!(w, "## Comparison with the baseline\n")?;
-    writeln!(w, "{}\n", header(c))?;
+    writeln!(w, "{}\n", plain(&header(c)))?;
     writeln!(w, "| {} |", COLUMNS.join(" | "))?;
     writeln!(w, "|{}", "---|".repeat(COLUMNS.len()))?;
     for r in &c.runs {
         for d in &r.deltas {
-            let mut row = cells(&r.label, d);
+            let mut row: Vec<String> = cells(&r.label, d)
+                .iter()
+                .map(|c| markdown_cell(c))
+                .collect();
             if d.regressed {
                 row[6] = "**REGRESSED**".into();
             }
@@ -129,9 +134,9 @@ pub fn write_comparison_markdown(c: &Comparison, mut w: impl Write) -> io::Resul
     }
     writeln!(w)?;
     for n in notes(c) {
-        writeln!(w, "- {n}")?;
+        writeln!(w, "- {}", plain(&n))?;
     }
-    writeln!(w, "\n**{}**", verdict(c))
+    writeln!(w, "\n**{}**", plain(&verdict(c)))
 }
 
 /// A comparison as JUnit XML: a case per compared figure per run, one per run of A

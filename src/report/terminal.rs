@@ -12,7 +12,8 @@ use super::model::{Figure, Report, RunResult, SetAudit, NOT_MEASURED};
 
 /// Write the one-line verdict that heads the tables (all `run -q` prints, with the
 /// report's path).
-pub fn write_verdict(report: &Report, mut w: impl Write) -> io::Result<()> {
+pub fn write_verdict(report: &Report, w: impl Write) -> io::Result<()> {
+    let mut w = super::untrusted::PlainWriter::new(w);
     let kind = if report.simulated { "simulated" } else { "run" };
     writeln!(
         w,
@@ -24,7 +25,8 @@ pub fn write_verdict(report: &Report, mut w: impl Write) -> io::Result<()> {
 }
 
 /// Write `report` as plain-text tables for a terminal.
-pub fn write_terminal(report: &Report, mut w: impl Write) -> io::Result<()> {
+pub fn write_terminal(report: &Report, w: impl Write) -> io::Result<()> {
+    let mut w = super::untrusted::PlainWriter::new(w);
     let w = &mut w;
     write_verdict(report, &mut *w)?;
     for run in &report.runs {

@@ -29,6 +29,52 @@ pub fn markdown_cell(s: &str) -> String {
     out
 }
 
+/// A writer for a terminal: every control character but the newline is dropped from
+/// what goes through it (a tab becomes a space), so no id or label can move the cursor,
+/// colour the text or reach the clipboard (`ESC ]52`), whatever table it sits in.
+#[derive(Debug)]
+pub struct PlainWriter<W> {
+    inner: W,
+}
+
+impl<W: std::io::Write> PlainWriter<W> {
+    /// Wraps `inner`.
+    pub fn new(inner: W) -> Self {
+        PlainWriter { inner }
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for PlainWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let keep = |c: char| match c {
+            '\n' => Some('\n'),
+            '\t' => Some(' '),
+            c if c.is_control() => None,
+            c => Some(c),
+        };
+        match std::str::from_utf8(buf) {
+            Ok(text) => {
+                let clean: String = text.chars().filter_map(keep).collect();
+                self.inner.write_all(clean.as_bytes())?;
+            }
+            // Not text (a write split inside a character): ASCII controls go all the same.
+            Err(_) => {
+                let clean: Vec<u8> = buf
+                    .iter()
+                    .copied()
+                    .filter(|b| *b == b'\n' || !b.is_ascii_control())
+                    .collect();
+                self.inner.write_all(&clean)?;
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
 /// `s` as one line inside a Markdown code fence or code span: [`plain`] (so it cannot
 /// start a line of its own) with backticks as `'` (so it cannot close the fence).
 pub fn code_line(s: &str) -> String {
@@ -38,6 +84,18 @@ pub fn code_line(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_plain_writer_lets_no_escape_through() {
+        use std::io::Write;
+        let mut out = Vec::new();
+        let mut w = PlainWriter::new(&mut out);
+        write!(w, "node-\u{1b}]52;c;eA==\u{7}x\u{9b}31m\tend\r\nnext").unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "node-]52;c;eA==x31m end\nnext"
+        );
+    }
 
     #[test]
     fn escapes_and_osc_never_reach_the_terminal() {

@@ -144,3 +144,60 @@ fn a_profile_without_checks_says_that_nothing_was_checked() {
         "{xml}"
     );
 }
+
+/// A run label carrying escapes and table syntax, as a hostile report.json could.
+const HOSTILE: &str = "evil|\u{1b}]52;c;eA==\u{7}`x\u{1b}[31m";
+
+/// Cells of one Markdown table row, splitting on `|` not escaped with a backslash.
+fn cells(row: &str) -> usize {
+    let mut n = 0usize;
+    let mut prev = ' ';
+    for c in row.chars() {
+        if c == '|' && prev != '\\' {
+            n += 1;
+        }
+        prev = c;
+    }
+    n.saturating_sub(1)
+}
+
+#[test]
+fn a_hostile_label_reaches_no_terminal_raw_and_keeps_the_summary_table_whole() {
+    let (_, report, _) = simulate(PROFILE);
+    let json = std::fs::read_to_string(report.join("report.json")).expect("report.json");
+    let mut v: serde_json::Value = serde_json::from_str(&json).expect("json");
+    for run in v["runs"].as_array_mut().expect("runs") {
+        let label = run["label"].as_str().unwrap_or_default().to_string();
+        run["label"] = serde_json::Value::String(format!("{label}{HOSTILE}"));
+    }
+    let dir = report.parent().expect("reports dir").to_path_buf();
+    let (a, b) = (dir.join("a.json"), dir.join("b.json"));
+    let text = serde_json::to_string(&v).expect("json");
+    std::fs::write(&a, &text).expect("a");
+    std::fs::write(&b, &text).expect("b");
+    let summary = dir.join("compare-summary.md");
+    let out = Command::new(env!("CARGO_BIN_EXE_stampede"))
+        .arg("compare")
+        .arg(&a)
+        .arg(&b)
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .output()
+        .expect("stampede compare runs");
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(printed.contains("evil"), "the label is printed: {printed}");
+    assert!(
+        !printed.contains('\u{1b}') && !printed.contains('\u{7}'),
+        "a control character reached the terminal: {printed:?}"
+    );
+    let md = std::fs::read_to_string(&summary).expect("summary written");
+    let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| ")).collect();
+    assert!(rows.iter().any(|r| r.contains("evil")), "{md}");
+    for r in &rows {
+        assert_eq!(cells(r), 7, "row split or merged: {r}");
+        assert!(!r.contains('\u{1b}'), "{r:?}");
+    }
+}
