@@ -136,7 +136,7 @@ pub fn write_comparison_markdown(c: &Comparison, mut w: impl Write) -> io::Resul
     for n in notes(c) {
         writeln!(w, "- {}", plain(&n))?;
     }
-    writeln!(w, "\n**{}**", plain(&verdict(c)))
+    writeln!(w, "\n**{}**", plain(verdict(c)))
 }
 
 /// A comparison as JUnit XML: a case per compared figure per run, one per run of A
