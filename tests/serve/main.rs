@@ -6,6 +6,7 @@ mod support;
 mod api;
 mod evict;
 mod faults;
+mod hang_ups;
 mod hostile;
 mod kill;
 mod lifecycle;
