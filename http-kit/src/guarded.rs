@@ -3,7 +3,8 @@
 //! own I/O does. [`GuardedIo`] wraps an accepted stream admitted by a [`ConnectionCap`];
 //! a watcher task closes it, making every later read and write fail, when
 //!
-//! - the cap evicts it to admit a new connection (it waited longest on its client);
+//! - the cap evicts it to admit a new connection (in the cap's order: see
+//!   [`ConnectionCap`]);
 //! - before it spoke HTTP/2, it has been idle for the header deadline: a silent
 //!   connection, a stalled HTTP/1 head, an HTTP/1 keep-alive with no next request (the
 //!   same bound [`serve_bounded`](crate::serve_bounded)'s header-read timer sets).
@@ -15,7 +16,8 @@
 //! the call that races the close. The server's HTTP/2 keepalive (a PING after a quiet
 //! interval, the connection closed when it is not acknowledged in time) ends one whose
 //! client is gone or no longer reads; the request body deadline ends a stalled stream;
-//! the cap evicts idle HTTP/2 connections first when it is full.
+//! when the cap is full it evicts them only once no connection that never had a request
+//! answered is left.
 
 use std::io;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -160,7 +162,7 @@ async fn watch(
     loop {
         tokio::select! {
             _ = evict.cancelled() => {
-                tracing::debug!("closing the connection that waited longest: the cap is full");
+                tracing::debug!("closing a connection waiting on its client: the cap is full");
                 break;
             }
             () = timer.as_mut() => {

@@ -1,8 +1,8 @@
 //! The one hardening policy of every HTTP listener the project opens (mock-node's admin
 //! and Nomad APIs, `stampede serve`, a run's metrics endpoint): a deadline on each
 //! request head and body ([`DeadlineBody`]), an idle timeout, and a cap on concurrent
-//! connections below the descriptor limit that closes the connection waiting longest on
-//! its client when full ([`ConnectionCap`]).
+//! connections below the descriptor limit that, when full, closes a connection waiting on
+//! its client: one that never had a request answered first ([`ConnectionCap`]).
 //!
 //! A request whose head arrived and whose body never does would otherwise hold its
 //! connection, and a descriptor, for ever: enough of them exhaust the process's
@@ -126,13 +126,22 @@ where
 
 /// At most `limit` connections open at once, admitted fairly: a connection is admitted
 /// after it is accepted ([`admit`](Self::admit)) and holds its [`Admitted`] until it
-/// closes. When the cap is full, the open connection that has waited longest on its
-/// client (no request being answered, no byte of a request received for the longest
-/// time: a silent connection, a stalled head or body, an idle keep-alive) is closed to
-/// make room. So a flood of stalled clients, which all share one address on loopback and
-/// cannot be told apart by peer, only ever evicts itself: a client that sends its request
-/// at once is admitted, answered and gone before a flood's connections get ahead of it.
-/// Only when every admitted connection is being answered does a new one wait.
+/// closes. When the cap is full, a connection waiting on its client (no request being
+/// answered) is closed to make room, in this order:
+///
+/// 1. connections that never had a request answered (a silent connection, a stalled
+///    first head or body), the one waiting longest first;
+/// 2. only when there are none, connections that had a request answered (an idle
+///    keep-alive, a pooled HTTP/2 channel between calls, one stalled on a later
+///    request), the one waiting longest first.
+///
+/// So a flood of stalled clients, which all share one address on loopback and cannot be
+/// told apart by peer, only ever evicts itself: a client that sends its request at once
+/// is admitted, answered and gone before a flood's connections get ahead of it, and a
+/// known client's pooled connection (a placement service's channel to its node, idle
+/// between RPCs and so often the longest waiting) is not closed under it while a
+/// connection that never spoke remains. Only when every admitted connection is being
+/// answered does a new one wait.
 ///
 /// A full cap closes a batch of connections at once (a 64th of the cap, 1 to 64), not
 /// one per admission: a closed connection frees its place only once its task has run,
@@ -172,6 +181,9 @@ struct ConnEntry {
     answering: AtomicUsize,
     /// Requests whose head arrived and whose answer is not yet made.
     requests: AtomicUsize,
+    /// A request of this connection was answered: its client spoke the protocol, and
+    /// the connection is evicted only after every one that never did.
+    answered: AtomicBool,
     evict: CancellationToken,
 }
 
@@ -227,6 +239,7 @@ impl ConnectionCap {
             since_ms: AtomicU64::new(self.book.now_ms()),
             answering: AtomicUsize::new(0),
             requests: AtomicUsize::new(0),
+            answered: AtomicBool::new(false),
             evict: CancellationToken::new(),
         });
         self.book
@@ -250,26 +263,29 @@ impl ConnBook {
         u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
-    /// Closes the connections that have waited longest on their client (none being
-    /// answered), up to `batch` evictions not yet completed. A scan: it runs only when
-    /// the cap is full.
+    /// Closes connections waiting on their client (none being answered) in the cap's
+    /// order (never answered before answered, then longest waiting first), up to
+    /// `batch` evictions not yet completed. A scan: it runs only when the cap is full.
     fn evict_stalest(&self, batch: usize) {
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
         let want = batch.saturating_sub(self.evicting.load(Ordering::Acquire));
         if want == 0 {
             return;
         }
-        let mut waiting: Vec<(u64, u64)> = open
+        let mut waiting: Vec<(bool, u64, u64)> = open
             .iter()
             .filter(|(_, e)| e.answering.load(Ordering::Acquire) == 0)
-            .map(|(id, e)| (e.since_ms.load(Ordering::Relaxed), *id))
+            .map(|(id, e)| {
+                let answered = e.answered.load(Ordering::Acquire);
+                (answered, e.since_ms.load(Ordering::Relaxed), *id)
+            })
             .collect();
         let want = want.min(waiting.len());
         if want == 0 {
             return;
         }
         waiting.select_nth_unstable(want - 1);
-        for (_, id) in &waiting[..want] {
+        for (_, _, id) in &waiting[..want] {
             if let Some(e) = open.remove(id) {
                 self.evicting.fetch_add(1, Ordering::AcqRel);
                 e.evict.cancel();
@@ -377,6 +393,7 @@ impl RequestMark {
 impl Drop for RequestMark {
     fn drop(&mut self) {
         if *self.answering.get_mut() {
+            self.conn.entry.answered.store(true, Ordering::Release);
             self.conn.entry.answering.fetch_sub(1, Ordering::AcqRel);
         }
         self.conn.progress();
@@ -549,7 +566,7 @@ async fn serve_one(
                 return;
             }
             () = evicted.as_mut() => {
-                tracing::debug!("closing the connection that waited longest: the cap is full");
+                tracing::debug!("closing a connection waiting on its client: the cap is full");
                 return;
             }
             () = check.as_mut() => {
@@ -678,5 +695,79 @@ mod tests {
         drop(newer);
         let _fifth = admit.await.expect("joins");
         drop((answering, mark, fourth));
+    }
+
+    /// Admits one more connection into the full `cap` and returns which of `open` the
+    /// cap evicted for it (dropping it, so the admission completes).
+    async fn evicted_by_one_more(cap: &ConnectionCap, open: &mut Vec<Admitted>) -> usize {
+        let admit = tokio::spawn({
+            let cap = cap.clone();
+            async move { cap.admit().await }
+        });
+        let which = tokio::time::timeout(Duration::from_secs(5), async {
+            loop {
+                if let Some(k) = open.iter().position(|a| a.eviction().is_cancelled()) {
+                    return k;
+                }
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        })
+        .await
+        .expect("one connection is evicted");
+        open.remove(which);
+        let admitted = tokio::time::timeout(Duration::from_secs(5), admit)
+            .await
+            .expect("admitted once a place is free")
+            .expect("joins");
+        open.push(admitted);
+        which
+    }
+
+    #[tokio::test]
+    async fn a_full_cap_evicts_a_connection_that_never_spoke_before_a_known_clients_idle_one() {
+        let cap = ConnectionCap::new(3);
+        assert_eq!(cap.limit(), 3, "the test needs room for 3 descriptors");
+        // The oldest and longest idle: a client that had one request answered (a pooled
+        // channel between calls).
+        let known = cap.admit().await;
+        let mark = known.mark().request();
+        mark.answering();
+        drop(mark);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        // Two that never spoke, fresher than it.
+        let silent = cap.admit().await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let stalled_head = cap.admit().await;
+        let head = stalled_head.mark().request();
+        let mut open = vec![known, silent, stalled_head];
+        // Full: the silent one goes, then the stalled first head, never the known one
+        // while one of those remains.
+        assert_eq!(
+            evicted_by_one_more(&cap, &mut open).await,
+            1,
+            "the silent one"
+        );
+        assert_eq!(
+            evicted_by_one_more(&cap, &mut open).await,
+            1,
+            "the stalled head"
+        );
+        drop(head);
+        // Left: the known one and the two silent newcomers; the newcomers go first.
+        assert_eq!(evicted_by_one_more(&cap, &mut open).await, 1);
+        assert_eq!(evicted_by_one_more(&cap, &mut open).await, 1);
+        assert_eq!(cap.open(), 3);
+        // Once every connection has had an answer, the longest waiting of them goes.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        for a in &open[1..] {
+            let m = a.mark().request();
+            m.answering();
+            drop(m);
+        }
+        assert_eq!(
+            evicted_by_one_more(&cap, &mut open).await,
+            0,
+            "the known one, now the longest waiting of the answered"
+        );
     }
 }

@@ -25,8 +25,9 @@
 //! deadline), opens a stream and never finishes its body (the stream fails at the body
 //! deadline), or no longer reads or acknowledges pings (closed by the keepalive). An
 //! HTTP/2 client that acknowledges pings and sends nothing is an idle gRPC channel,
-//! which E2B's API keeps open to each orchestrator: it stays open, first in line for
-//! eviction when the cap is full.
+//! which E2B's API keeps open to each orchestrator: it stays open, and a full cap evicts
+//! it only once no connection that never had a call answered is left (a renewing flood
+//! of silent connections evicts itself, not the API's pooled channel).
 
 use std::io;
 use std::pin::Pin;

@@ -72,15 +72,16 @@ impl NodeChannel {
 }
 
 impl Inner {
-    fn current(&self) -> Option<h2::client::SendRequest<Bytes>> {
+    fn current(&self) -> Option<(h2::client::SendRequest<Bytes>, Arc<AtomicBool>)> {
         let open = self.open.lock().unwrap_or_else(|p| p.into_inner());
         open.as_ref()
             .filter(|o| !o.ended.load(Ordering::Acquire))
-            .map(|o| o.send.clone())
+            .map(|o| (o.send.clone(), o.ended.clone()))
     }
 
-    /// The open connection's handle, opening one if there is none (or it ended).
-    async fn handle(&self) -> Result<h2::client::SendRequest<Bytes>, BoxError> {
+    /// The open connection's handle and its ended flag, opening one if there is none
+    /// (or it ended).
+    async fn handle(&self) -> Result<(h2::client::SendRequest<Bytes>, Arc<AtomicBool>), BoxError> {
         if let Some(send) = self.current() {
             return Ok(send);
         }
@@ -106,9 +107,9 @@ impl Inner {
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
         *open = Some(Open {
             send: send.clone(),
-            ended,
+            ended: ended.clone(),
         });
-        Ok(send)
+        Ok((send, ended))
     }
 
     async fn call<B>(self: Arc<Self>, req: Request<B>) -> Result<Response<NodeBody>, BoxError>
@@ -123,10 +124,21 @@ impl Inner {
         parts.uri = Uri::from_parts(uri)?;
         // The request's message (a unary call's one frame), read whole.
         let message = body.collect().await.map_err(Into::into)?.to_bytes();
-        let mut send = self.handle().await?.ready().await?;
-        let (answer, mut stream) = send.send_request(Request::from_parts(parts, ()), false)?;
-        stream.send_data(message, true)?;
-        let (parts, recv) = answer.await?.into_parts();
+        let (send, ended) = self.handle().await?;
+        let sent = async move {
+            let mut send = send.ready().await?;
+            let (answer, mut stream) = send.send_request(Request::from_parts(parts, ()), false)?;
+            stream.send_data(message, true)?;
+            answer.await
+        };
+        let answer = sent.await.inspect_err(|e| {
+            // The connection is gone even if its driver has not noticed yet: the next
+            // call (a retry among them) opens a fresh one instead of failing on it.
+            if connection_lost(e) {
+                ended.store(true, Ordering::Release);
+            }
+        })?;
+        let (parts, recv) = answer.into_parts();
         Ok(Response::from_parts(
             parts,
             NodeBody {
@@ -135,6 +147,14 @@ impl Inner {
             },
         ))
     }
+}
+
+/// Whether `e` says the call's connection was lost (an I/O error: a reset, a close; a
+/// GOAWAY; a stream refused) rather than that the node answered the call with an error.
+/// A call that failed so was not answered, and the node took it only if it was sent
+/// before the loss.
+pub(crate) fn connection_lost(e: &h2::Error) -> bool {
+    e.is_io() || e.is_go_away() || e.reason() == Some(h2::Reason::REFUSED_STREAM)
 }
 
 fn unavailable(origin: &Uri, e: &dyn std::fmt::Display) -> BoxError {

@@ -204,8 +204,31 @@ impl NodeClient {
         Ok(())
     }
 
-    /// `SandboxService/Delete`.
+    /// `SandboxService/Delete`, sent again once on a fresh connection when the first
+    /// attempt's connection was lost before the node's answer arrived (a node port's
+    /// connection cap closing it between calls, a reset), both attempts within `limit`.
+    ///
+    /// Sending it again is safe because a node's Delete is idempotent in effect: if the
+    /// lost attempt did reach the node and kill the sandbox, the second one finds it gone
+    /// and the node answers NotFound, which the kill takes as done (204), as it takes a
+    /// sandbox a restart lost. Without the retry the kill answers 500 and the sandbox may
+    /// stay on its node, out of the API's books, until the orphan sweep.
     pub async fn delete(&self, sandbox_id: &str, limit: Duration) -> Result<(), Status> {
+        let deadline = tokio::time::Instant::now() + limit;
+        match self.delete_once(sandbox_id, limit).await {
+            Err(s) if lost_connection(&s) => {
+                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                if left.is_zero() {
+                    return Err(s);
+                }
+                tracing::debug!(status = %s, "Delete lost its connection: sending it again");
+                self.delete_once(sandbox_id, left).await
+            }
+            other => other,
+        }
+    }
+
+    async fn delete_once(&self, sandbox_id: &str, limit: Duration) -> Result<(), Status> {
         let body = SandboxDeleteRequest {
             sandbox_id: sandbox_id.to_string(),
         };
@@ -213,6 +236,19 @@ impl NodeClient {
         bounded(limit, async move { c.delete(req(body, limit)).await }).await?;
         Ok(())
     }
+}
+
+/// Whether a call failed because its connection was lost before the node answered
+/// (the status carries the connection's `h2` error), not with a status the node sent.
+fn lost_connection(status: &Status) -> bool {
+    let mut source = std::error::Error::source(status);
+    while let Some(e) = source {
+        if let Some(h2) = e.downcast_ref::<h2::Error>() {
+            return super::node_channel::connection_lost(h2);
+        }
+        source = e.source();
+    }
+    false
 }
 
 fn req<T>(body: T, limit: Duration) -> tonic::Request<T> {

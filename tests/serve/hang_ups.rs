@@ -50,7 +50,7 @@ fn config() -> stampede::serve::ServeConfig {
 fn delay_of(i: usize) -> Duration {
     let half = u32::try_from(CLIENTS / 2).expect("few clients");
     let k = u32::try_from(i / 2).expect("few clients");
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         SPAN * k / (half - 1)
     } else {
         NEAR_ANSWER.0 + NEAR_ANSWER.1 * k / (half - 1)

@@ -69,3 +69,93 @@ async fn legacy_answers_are_500_failed_to_place() {
     assert!(body.get("error_code").is_none(), "{body}");
     rig.stop().await;
 }
+
+/// Silent connections a flood keeps open against a node port at once (it opens a new one
+/// and drops its oldest, over and over): well over the port's cap in the test below.
+const SILENT_HELD: usize = 96;
+
+/// How long serve's pooled connection sits idle between two kills: longer than the
+/// flood's oldest connection has been open (a new one every millisecond, 16 places), so
+/// that it is the longest waiting when the cap is full.
+const IDLE_BETWEEN_KILLS: Duration = Duration::from_millis(40);
+
+/// A node port capped at a few connections under a renewing flood of silent ones: the
+/// cap, when full, closed the connection that had waited longest on its client, which
+/// between two RPCs was serve's own pooled HTTP/2 connection; a Delete in flight on it
+/// answered 500 (`connection reset`) and the sandbox stayed on its node. Now the cap
+/// closes connections that never had a request answered first, and a Delete whose
+/// connection was lost is sent once more on a fresh one: every kill answers 204 and the
+/// node runs nothing after. Bounded: 120 sandboxes, one kill at a time, the flood
+/// stopped with them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_on_a_node_port_never_fails_a_kill_on_serves_pooled_connection() {
+    const SANDBOXES: usize = 120;
+    let opts = mock_node::fleet::FleetOptions {
+        node_limits: stampede_http_kit::HttpLimits {
+            max_connections: 16,
+            ..mock_node::NODE_LIMITS
+        },
+        ..mock_node::fleet::FleetOptions::default()
+    };
+    let rig = Rig::start_with(
+        cluster(1, &[]),
+        serve_config(AccountingMode::Optimistic),
+        opts,
+    )
+    .await;
+    let mut ids = Vec::with_capacity(SANDBOXES);
+    for _ in 0..SANDBOXES {
+        let (status, body) = rig
+            .create(json!({"templateID": "base", "timeout": 300}))
+            .await;
+        assert_eq!(status, 201, "{body}");
+        ids.push(body["sandboxID"].as_str().expect("an id").to_string());
+    }
+    let port = rig.fleet.nodes()[0].addr;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let flood = tokio::spawn({
+        let stop = stop.clone();
+        async move {
+            let mut held = std::collections::VecDeque::with_capacity(SILENT_HELD);
+            let mut opened = 0u64;
+            while !stop.is_cancelled() {
+                let connect = tokio::net::TcpStream::connect(port);
+                if let Ok(Ok(c)) = tokio::time::timeout(Duration::from_secs(1), connect).await {
+                    opened += 1;
+                    if held.len() == SILENT_HELD {
+                        held.pop_front();
+                    }
+                    held.push_back(c);
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            opened
+        }
+    });
+    let mut failed = Vec::new();
+    for id in &ids {
+        // Idle between kills, as a pooled channel is between RPCs.
+        tokio::time::sleep(IDLE_BETWEEN_KILLS).await;
+        let status = rig.delete(id).await;
+        if status != 204 {
+            failed.push(format!("{id}: {status}"));
+        }
+    }
+    stop.cancel();
+    let opened = flood.await.expect("flood task");
+    assert!(
+        opened > 16 * 4,
+        "the flood renewed its connections past the cap ({opened} opened)"
+    );
+    assert!(failed.is_empty(), "kills that failed: {failed:?}");
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    while rig.sandboxes_on_nodes() > 0 {
+        assert!(
+            std::time::Instant::now() < until,
+            "{} sandboxes still on the node",
+            rig.sandboxes_on_nodes()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    rig.stop().await;
+}

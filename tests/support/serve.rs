@@ -76,7 +76,12 @@ impl Rig {
     }
 
     pub async fn start(cluster: ClusterConfig, cfg: ServeConfig) -> Rig {
-        let fleet = mock_node::fleet::start(cluster, FleetOptions::default())
+        Rig::start_with(cluster, cfg, FleetOptions::default()).await
+    }
+
+    /// [`Rig::start`] with the fleet's own options (e.g. a node port's connection cap).
+    pub async fn start_with(cluster: ClusterConfig, cfg: ServeConfig, opts: FleetOptions) -> Rig {
+        let fleet = mock_node::fleet::start(cluster, opts)
             .await
             .expect("fleet starts");
         let nodes = stampede::serve_cmd::targets_of(&fleet);
