@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use stampede::mock_admin::MockAdmin;
-use stampede::placement::AccountingMode;
 use stampede::serve::DEFAULT_API_KEY;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -35,15 +34,6 @@ const NEAR_ANSWER: (Duration, Duration) = (SLOW, Duration::from_millis(100));
 
 /// How long the service may take to settle after the last hang-up.
 const SETTLE: Duration = Duration::from_secs(15);
-
-/// The tests' settings: RPC deadlines far above [`SLOW`], so that a loaded machine does
-/// not turn a slow RPC into a failed one (a failure is not what this test is about).
-fn config() -> stampede::serve::ServeConfig {
-    let mut cfg = serve_config(AccountingMode::Optimistic);
-    cfg.rpc_timeout = Duration::from_secs(10);
-    cfg.request_timeout = Duration::from_secs(20);
-    cfg
-}
 
 /// The delay of client `i` of [`CLIENTS`]: even ones over [`SPAN`], odd ones over
 /// [`NEAR_ANSWER`].
@@ -224,7 +214,7 @@ async fn follow_up(rig: &Rig, ids: &BTreeSet<String>, verb: &str, allowed: &[u16
 /// rounds of 60 raw requests and one follow-up per sandbox, each round a few seconds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hang_ups_at_every_point_of_a_move_leave_the_nodes_and_the_service_agreeing() {
-    let rig = Rig::start(cluster(3, &[]), config()).await;
+    let rig = Rig::start(cluster(3, &[]), slow_nodes_config()).await;
     let admin = MockAdmin::new(rig.http.clone(), &rig.fleet.admin_url(), None);
     rig.slow_all(SLOW).await;
 

@@ -12,7 +12,6 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::json;
 use stampede::mock_admin::MockAdmin;
-use stampede::placement::AccountingMode;
 
 use crate::support::serve::*;
 
@@ -84,18 +83,9 @@ async fn in_a_move(rig: &Rig, id: &str) -> bool {
 /// Nodes this slow make a pause or a resume last long enough to be overlapped.
 const SLOW: Duration = Duration::from_millis(300);
 
-/// The tests' settings with an RPC deadline far above [`SLOW`], so that a loaded
-/// machine does not turn a slow RPC into a failed one.
-fn config() -> stampede::serve::ServeConfig {
-    let mut cfg = serve_config(AccountingMode::Optimistic);
-    cfg.rpc_timeout = Duration::from_secs(10);
-    cfg.request_timeout = Duration::from_secs(15);
-    cfg
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delete_during_a_pause_is_204_and_leaves_no_snapshot() {
-    let rig = Arc::new(Rig::start(cluster(1, &[]), config()).await);
+    let rig = Arc::new(Rig::start(cluster(1, &[]), slow_nodes_config()).await);
     let id = create(&rig).await;
     rig.slow_all(SLOW).await;
     let pause = {
@@ -123,7 +113,7 @@ async fn delete_during_a_pause_is_204_and_leaves_no_snapshot() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delete_during_a_resume_is_204_and_kills_it_on_its_node() {
-    let rig = Arc::new(Rig::start(cluster(2, &[]), config()).await);
+    let rig = Arc::new(Rig::start(cluster(2, &[]), slow_nodes_config()).await);
     let id = create(&rig).await;
     let (s, body) = rig.post(&format!("/sandboxes/{id}/pause"), None).await;
     assert_eq!(s, 204, "{body}");
@@ -334,7 +324,7 @@ fn interleaved_lifecycle_answers_agree_with_the_nodes() {
         .build()
         .expect("runtime");
     let rig = Arc::new(rt.block_on(async {
-        let rig = Rig::start(cluster(2, &[]), config()).await;
+        let rig = Rig::start(cluster(2, &[]), slow_nodes_config()).await;
         rig.slow_all(Duration::from_millis(60)).await;
         rig
     }));

@@ -64,6 +64,16 @@ pub fn serve_config(mode: AccountingMode) -> ServeConfig {
     }
 }
 
+/// [`serve_config`] for nodes slowed by a few hundred milliseconds: RPC deadlines (10 s,
+/// the request's 20 s) far above the added latency, so that a loaded machine does not
+/// turn a slow RPC into a failed one.
+pub fn slow_nodes_config() -> ServeConfig {
+    let mut cfg = serve_config(AccountingMode::Optimistic);
+    cfg.rpc_timeout = Duration::from_secs(10);
+    cfg.request_timeout = Duration::from_secs(20);
+    cfg
+}
+
 impl Rig {
     /// Sandboxes on the fleet's nodes now (their truth, all nodes together).
     pub fn sandboxes_on_nodes(&self) -> usize {
