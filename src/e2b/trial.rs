@@ -553,6 +553,9 @@ async fn trial_steps(
             Err(e) => say(&format!("the API's execution trace not saved: {e}")),
         }
     }
+    // The sync line may have reached the log reader only after the API answered ready
+    // (a loaded machine): read it again now, so the phase is measured whenever it came.
+    let sync_seen = sync_seen.or_else(|| log.lock().ok().and_then(|l| l.sync_seen));
     let phase_of = |at: &Mutex<Option<Instant>>| match (sync_seen, *at.lock().ok()?) {
         (Some((sync, _)), Some(start)) => Some(phase_at(sync, start, plan.cycle).as_secs_f64()),
         _ => None,
