@@ -47,30 +47,17 @@ fn simulated_and_real_e2b_pr2201_agree_on_cv_within_15_percent() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
-/// A small retry storm, small enough for a test: 5 nodes admitting 3 creates at once,
-/// ~0.4 s creates, 200 released together; no sync lands during it (20 s period). The
-/// profile seed also seeds the fleet (idle loads, create latencies).
-const STORM: &str = "name: storm-5
-seed: SEED
-cluster:
-  nodes: 5
-  node:
-    cpu_count: 64
-    max_starting: 3
-    create_latency: {dist: lognormal, median: 400ms, sigma: 0.15}
-placement:
-  embedded:
-    accounting: [reported, optimistic]
-    best_of_k: {k: 3}
-    sync_interval: 20s
-    request_timeout: 70s
-workload:
-  shape:
-    burst: {count: 200}
-  sandbox: {template: base, vcpu: 1, ram_mb: 512, timeout: 300s}
-collect:
-  interval: 1s
-";
+/// A small retry storm, small enough for a test: the shipped `storm-200` (5 nodes
+/// admitting 3 creates at once, ~0.4 s creates, 200 released together, no sync during
+/// it), its `seed: 7` line replaced per run. The profile seed also seeds the fleet (idle
+/// loads, create latencies).
+const STORM: &str = include_str!("../../profiles/storm-200.yaml");
+
+/// The storm's text for `seed`.
+fn storm_text(seed: u64) -> String {
+    assert!(STORM.contains("\nseed: 7\n"), "storm-200 keeps its seed line");
+    STORM.replace("\nseed: 7\n", &format!("\nseed: {seed}\n"))
+}
 
 /// `(min, max)` sandboxes per rank of the storm's five nodes, busiest first.
 type RankRanges = [(u64, u64); 5];
@@ -104,7 +91,7 @@ fn recorded_spread(mode: &str) -> (Vec<(u64, u64)>, (u64, u64)) {
 
 /// The storm's simulated run of `mode` for `seed`.
 fn simulate_storm(seed: u64, mode: &str) -> stampede::report::RunResult {
-    let text = STORM.replace("SEED", &seed.to_string());
+    let text = storm_text(seed);
     let p = stampede::profile::parse(&stampede::profile::Source::inline("s.yaml", &text))
         .expect("parses");
     let sim = simulate_profile(&p).expect("simulates");
@@ -174,7 +161,7 @@ async fn a_small_retry_storm_agrees_on_the_wire_and_in_the_simulator() {
         let dir = std::env::temp_dir().join(format!("stampede-storm-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("storm.yaml");
-        std::fs::write(&path, STORM.replace("SEED", "7")).unwrap();
+        std::fs::write(&path, storm_text(7)).unwrap();
         let opts = RunOptions {
             report_dir: Some(dir.join("reports")),
             quiet: true,
