@@ -78,6 +78,18 @@ type offCPU struct {
 	since time.Duration // trace time the goroutine left the CPU
 	state string
 	phase string
+	where string // the innermost frame outside the runtime and sync
+}
+
+// where names the innermost frame of s outside the runtime, sync and internal packages.
+func where(s trace.Stack) string {
+	for f := range s.Frames() {
+		if strings.HasPrefix(f.Func, "runtime.") || strings.HasPrefix(f.Func, "sync.") || strings.HasPrefix(f.Func, "internal/") {
+			continue
+		}
+		return fmt.Sprintf("%s:%d", f.Func, f.Line)
+	}
+	return "?"
 }
 
 type totals struct {
@@ -165,6 +177,7 @@ func analyse(w window, dir string) error {
 		off       = map[trace.GoID]offCPU{}
 		perGo     = map[trace.GoID]time.Duration{}
 		byState   = map[string]*totals{}
+		byWhere   = map[string]*totals{}
 		runnable  int
 		lastT     time.Duration
 		weighted  float64 // runnable goroutines x seconds, inside the burst
@@ -245,7 +258,7 @@ func analyse(w window, dir string) error {
 				if to == trace.GoWaiting && st.Reason != "" {
 					state += " (" + st.Reason + ")"
 				}
-				off[g] = offCPU{since: t, state: state, phase: w.phase(st.Stack)}
+				off[g] = offCPU{since: t, state: state, phase: w.phase(st.Stack), where: where(st.Stack)}
 			}
 			if to == trace.GoRunning {
 				if o, ok := off[g]; ok && o.phase == "window" {
@@ -258,6 +271,14 @@ func analyse(w window, dir string) error {
 					}
 					tot.count++
 					tot.sum += d
+					key := o.state + " at " + o.where
+					wt := byWhere[key]
+					if wt == nil {
+						wt = &totals{}
+						byWhere[key] = wt
+					}
+					wt.count++
+					wt.sum += d
 				}
 				delete(off, g)
 			}
@@ -290,6 +311,18 @@ func analyse(w window, dir string) error {
 	for _, s := range states {
 		tot := byState[s]
 		fmt.Printf("    %-40s %5d times  %9v  (%.0f%%)\n", s, tot.count, tot.sum.Round(time.Millisecond), 100*tot.sum.Seconds()/all.Seconds())
+	}
+	places := make([]string, 0, len(byWhere))
+	for s := range byWhere {
+		places = append(places, s)
+	}
+	sort.Slice(places, func(i, j int) bool { return byWhere[places[i]].sum > byWhere[places[j]].sum })
+	for i, s := range places {
+		if i == 5 {
+			break
+		}
+		tot := byWhere[s]
+		fmt.Printf("      %5d times %9v  %s\n", tot.count, tot.sum.Round(time.Millisecond), s)
 	}
 	fmt.Printf("  runnable goroutines during the burst: mean %.1f, max %d\n", weighted/(b1-b0).Seconds(), maxQueue)
 	fmt.Printf("  GC during the burst: mark phase %v, %d stop-the-world pauses totalling %v\n", gcMark.Round(time.Millisecond), stw.count, stw.sum.Round(time.Microsecond))
