@@ -55,7 +55,10 @@ const STORM: &str = include_str!("../../profiles/storm-200.yaml");
 
 /// The storm's text for `seed`.
 fn storm_text(seed: u64) -> String {
-    assert!(STORM.contains("\nseed: 7\n"), "storm-200 keeps its seed line");
+    assert!(
+        STORM.contains("\nseed: 7\n"),
+        "storm-200 keeps its seed line"
+    );
     STORM.replace("\nseed: 7\n", &format!("\nseed: {seed}\n"))
 }
 
