@@ -178,10 +178,6 @@ func analyse(w window, dir string) error {
 		perGo     = map[trace.GoID]time.Duration{}
 		byState   = map[string]*totals{}
 		byWhere   = map[string]*totals{}
-		runnable  int
-		lastT     time.Duration
-		weighted  float64 // runnable goroutines x seconds, inside the burst
-		maxQueue  int
 		gcMark    time.Duration
 		gcSince   = map[string]time.Duration{}
 		stw       totals
@@ -210,10 +206,6 @@ func analyse(w window, dir string) error {
 			start, started = ev.Time(), true
 		}
 		t := ev.Time().Sub(start)
-		if inBurst(t) && t > lastT {
-			weighted += float64(runnable) * (t - lastT).Seconds()
-		}
-		lastT = t
 		switch ev.Kind() {
 		case trace.EventSync:
 			if s := ev.Sync(); s.ClockSnapshot != nil && !haveSnap {
@@ -244,15 +236,6 @@ func analyse(w window, dir string) error {
 			}
 			g := st.Resource.Goroutine()
 			from, to := st.Goroutine()
-			if to == trace.GoRunnable {
-				runnable++
-			}
-			if from == trace.GoRunnable {
-				runnable--
-			}
-			if inBurst(t) && runnable > maxQueue {
-				maxQueue = runnable
-			}
 			if from == trace.GoRunning && to != trace.GoRunning {
 				state := to.String()
 				if to == trace.GoWaiting && st.Reason != "" {
@@ -324,7 +307,6 @@ func analyse(w window, dir string) error {
 		tot := byWhere[s]
 		fmt.Printf("      %5d times %9v  %s\n", tot.count, tot.sum.Round(time.Millisecond), s)
 	}
-	fmt.Printf("  runnable goroutines during the burst: mean %.1f, max %d\n", weighted/(b1-b0).Seconds(), maxQueue)
 	fmt.Printf("  GC during the burst: mark phase %v, %d stop-the-world pauses totalling %v\n", gcMark.Round(time.Millisecond), stw.count, stw.sum.Round(time.Microsecond))
 	return nil
 }
