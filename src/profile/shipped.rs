@@ -5,7 +5,7 @@
 use std::path::Path;
 
 /// Every shipped profile: its name (the file name without `.yaml`) and its text.
-pub const SHIPPED: [(&str, &str); 15] = [
+pub const SHIPPED: [(&str, &str); 16] = [
     ("burst-500", include_str!("../../profiles/burst-500.yaml")),
     (
         "chaos-flaky",
@@ -54,6 +54,7 @@ pub const SHIPPED: [(&str, &str); 15] = [
         "staging.example",
         include_str!("../../profiles/staging.example.yaml"),
     ),
+    ("storm-200", include_str!("../../profiles/storm-200.yaml")),
 ];
 
 /// The shipped profile `path` names, when it names one: a bare name (`nightly`,
