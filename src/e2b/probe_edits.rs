@@ -132,19 +132,19 @@ pub fn apply_probe(root: &Path) -> Result<(), EditError> {
             BEST_OF_K,
             "bestScore := math.MaxFloat64",
             At::After,
-            "var stampedeScores []stampedeprobe.Score",
+            "var stampedeScores []stampedeprobe.Score\nstampedeBegin := stampedeprobe.Now()",
         ),
         Edit::once(
             BEST_OF_K,
             "score := b.Score(node, resources, config)",
             At::After,
-            "stampedeScores = stampedeProbeNote(stampedeScores, node, score)",
+            "stampedeScores = stampedeProbeNote(stampedeScores, node, score, resources)",
         ),
         Edit::once(
             BEST_OF_K,
             "if bestNode == nil {",
             At::Before,
-            "stampedeProbeRead(stampedeCtx, candidates, stampedeScores, bestNode)",
+            "stampedeProbeRead(stampedeCtx, candidates, stampedeScores, bestNode, stampedeBegin)",
         ),
         // The optimistic add/remove and the figure after each.
         Edit::once(

@@ -77,8 +77,18 @@ pub struct ProbeSummary {
     /// Unix time (ns) of the first decision's score read: when the first create
     /// reached the placement.
     pub first_read_unix_ns: Option<i64>,
-    /// From reading the K scores to the in-progress mark (`StartPlacing`).
+    /// From reading the K scores (the last of them) to the in-progress mark
+    /// (`StartPlacing`).
     pub commit_lag_ms: MsSpread,
+    /// From the decision starting to read its K scores to the mark: the age of the
+    /// oldest figure the choice rested on (each score's `Items()` snapshot may wait).
+    /// Empty for a log written before the probe recorded the start.
+    pub view_age_ms: MsSpread,
+    /// Per decision, the mean over its candidates of each score's age at the mark: the
+    /// single lag that leaves each figure as many of the others' marks unseen, on
+    /// average, as its own read did (the twin's `commit_lag` reads its K at one time).
+    /// Empty for a log whose scores carry no time.
+    pub figure_age_ms: MsSpread,
     /// From the in-progress mark to the Create's return to the API (successes).
     pub in_progress_ms: MsSpread,
     /// Commits counted.
@@ -107,12 +117,35 @@ fn fields(line: &str) -> Option<(i64, &str, HashMap<&str, &str>)> {
     Some((t, event, kv))
 }
 
+/// What a decision's `read` line said about its timing.
+struct Read {
+    /// When its scores were all read.
+    at: i64,
+    /// When it began reading them (absent in older logs).
+    begin: Option<i64>,
+    /// When each candidate's score was computed (empty in older logs).
+    scored: Vec<i64>,
+}
+
+/// The times in a `cands` field (`node:score:reported:pending:unix_ns`, comma-separated);
+/// empty when any candidate carries none.
+fn score_times(cands: &str) -> Vec<i64> {
+    let times: Option<Vec<i64>> = cands
+        .split(',')
+        .filter(|c| !c.is_empty())
+        .map(|c| c.split(':').nth(4).and_then(|t| t.parse().ok()))
+        .collect();
+    times.unwrap_or_default()
+}
+
 /// Sums up a probe log.
 pub fn summarise(text: &str) -> ProbeSummary {
     let mut s = ProbeSummary::default();
-    let mut reads: HashMap<(String, String), i64> = HashMap::new();
+    let mut reads: HashMap<(String, String), Read> = HashMap::new();
     let mut commits: HashMap<(String, String), i64> = HashMap::new();
     let mut lags = Vec::new();
+    let mut ages = Vec::new();
+    let mut figure_ages = Vec::new();
     let mut in_progress = Vec::new();
     let mut stale: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let mut round_trips = Vec::new();
@@ -128,14 +161,29 @@ pub fn summarise(text: &str) -> ProbeSummary {
         match event {
             "read" => {
                 s.first_read_unix_ns.get_or_insert(t);
-                reads.insert(key(), t);
+                reads.insert(
+                    key(),
+                    Read {
+                        at: t,
+                        begin: get("begin").parse().ok(),
+                        scored: score_times(get("cands")),
+                    },
+                );
             }
             "commit" => {
                 s.commits += 1;
                 commits.insert(key(), t);
-                let lag = reads.get(&key()).map(|r| (t - r) as f64 / 1e6);
+                let read = reads.get(&key());
+                let lag = read.map(|r| (t - r.at) as f64 / 1e6);
                 if let Some(lag) = lag {
                     lags.push(lag);
+                }
+                if let Some(begin) = read.and_then(|r| r.begin) {
+                    ages.push((t - begin) as f64 / 1e6);
+                }
+                if let Some(r) = read.filter(|r| !r.scored.is_empty()) {
+                    let sum: f64 = r.scored.iter().map(|&a| (t - a) as f64 / 1e6).sum();
+                    figure_ages.push(sum / r.scored.len() as f64);
                 }
                 let best = get("best_now");
                 if !best.is_empty() && best != get("node") {
@@ -173,6 +221,8 @@ pub fn summarise(text: &str) -> ProbeSummary {
         }
     }
     s.commit_lag_ms = MsSpread::of(lags);
+    s.view_age_ms = MsSpread::of(ages);
+    s.figure_age_ms = MsSpread::of(figure_ages);
     s.in_progress_ms = MsSpread::of(in_progress);
     s.sync_round_trip_ms = MsSpread::of(round_trips);
     let mut waves: Vec<Wave> = stale
@@ -212,7 +262,7 @@ mod tests {
 1000000000 start pid=1
 1000000000 sync node=n1 before=0 after=4
 1001000000 read sbx=a try=1 node=n1 cands=n1:0.1:4:0,n2:0.2:5:0
-1001500000 read sbx=b try=1 node=n1 cands=n1:0.1:4:0,n3:0.3:6:0
+1001500000 read sbx=b try=1 node=n1 begin=1000500000 cands=n1:0.1:4:0:1000600000,n3:0.3:6:0:1001400000
 1003000000 commit sbx=a try=1 node=n1 best_now=n1
 1043000000 commit sbx=b try=1 node=n1 best_now=n3
 1010000000 returned sbx=a try=1 node=n1 ok=true
@@ -236,6 +286,12 @@ garbage
             "{:?}",
             s.commit_lag_ms
         );
+        // Only b's read says when it began (a's line is the older format).
+        assert_eq!(s.view_age_ms.n, 1);
+        assert!((s.view_age_ms.max - 42.5).abs() < 1e-9, "{:?}", s.view_age_ms);
+        // b's two scores were 42.4 and 41.6 ms old at its mark.
+        assert_eq!(s.figure_age_ms.n, 1);
+        assert!((s.figure_age_ms.max - 42.0).abs() < 1e-9, "{:?}", s.figure_age_ms);
         assert_eq!(s.in_progress_ms.n, 2);
         assert!((s.in_progress_ms.max - 40.0).abs() < 1e-9);
         assert_eq!(s.stale_commits, 1);

@@ -116,8 +116,8 @@ impl MatchedRun {
             .as_ref()
             .map(|p| {
                 format!(
-                    "; commit lag p50/p95/max {:.1}/{:.1}/{:.1} ms, {} stale commits",
-                    p.commit_lag_ms.p50, p.commit_lag_ms.p95, p.commit_lag_ms.max, p.stale_commits
+                    "; commit lag p50/p95/max {:.1}/{:.1}/{:.1} ms, figure age p50/p95 {:.1}/{:.1} ms, {} stale commits",
+                    p.commit_lag_ms.p50, p.commit_lag_ms.p95, p.commit_lag_ms.max, p.figure_age_ms.p50, p.figure_age_ms.p95, p.stale_commits
                 )
             })
             .unwrap_or_default();
@@ -469,9 +469,9 @@ fn write_probe(s: &E2bSummary, w: &mut dyn std::io::Write) -> std::io::Result<()
         w,
         "\n## The probe: E2B's time inside and after each decision\n"
     )?;
-    writeln!(w, "Commit lag: from `chooseNode` reading its K scores to `StartPlacing` (the choice counting for the others). In progress: from `StartPlacing` to the Create's return to the API. A stale commit went to a node that was no longer the best of its candidates, re-scored just before its mark. ms as p5 / p50 / p95 / max.\n")?;
-    writeln!(w, "| build | run | commits | commit lag ms | in progress ms | stale commits (top nodes) | syncs in the workload (node before→after vCPU, at ms) | sync round trip ms | dropped |")?;
-    writeln!(w, "|---|---|---|---|---|---|---|---|---|")?;
+    writeln!(w, "Commit lag: from `chooseNode` reading its K scores to `StartPlacing` (the choice counting for the others). View age: from `chooseNode` starting to read them to `StartPlacing` (the oldest figure's age). Figure age: per decision, the mean of its K scores' ages at `StartPlacing`. In progress: from `StartPlacing` to the Create's return to the API. A stale commit went to a node that was no longer the best of its candidates, re-scored just before its mark. ms as p5 / p50 / p95 / max.\n")?;
+    writeln!(w, "| build | run | commits | commit lag ms | view age ms | figure age ms | in progress ms | stale commits (top nodes) | syncs in the workload (node before→after vCPU, at ms) | sync round trip ms | dropped |")?;
+    writeln!(w, "|---|---|---|---|---|---|---|---|---|---|---|")?;
     for (r, p) in probed {
         let waves: Vec<String> = p
             .waves
@@ -493,11 +493,13 @@ fn write_probe(s: &E2bSummary, w: &mut dyn std::io::Write) -> std::io::Result<()
         let more = p.syncs_in_workload.len().saturating_sub(12);
         writeln!(
             w,
-            "| {} | {} | {} | {} | {} | {}{} | {}{} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {}{} | {}{} | {} | {} |",
             r.label,
             r.run + 1,
             p.commits,
             ms(&p.commit_lag_ms),
+            ms(&p.view_age_ms),
+            ms(&p.figure_age_ms),
             ms(&p.in_progress_ms),
             p.stale_commits,
             if waves.is_empty() {

@@ -146,10 +146,16 @@ type Score struct {
 	Score    float64
 	Reported uint32
 	Pending  int64
+	// At is when the score was computed (Now).
+	At int64
 }
 
-// Read records the scores a decision read and its choice.
-func Read(d *Decision, chosen string, scores []Score) {
+// Now is the probe's clock: wall-clock Unix nanoseconds, as every line carries.
+func Now() int64 { return time.Now().UnixNano() }
+
+// Read records the scores a decision read, its choice, and when it began reading them
+// (begin, from Now).
+func Read(d *Decision, chosen string, scores []Score, begin int64) {
 	if !enabled || d == nil {
 		return
 	}
@@ -159,9 +165,9 @@ func Read(d *Decision, chosen string, scores []Score) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		fmt.Fprintf(&b, "%s:%.6f:%d:%d", s.Node, s.Score, s.Reported, s.Pending)
+		fmt.Fprintf(&b, "%s:%.6f:%d:%d:%d", s.Node, s.Score, s.Reported, s.Pending, s.At)
 	}
-	record("read", fmt.Sprintf("sbx=%s try=%d node=%s cands=%s", d.Sandbox, d.Try, chosen, b.String()))
+	record("read", fmt.Sprintf("sbx=%s try=%d node=%s begin=%d cands=%s", d.Sandbox, d.Try, chosen, begin, b.String()))
 }
 
 // Commit records the moment a choice became visible to other decisions (its
