@@ -202,15 +202,31 @@ pub fn measured_sync_transit() -> LatencyDist {
     ms(SYNC_TRANSIT_MS)
 }
 
-/// The choose-to-commit lag's percentiles (p, ms).
-pub const COMMIT_LAG_MS: &[(f64, f64)] = &[(0.0, 0.2), (50.0, 2.0), (95.0, 60.0), (100.0, 140.0)];
-/// The create return time's percentiles (p, ms).
+/// The choose-to-commit lag's percentiles (p, ms): the figure age a probe build of E2B's
+/// HEAD measured under `profiles/burst-500.yaml` on a quiet 2-core host (24 bursts,
+/// 2026-12-07; medians over the runs of each run's p5 / p50 / p95 / max, p95 10.8-31.9
+/// and max 59-186 across runs; docs/fidelity.md). A decision's K scores are read one
+/// after another, each `Score` copying its node's in-progress map (`Items()`), which
+/// waits under a burst; the choice then counts at once (read-to-mark p95 0.01 ms). The
+/// figure age, per decision the mean over its K scores of each one's age at the mark,
+/// is the single lag that leaves each figure as many of the others' marks unseen.
+pub const COMMIT_LAG_MS: &[(f64, f64)] = &[
+    (0.0, 0.0),
+    (5.0, 0.16),
+    (50.0, 0.55),
+    (95.0, 19.0),
+    (100.0, 96.0),
+];
+/// The create return time's percentiles (p, ms): the same 24 bursts' `StartPlacing` to
+/// Create returned (medians over the runs: p5 24.7, p50 72.2, p95 172.3, max 239.9) less
+/// the mock node's create (uniform 1-5 ms, mean 3); the floor stays 5 ms (the runs' spreads
+/// record no minimum).
 pub const CREATE_RETURN_MS: &[(f64, f64)] = &[
     (0.0, 5.0),
-    (5.0, 10.0),
-    (50.0, 40.0),
-    (95.0, 110.0),
-    (100.0, 200.0),
+    (5.0, 22.0),
+    (50.0, 69.0),
+    (95.0, 169.0),
+    (100.0, 237.0),
 ];
 /// The sync reply transit's percentiles (p, ms).
 pub const SYNC_TRANSIT_MS: &[(f64, f64)] = &[(0.0, 0.25), (50.0, 1.0), (100.0, 8.0)];
