@@ -288,10 +288,18 @@ garbage
         );
         // Only b's read says when it began (a's line is the older format).
         assert_eq!(s.view_age_ms.n, 1);
-        assert!((s.view_age_ms.max - 42.5).abs() < 1e-9, "{:?}", s.view_age_ms);
+        assert!(
+            (s.view_age_ms.max - 42.5).abs() < 1e-9,
+            "{:?}",
+            s.view_age_ms
+        );
         // b's two scores were 42.4 and 41.6 ms old at its mark.
         assert_eq!(s.figure_age_ms.n, 1);
-        assert!((s.figure_age_ms.max - 42.0).abs() < 1e-9, "{:?}", s.figure_age_ms);
+        assert!(
+            (s.figure_age_ms.max - 42.0).abs() < 1e-9,
+            "{:?}",
+            s.figure_age_ms
+        );
         assert_eq!(s.in_progress_ms.n, 2);
         assert!((s.in_progress_ms.max - 40.0).abs() < 1e-9);
         assert_eq!(s.stale_commits, 1);

@@ -109,8 +109,8 @@ fn a_lifecycle_simulation_is_deterministic() {
 /// their origin.
 const SIM_CREATES: [(u64, u64); 3] = [(40, 45), (0, 3), (0, 2)];
 const SIM_RESUMES: [(u64, u64); 3] = [(40, 45), (0, 3), (0, 2)];
-const SIM_P50_MS: (f64, f64) = (476.0, 997.0);
-const SIM_P90_MS: (f64, f64) = (647.0, 1262.0);
+const SIM_P50_MS: (f64, f64) = (528.0, 853.0);
+const SIM_P90_MS: (f64, f64) = (686.0, 1145.0);
 const SIM_MOVED: (u64, u64) = (0, 0);
 
 /// Seeds behind the recorded `SIM_*` ranges.
