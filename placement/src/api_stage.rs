@@ -58,8 +58,10 @@ pub struct ApiStage {
     /// [`MEASURED_WORKERS`]; absent (`null`): every request starts its time at once.
     pub workers: Option<u32>,
     /// From a Best-of-K decision reading its K scores to the choice counting on its
-    /// node (E2B's `chooseNode` returning, then `PlacementMetrics.StartPlacing`):
-    /// nothing is held between the two, so the others decide on the view as it was.
+    /// node: the age of the figures a choice rests on when it counts. E2B reads the K
+    /// scores one after another (each `Score` copying its node's in-progress map, which
+    /// waits under a burst), then `PlacementMetrics.StartPlacing` marks the choice; no
+    /// lock is held across them, so the others decide on the view as it was.
     /// A resume's origin node and a settled retry draw none. Default
     /// [`measured_commit_lag`].
     pub commit_lag: LatencyDist,
