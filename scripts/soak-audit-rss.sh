@@ -6,6 +6,10 @@
 # (`t_s rss_kib fds`), then its growth in bytes per create between FROM and TO seconds
 # (defaults 40 and 115): the end-to-end difference and a least-squares slope over the
 # samples between, both over RATE * (TO - FROM) creates.
+# With MSTATS=1 it also prints the live heap at FROM and TO (`heap t_s in_use_kib
+# rss_anon_kib`: glibc's in-use bytes over all arenas, from malloc_stats called through
+# gdb, beside the resident anonymous memory), which tells what the process holds from
+# what its allocator keeps, and the window's descriptor range.
 # Needs a release build: cargo build --release --bin stampede.
 # Run it niced: nice -n 10 scripts/soak-audit-rss.sh [--no-audit] [SECONDS] [RATE]
 set -euo pipefail
@@ -58,6 +62,14 @@ while kill -0 "$run" 2>/dev/null && [ "$t" -le "$secs" ]; do
   kib=$(awk '/VmRSS/ {print $2}' "/proc/$run/status" 2>/dev/null || echo nan)
   fds=$(find "/proc/$run/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
   echo "$t $kib $fds" | tee -a "$tmp/samples"
+  if [ -n "${MSTATS:-}" ] && { [ "$t" = "$from" ] || [ "$t" = "$to" ]; }; then
+    off=$(stat -c %s "$tmp/err")
+    anon=$(awk '/RssAnon/ {print $2}' "/proc/$run/status")
+    gdb -p "$run" -batch -ex 'call (void)malloc_stats()' >/dev/null 2>&1 || true
+    tail -c +$((off + 1)) "$tmp/err" | awk -v t="$t" -v anon="$anon" \
+      '/^in use bytes/ { u = $5 } END { printf "heap %d %d %d\n", t, u / 1024, anon }' |
+      tee -a "$tmp/heap"
+  fi
   sleep 1; t=$((t + 1))
 done
 wait "$run" && code=0 || code=$?
@@ -66,7 +78,8 @@ echo "run exit $code"; tail -3 "$tmp/out"
 awk -v from="$from" -v to="$to" -v rate="$rate" '
   $2 == "nan" { next }
   $1 == from { a = $2 } $1 == to { b = $2 }
-  $1 >= from && $1 <= to { n++; sx += $1; sy += $2; sxx += $1*$1; sxy += $1*$2 }
+  $1 >= from && $1 <= to { n++; sx += $1; sy += $2; sxx += $1*$1; sxy += $1*$2
+    if (lo == "" || $3 < lo) lo = $3; if ($3 > hi) hi = $3 }
   END {
     creates = rate * (to - from)
     if (a == "" || b == "" || n < 2) { print "too few samples"; exit 1 }
@@ -74,4 +87,5 @@ awk -v from="$from" -v to="$to" -v rate="$rate" '
       a / 1024, from, b / 1024, to, (b - a) * 1024 / creates
     printf "slope %.0f bytes per create (%d samples)\n",
       (n*sxy - sx*sy) / (n*sxx - sx*sx) * 1024 / rate, n
+    printf "descriptors %d-%d\n", lo, hi
   }' "$tmp/samples"
