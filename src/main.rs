@@ -48,7 +48,7 @@ fn main() -> ExitCode {
     let abort = AbortState::default();
     // Only `run` handles signals itself; the other verbs keep their own (or the default)
     // dispositions, so that SIGTERM still ends `serve` or `mock-node`.
-    if matches!(cli.command, Command::Run { .. }) {
+    if matches!(cli.command, Command::Run(_)) {
         install_run_signals(cancel.clone(), abort.clone(), runtime.handle().clone());
     } else if matches!(cli.command, Command::E2b(_)) {
         install_stop_signals(cancel.clone());

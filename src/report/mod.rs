@@ -48,7 +48,8 @@ pub use staging::{
 };
 pub use stats::{LatencySummary, SkewStats};
 pub use step_summary::{
-    append_step_summary, append_to_step_summary, step_summary_path, STEP_SUMMARY_ENV,
+    append_markdown_to_step_summary, append_step_summary, append_to_step_summary,
+    step_summary_path, STEP_SUMMARY_ENV,
 };
 pub use svg_trend::TrendPoint;
 pub use terminal::{write_terminal, write_verdict};

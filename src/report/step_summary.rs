@@ -23,19 +23,34 @@ pub fn step_summary_path() -> Option<PathBuf> {
 pub fn append_step_summary(report: &Report, path: &Path) -> io::Result<()> {
     let mut md = Vec::new();
     write_markdown(report, &mut md)?;
+    append_markdown(&md, path)
+}
+
+/// Append `md` to `path` (created if missing), after a blank line.
+fn append_markdown(md: &[u8], path: &Path) -> io::Result<()> {
     let mut f = OpenOptions::new().create(true).append(true).open(path)?;
     f.write_all(b"\n")?;
-    f.write_all(&md)?;
+    f.write_all(md)?;
     f.flush()
 }
 
 /// [`append_step_summary`] to the file the environment names, if any; a failure is a
 /// warning on stderr (the report is written already: the verdict must not change).
 pub fn append_to_step_summary(report: &Report) {
+    let mut md = Vec::new();
+    match write_markdown(report, &mut md) {
+        Ok(()) => append_markdown_to_step_summary("summary", &md),
+        Err(e) => eprintln!("warning: cannot write the summary's Markdown: {e}"),
+    }
+}
+
+/// Appends `md` (a verb's Markdown, named `what` in a warning) to the file the
+/// environment names, if any, after a blank line; a failure is a warning on stderr.
+pub fn append_markdown_to_step_summary(what: &str, md: &[u8]) {
     if let Some(path) = step_summary_path() {
-        if let Err(e) = append_step_summary(report, &path) {
+        if let Err(e) = append_markdown(md, &path) {
             eprintln!(
-                "warning: cannot append the summary to {STEP_SUMMARY_ENV} ({}): {e}",
+                "warning: cannot append the {what} to {STEP_SUMMARY_ENV} ({}): {e}",
                 path.display()
             );
         }
