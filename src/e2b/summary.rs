@@ -9,58 +9,7 @@ use serde::Serialize;
 use super::build::Built;
 use super::trial::TrialResult;
 use super::twin::TwinRun;
-
-/// Mean and sample standard deviation, median, min and max of a series.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct Spread {
-    /// Values.
-    pub n: usize,
-    /// Mean.
-    pub mean: f64,
-    /// Sample standard deviation (n - 1); 0 for one value.
-    pub sd: f64,
-    /// Least value.
-    pub min: f64,
-    /// Greatest value.
-    pub max: f64,
-    /// Middle value (the mean of the two middle ones for an even count).
-    pub median: f64,
-}
-
-impl Spread {
-    /// The spread of `xs`.
-    pub fn of(xs: &[f64]) -> Spread {
-        let n = xs.len();
-        if n == 0 {
-            return Spread::default();
-        }
-        let mean = xs.iter().sum::<f64>() / n as f64;
-        let sd = if n > 1 {
-            (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
-        } else {
-            0.0
-        };
-        Spread {
-            n,
-            mean,
-            sd,
-            min: xs.iter().copied().fold(f64::INFINITY, f64::min),
-            max: xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-            median: median(xs),
-        }
-    }
-}
-
-fn median(xs: &[f64]) -> f64 {
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    let mid = v.len() / 2;
-    if v.len().is_multiple_of(2) {
-        (v[mid - 1] + v[mid]) / 2.0
-    } else {
-        v[mid]
-    }
-}
+pub use crate::report::Spread;
 
 /// One real run and its matched twin.
 #[derive(Debug, Clone, Serialize)]
@@ -223,12 +172,12 @@ pub const AB_FLOOR: f64 = 0.01;
 impl AbVerdict {
     /// Judges `head` against `base`.
     pub fn judge(base: &BuildSummary, head: &BuildSummary) -> Self {
-        let bound = base.cv.mean + AB_SIGMAS * base.cv.sd + AB_FLOOR;
+        let bound = base.cv.mean + AB_SIGMAS * base.cv.sample_sd + AB_FLOOR;
         AbVerdict {
             base: base.label.clone(),
             head: head.label.clone(),
             base_cv: base.cv.mean,
-            base_sd: base.cv.sd,
+            base_sd: base.cv.sample_sd,
             head_cv: head.cv.mean,
             bound,
             regressed: head.cv.mean > bound,
@@ -267,7 +216,10 @@ fn spread3(s: &Spread) -> String {
     if s.n == 0 {
         return "-".into();
     }
-    format!("{:.3} ± {:.3} ({:.3}..{:.3})", s.mean, s.sd, s.min, s.max)
+    format!(
+        "{:.3} ± {:.3} ({:.3}..{:.3})",
+        s.mean, s.sample_sd, s.min, s.max
+    )
 }
 
 fn spread0(s: &Spread) -> String {
@@ -590,19 +542,5 @@ mod tests {
             "{out}"
         );
         assert!(out.contains(&crate::report::junit::text(&v.rule)), "{out}");
-    }
-
-    #[test]
-    fn the_median_is_the_middle_value_or_the_mean_of_the_two_middle_ones() {
-        assert_eq!(Spread::of(&[9.0, 1.0, 4.0]).median, 4.0);
-        assert_eq!(Spread::of(&[9.0, 1.0, 4.0, 2.0]).median, 3.0);
-        assert_eq!(Spread::of(&[100.0, 1.0, 2.0]).mean, 103.0 / 3.0);
-    }
-
-    #[test]
-    fn spread_of_one_value_has_no_deviation() {
-        let s = Spread::of(&[0.3]);
-        assert_eq!((s.n, s.mean, s.sd, s.min, s.max), (1, 0.3, 0.0, 0.3, 0.3));
-        assert_eq!(Spread::of(&[]).n, 0);
     }
 }

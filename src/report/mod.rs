@@ -15,6 +15,7 @@ mod model;
 mod output;
 mod over_time;
 mod resumes;
+mod spread;
 mod staging;
 mod stats;
 mod step_summary;
@@ -42,6 +43,7 @@ pub use output::{
 };
 pub use over_time::{LatencyBin, LatencyOverTime, RetryStorm, SkewOverTime};
 pub use resumes::{ResumeCall, ResumeFigures};
+pub use spread::Spread;
 pub use staging::{
     limited_count, write_staging, Baseline, CleanupReport, FinalRead, NotCleaned, StagingFacts,
     CANCELLED_KEY,

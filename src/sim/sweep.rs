@@ -14,6 +14,7 @@ use crate::placement::AccountingMode;
 use crate::profile::RunSettings;
 use crate::profile::{EmbeddedPlacement, OneOrMany, PlacementSection, Profile, RunVariant, Shape};
 use crate::report::RunResult;
+pub use crate::report::Spread;
 
 /// One setting a sweep can vary: how its values parse and where one goes in a profile.
 #[derive(Clone, Copy)]
@@ -293,37 +294,6 @@ fn apply(
             bad(m)
         }
     })
-}
-
-/// Mean, population standard deviation, min and max of one figure over seeds.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Spread {
-    /// Mean.
-    pub mean: f64,
-    /// Population standard deviation.
-    pub std_dev: f64,
-    /// Smallest value.
-    pub min: f64,
-    /// Largest value.
-    pub max: f64,
-}
-
-impl Spread {
-    /// The spread of `xs` (all zero when empty).
-    pub fn of(xs: &[f64]) -> Self {
-        if xs.is_empty() {
-            return Spread::default();
-        }
-        let n = xs.len() as f64;
-        let mean = xs.iter().sum::<f64>() / n;
-        let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
-        Spread {
-            mean,
-            std_dev: var.sqrt(),
-            min: xs.iter().copied().fold(f64::INFINITY, f64::min),
-            max: xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-        }
-    }
 }
 
 /// One combination of a sweep, run once per seed.

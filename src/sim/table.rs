@@ -24,7 +24,7 @@ fn rows(sweep: &Sweep, precision: usize) -> Vec<Vec<String>> {
             let mut row = p.values.clone();
             row.extend([
                 f(p.cv.mean),
-                f(p.cv.std_dev),
+                f(p.cv.population_sd),
                 f(p.cv.min),
                 f(p.cv.max),
                 f(p.max_over_mean.mean),
