@@ -7,10 +7,6 @@ use std::time::Duration;
 
 use super::truth::{NodeSample, Truth, TruthSource};
 
-/// E2B's API refreshes `GET /nodes` from its orchestrators once per sync (20 s in
-/// `e2b-dev/infra`), so its `sandboxCount` can lag by that much.
-pub const E2B_NODE_SYNC: Duration = crate::placement::SYNC_INTERVAL;
-
 impl TruthSource {
     /// What the source is, as the report names it.
     pub fn name(&self) -> &'static str {
@@ -24,7 +20,9 @@ impl TruthSource {
     /// How far behind the nodes the source can be; `None`: it reads them live.
     pub fn lag(&self) -> Option<Duration> {
         match self {
-            TruthSource::E2bApi { .. } => Some(E2B_NODE_SYNC),
+            // E2B's API refreshes `GET /nodes` from its orchestrators once per sync,
+            // so its `sandboxCount` can lag by one sync interval.
+            TruthSource::E2bApi { .. } => Some(crate::placement::SYNC_INTERVAL),
             TruthSource::MockAdmin(..) | TruthSource::Orchestrators(_) => None,
         }
     }

@@ -8,7 +8,7 @@ mod sample_sink;
 mod sampler;
 mod truth;
 
-pub use baseline::{Before, E2B_NODE_SYNC};
+pub use baseline::Before;
 pub use believed::{fetch_api_nodes, fetch_believed, ApiNode};
 pub(crate) use history::add_restart;
 pub use history::{SampleHistory, SeenAt, Sightings, WindowSample};

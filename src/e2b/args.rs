@@ -130,8 +130,8 @@ pub struct StackArgs {
     /// The API's node sync period: E2B's is 20 s (`cacheSyncTime`,
     /// `orchestrator/cache.go`); set it only for an `--api-cmd` API that syncs at
     /// another period. Run starts are spread over it and the twin syncs at it.
-    #[arg(long, default_value = "20s", value_parser = humantime::parse_duration, value_name = "DURATION")]
-    pub sync_cycle: std::time::Duration,
+    #[arg(long, default_value_t = crate::placement::SYNC_INTERVAL.into(), value_name = "DURATION")]
+    pub sync_cycle: humantime::Duration,
     /// Twin runs spread over the sync cycle for each build's distribution.
     #[arg(long, default_value_t = 20, value_name = "N")]
     pub twin_phases: usize,

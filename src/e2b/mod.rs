@@ -214,7 +214,7 @@ async fn measure(
     for i in 0..stack.runs {
         for (b, api) in apis.iter().enumerate() {
             let label = label_of(api);
-            let phase = twin::spread_phase(i, stack.runs, stack.sync_cycle);
+            let phase = twin::spread_phase(i, stack.runs, *stack.sync_cycle);
             say(&format!(
                 "run {}/{} of {label}: phase {:.1} s",
                 i + 1,
@@ -231,7 +231,7 @@ async fn measure(
                 pg_bin: stack.pg_bin.clone(),
                 dir: cache.join("runs").join(format!("{session}-{b}-{i}")),
                 exe: exe.clone(),
-                cycle: stack.sync_cycle,
+                cycle: *stack.sync_cycle,
             };
             let mut real = trial::run_trial(&plan, cancel, &say).await?;
             say(&format!("stopped: {}", real.stopped.join("; ")));
@@ -239,7 +239,7 @@ async fn measure(
                 .phase_s
                 .map(std::time::Duration::from_secs_f64)
                 .unwrap_or(phase);
-            let twin = twin::twin(&twin_profile(api), api.mode(), met, stack.sync_cycle)?;
+            let twin = twin::twin(&twin_profile(api), api.mode(), met, *stack.sync_cycle)?;
             let kept = stack.report_dir.join("e2b-runs").join(format!("{b}-{i}"));
             keep_artifacts(&plan.dir, &kept);
             // The stack is stopped; its folder's logs were copied beside the report, and
@@ -261,7 +261,7 @@ async fn measure(
             &twin_profile(api),
             api.mode(),
             stack.twin_phases,
-            stack.sync_cycle,
+            *stack.sync_cycle,
         )?;
         summaries.push(BuildSummary::new(
             &label,

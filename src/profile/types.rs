@@ -149,6 +149,14 @@ pub struct EmbeddedPlacement {
     pub evictor: bool,
 }
 
+impl EmbeddedPlacement {
+    /// When the first periodic sync lands after the gate: `sync_phase`, else one
+    /// `sync_interval` (its default, resolved here only).
+    pub fn first_sync_phase(&self) -> Duration {
+        self.sync_phase.unwrap_or(self.sync_interval)
+    }
+}
+
 impl Default for EmbeddedPlacement {
     fn default() -> Self {
         Self {

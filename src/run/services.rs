@@ -15,8 +15,8 @@ use crate::serve::{self, ArrivalWindow, ServeConfig, ServiceHandle, SyncPhaser, 
 /// The running replicas of one run.
 pub(super) struct Replicas {
     handles: Vec<ServiceHandle>,
-    /// When replica 0 first syncs after the gate (the profile's `sync_phase`).
-    sync_phase: Option<Duration>,
+    /// When replica 0 first syncs after the gate (the profile's first sync phase).
+    sync_phase: Duration,
 }
 
 impl Replicas {
@@ -70,7 +70,7 @@ impl Replicas {
             let n = phasers.len();
             for (r, p) in phasers.iter().enumerate() {
                 let interval = p.interval();
-                let first = first_periodic_sync(interval, phase.unwrap_or(interval), r, n);
+                let first = first_periodic_sync(interval, phase, r, n);
                 if let Some(at) = gate.checked_add(first) {
                     p.next_sync_at(at);
                 }
@@ -133,25 +133,19 @@ pub(super) async fn start_replicas(
         .map_err(StageError::Placement)?;
     Ok(Replicas {
         handles,
-        sync_phase: e.sync_phase,
+        sync_phase: e.first_sync_phase(),
     })
 }
 
-/// When `replicas` replicas syncing every `interval` from `phase` (one interval by
-/// default) are due, ms after the gate, up to `until_ms`, in order ([`first_periodic_sync`]).
-fn sync_schedule(
-    interval: Duration,
-    phase: Option<Duration>,
-    replicas: usize,
-    until_ms: f64,
-) -> Vec<f64> {
+/// When `replicas` replicas syncing every `interval` from `phase` are due, ms after the gate, up to `until_ms`, in order ([`first_periodic_sync`]).
+fn sync_schedule(interval: Duration, phase: Duration, replicas: usize, until_ms: f64) -> Vec<f64> {
     let step = interval.as_secs_f64() * 1000.0;
     let mut at = Vec::new();
     if step <= 0.0 {
         return at;
     }
     for r in 0..replicas {
-        let first = first_periodic_sync(interval, phase.unwrap_or(interval), r, replicas);
+        let first = first_periodic_sync(interval, phase, r, replicas);
         let mut t = first.as_secs_f64() * 1000.0;
         while t <= until_ms {
             at.push(t);
@@ -170,15 +164,15 @@ mod tests {
     fn the_sync_schedule_is_each_replicas_phase_then_every_interval() {
         let s = Duration::from_secs;
         assert_eq!(
-            sync_schedule(s(20), Some(s(7)), 1, 70_000.0),
+            sync_schedule(s(20), s(7), 1, 70_000.0),
             [7000.0, 27_000.0, 47_000.0, 67_000.0]
         );
-        // Two replicas: the second half an interval after the first; the default phase
-        // is one interval.
+        // Two replicas at a phase of one interval: the second half an interval after
+        // the first.
         assert_eq!(
-            sync_schedule(s(20), None, 2, 45_000.0),
+            sync_schedule(s(20), s(20), 2, 45_000.0),
             [10_000.0, 20_000.0, 30_000.0, 40_000.0]
         );
-        assert!(sync_schedule(s(20), None, 1, 5_000.0).is_empty());
+        assert!(sync_schedule(s(20), s(20), 1, 5_000.0).is_empty());
     }
 }

@@ -191,7 +191,7 @@ impl SimSetup {
             placement,
             replicas: p.replicas.max(1) as usize,
             sync_interval: to_nanos(p.sync_interval),
-            sync_phase: to_nanos(p.sync_phase.unwrap_or(p.sync_interval)),
+            sync_phase: to_nanos(p.first_sync_phase()),
             request_timeout: to_nanos(p.request_timeout),
             arrivals,
             workers,
