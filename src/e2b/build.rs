@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use tokio::process::Command;
 
+use crate::placement::AccountingMode;
+
 use super::probe_edits;
 use super::standin::StandIn;
 use super::variant::{self, ScoreFacts, Variant, VariantError};
@@ -101,7 +103,7 @@ pub struct Built {
     /// What the built score counts.
     pub built: String,
     /// The stampede accounting mode the build behaves as.
-    pub mode: String,
+    pub mode: AccountingMode,
     /// Stand-in modules used.
     pub stand_ins: Vec<String>,
     /// Built with stampede's timing probe.
@@ -330,7 +332,7 @@ pub async fn build(req: &BuildRequest, log: &mut dyn FnMut(&str)) -> Result<Buil
         variant: req.variant.to_string(),
         committed: committed.describe(),
         built: built.describe(),
-        mode: mode.to_string(),
+        mode,
         stand_ins: req.stand_ins.iter().map(|s| s.to_string()).collect(),
         probe: req.probe,
         choice_locked,

@@ -68,7 +68,7 @@ impl ApiKind {
     /// The accounting mode the twin runs for this API.
     pub fn mode(&self) -> AccountingMode {
         match self {
-            ApiKind::E2b(b) => b.mode.parse().unwrap_or(AccountingMode::Optimistic),
+            ApiKind::E2b(b) => b.mode,
             ApiKind::Command { mode, .. } => *mode,
         }
     }
