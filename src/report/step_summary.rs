@@ -37,11 +37,18 @@ fn append_markdown(md: &[u8], path: &Path) -> io::Result<()> {
 /// [`append_step_summary`] to the file the environment names, if any; a failure is a
 /// warning on stderr (the report is written already: the verdict must not change).
 pub fn append_to_step_summary(report: &Report) {
-    let mut md = Vec::new();
-    match write_markdown(report, &mut md) {
-        Ok(()) => append_markdown_to_step_summary("summary", &md),
-        Err(e) => eprintln!("warning: cannot write the summary's Markdown: {e}"),
+    if let Some(path) = step_summary_path() {
+        if let Err(e) = append_step_summary(report, &path) {
+            warn_unappended("summary", &path, &e);
+        }
     }
+}
+
+fn warn_unappended(what: &str, path: &Path, e: &io::Error) {
+    eprintln!(
+        "warning: cannot append the {what} to {STEP_SUMMARY_ENV} ({}): {e}",
+        path.display()
+    );
 }
 
 /// Appends `md` (a verb's Markdown, named `what` in a warning) to the file the
@@ -49,10 +56,7 @@ pub fn append_to_step_summary(report: &Report) {
 pub fn append_markdown_to_step_summary(what: &str, md: &[u8]) {
     if let Some(path) = step_summary_path() {
         if let Err(e) = append_markdown(md, &path) {
-            eprintln!(
-                "warning: cannot append the {what} to {STEP_SUMMARY_ENV} ({}): {e}",
-                path.display()
-            );
+            warn_unappended(what, &path, &e);
         }
     }
 }
